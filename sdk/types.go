@@ -1,0 +1,265 @@
+package sdk
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// ProtocolVersion is the version of the host–plugin protocol. The handshake
+// refuses a plugin built against another version, so a stale plugin binary
+// is reported as such instead of misbehaving.
+const ProtocolVersion = 1
+
+// DType is the element type of Q, K, V and O.
+type DType string
+
+const (
+	FP16 DType = "fp16"
+	BF16 DType = "bf16"
+	FP32 DType = "fp32"
+)
+
+// Size is the number of bytes one element of the type takes.
+func (d DType) Size() int {
+	switch d {
+	case FP16, BF16:
+		return 2
+	case FP32:
+		return 4
+	}
+	return 0
+}
+
+// Valid reports whether d is one of the supported types.
+func (d DType) Valid() bool { return d.Size() != 0 }
+
+// Shape is one attention problem. Tensors are dense, row-major, in the
+// layout [batch, heads, seq, head_dim]: Q and O have Heads heads and SeqQ
+// rows, K and V have KVHeads heads and SeqK rows. Query head h reads key/value
+// head h / (Heads / KVHeads) (grouped-query attention when KVHeads < Heads).
+//
+// Causal masking is top-left aligned, as in PyTorch's
+// scaled_dot_product_attention(is_causal=True): query row i sees key rows
+// j <= i. Every query row therefore sees at least key row 0.
+type Shape struct {
+	Batch   int   `json:"batch"`
+	Heads   int   `json:"heads"`
+	KVHeads int   `json:"kv_heads"`
+	SeqQ    int   `json:"seq_q"`
+	SeqK    int   `json:"seq_k"`
+	HeadDim int   `json:"head_dim"`
+	Causal  bool  `json:"causal"`
+	DType   DType `json:"dtype"`
+}
+
+// Scale is the softmax scale every backend uses: 1/sqrt(HeadDim).
+func (s Shape) Scale() float64 { return 1 / math.Sqrt(float64(s.HeadDim)) }
+
+// QElements is the number of elements of Q (and of O).
+func (s Shape) QElements() int { return s.Batch * s.Heads * s.SeqQ * s.HeadDim }
+
+// KVElements is the number of elements of K (and of V).
+func (s Shape) KVElements() int { return s.Batch * s.KVHeads * s.SeqK * s.HeadDim }
+
+// String is the compact form used in tables: B1 H8 S512 D64 fp16.
+func (s Shape) String() string {
+	heads := fmt.Sprintf("H%d", s.Heads)
+	if s.KVHeads != s.Heads {
+		heads = fmt.Sprintf("H%d/%d", s.Heads, s.KVHeads)
+	}
+	seq := fmt.Sprintf("S%d", s.SeqQ)
+	if s.SeqK != s.SeqQ {
+		seq = fmt.Sprintf("S%dx%d", s.SeqQ, s.SeqK)
+	}
+	out := fmt.Sprintf("B%d %s %s D%d %s", s.Batch, heads, seq, s.HeadDim, s.DType)
+	if s.Causal {
+		out += " causal"
+	}
+	return out
+}
+
+// Capabilities says which shapes a variant can run. The host skips, with a
+// reason, every case that falls outside them; a backend never has to run a
+// shape it did not declare.
+type Capabilities struct {
+	DTypes            []DType `json:"dtypes"`
+	HeadDims          []int   `json:"head_dims"`           // empty: any
+	Causal            bool    `json:"causal"`              // causal masking supported
+	NonCausal         bool    `json:"non_causal"`          // unmasked attention supported
+	GroupedQueryHeads bool    `json:"grouped_query_heads"` // KVHeads < Heads supported
+	UnequalSeqLens    bool    `json:"unequal_seq_lens"`    // SeqQ != SeqK supported
+	MaxSeqLen         int     `json:"max_seq_len"`         // 0: no limit
+	MaxElements       int     `json:"max_elements"`        // per tensor; 0: no limit
+	NeedsGPU          bool    `json:"needs_gpu"`
+}
+
+// Tunable is a parameter a variant is templated or configured on. The suite
+// may ask for any of Values; Default is used otherwise.
+type Tunable struct {
+	Name        string   `json:"name"`
+	Values      []string `json:"values"`
+	Default     string   `json:"default"`
+	Description string   `json:"description,omitempty"`
+}
+
+// Variant is one row a backend can produce in the tables, such as
+// "sdpa-flash" of the pytorch-sdpa backend. A backend offers at least one.
+type Variant struct {
+	Name         string       `json:"name"`
+	Description  string       `json:"description,omitempty"`
+	Capabilities Capabilities `json:"capabilities"`
+	Tunables     []Tunable    `json:"tunables,omitempty"`
+}
+
+// Device describes the processor a backend measures on.
+type Device struct {
+	Kind              string  `json:"kind"` // "gpu" or "cpu"
+	Name              string  `json:"name"`
+	ComputeCapability string  `json:"compute_capability,omitempty"`
+	Multiprocessors   int     `json:"multiprocessors,omitempty"`
+	L2Bytes           int64   `json:"l2_bytes,omitempty"`
+	MemoryBytes       int64   `json:"memory_bytes,omitempty"`
+	SMClockMHz        float64 `json:"sm_clock_mhz,omitempty"`  // maximum
+	MemClockMHz       float64 `json:"mem_clock_mhz,omitempty"` // maximum
+	MemBusWidthBits   int     `json:"mem_bus_width_bits,omitempty"`
+	Driver            string  `json:"driver,omitempty"`
+	Runtime           string  `json:"runtime,omitempty"` // e.g. "CUDA 13.0", "torch 2.11.0"
+	Cores             int     `json:"cores,omitempty"`
+	// PeakTFLOPS is the dense fp16 tensor peak of the device, when known.
+	PeakTFLOPS float64 `json:"peak_tflops,omitempty"`
+	// PeakGBps is the memory bandwidth peak of the device, when known.
+	PeakGBps float64 `json:"peak_gbps,omitempty"`
+}
+
+// Description is what Describe returns: who the backend is and what it can
+// do. Unavailable backends still describe themselves, with a reason.
+type Description struct {
+	Name              string    `json:"name"`
+	Version           string    `json:"version"`
+	Build             string    `json:"build,omitempty"` // e.g. VCS revision, kernel hash, compiler
+	Available         bool      `json:"available"`
+	UnavailableReason string    `json:"unavailable_reason,omitempty"`
+	Device            Device    `json:"device"`
+	Variants          []Variant `json:"variants"`
+}
+
+// L2Mode says what the L2 cache holds when a timed sample starts.
+type L2Mode string
+
+const (
+	// L2Hot leaves the cache as the previous sample left it.
+	L2Hot L2Mode = "hot"
+	// L2Cold flushes the cache before each sample.
+	L2Cold L2Mode = "cold"
+)
+
+// Measurement is the part of the measurement contract the suite controls
+// (docs/measurement.md). Every backend, in every language, follows it.
+type Measurement struct {
+	WarmupRuns  int           `json:"warmup_runs"`  // at least this many untimed runs
+	WarmupTime  time.Duration `json:"warmup_time"`  // and at least this long
+	MinSamples  int           `json:"min_samples"`  // never fewer timed samples
+	MaxSamples  int           `json:"max_samples"`  // never more
+	TargetNoise float64       `json:"target_noise"` // stop once relative noise is below (0.01 = 1%)
+	TimeCap     time.Duration `json:"time_cap"`     // stop sampling after this long
+	L2          L2Mode        `json:"l2"`           // hot or cold
+	CallSamples int           `json:"call_samples"` // host-inclusive call-time samples
+}
+
+// Diagnostic is a finding about the request, returned inside a response.
+// Transport failures are Go errors; a diagnostic is something the host shows
+// the user as a row or a note.
+type Diagnostic struct {
+	Severity Severity `json:"severity"`
+	Summary  string   `json:"summary"`
+	Detail   string   `json:"detail,omitempty"`
+}
+
+// Severity orders diagnostics.
+type Severity string
+
+const (
+	// Unsupported means the backend will not run this case; the row is a skip.
+	Unsupported Severity = "unsupported"
+	// Warning is shown with the row; the case still runs.
+	Warning Severity = "warning"
+	// Failure means the case failed; the row is a FAIL with this reason.
+	Failure Severity = "failure"
+)
+
+// Tensors names the files holding one case's tensors. Inputs are written by
+// the host before Prepare; Output is written by the backend in Fetch. Each
+// file is the raw little-endian bytes of the tensor in the case's dtype.
+type Tensors struct {
+	Q, K, V string
+	Output  string
+}
+
+// PrepareRequest asks a backend to allocate and load one case.
+type PrepareRequest struct {
+	CaseID   string            `json:"case_id"`
+	Variant  string            `json:"variant"`
+	Shape    Shape             `json:"shape"`
+	Tunables map[string]string `json:"tunables,omitempty"`
+	Files    Tensors           `json:"files"`
+	// InputSHA256 is the hex SHA-256 of Q, K and V concatenated, as the host
+	// wrote them. The backend hashes what it loaded and reports it back.
+	InputSHA256 string `json:"input_sha256"`
+}
+
+// Prepared is the answer to Prepare.
+type Prepared struct {
+	// LoadedSHA256 is the hex SHA-256 of Q, K and V concatenated, computed by
+	// the backend over the bytes it loaded. A mismatch fails the row.
+	LoadedSHA256 string       `json:"loaded_sha256"`
+	Diagnostics  []Diagnostic `json:"diagnostics,omitempty"`
+	// Facts are details the backend wants recorded with the result, such as
+	// registers per thread or the kernel a library chose.
+	Facts map[string]string `json:"facts,omitempty"`
+}
+
+// RunRequest asks for timed samples of the prepared case.
+type RunRequest struct {
+	CaseID      string      `json:"case_id"`
+	Measurement Measurement `json:"measurement"`
+}
+
+// Samples is the answer to Run.
+type Samples struct {
+	// KernelTimes are device-side times of the attention work alone, with
+	// host launch gaps excluded (docs/measurement.md).
+	KernelTimes []time.Duration `json:"kernel_times"`
+	// CallTimes are host-inclusive times of one whole call, synchronised.
+	CallTimes []time.Duration `json:"call_times"`
+	// CrossCheckTimes are an independent measurement of the same kernel, e.g.
+	// CUPTI kernel durations, when the backend has one.
+	CrossCheckTimes []time.Duration `json:"cross_check_times,omitempty"`
+	// Method names how KernelTimes were taken, e.g. "cuda-events+spin".
+	Method string `json:"method"`
+	// SMClockMHz is the SM clock seen during sampling (0 when unknown).
+	SMClockMHz  float64           `json:"sm_clock_mhz,omitempty"`
+	Diagnostics []Diagnostic      `json:"diagnostics,omitempty"`
+	Facts       map[string]string `json:"facts,omitempty"`
+}
+
+// FetchRequest asks the backend to run the case once into a poisoned output
+// buffer and write the output to Files.Output of the prepare request.
+type FetchRequest struct {
+	CaseID string `json:"case_id"`
+}
+
+// Fetched is the answer to Fetch.
+type Fetched struct {
+	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+}
+
+// ReleaseRequest frees what Prepare allocated.
+type ReleaseRequest struct {
+	CaseID string `json:"case_id"`
+}
+
+// PoisonByte fills output buffers before the checked run: every element
+// whose bytes are all PoisonByte is counted as unwritten. In fp16, bf16 and
+// fp32 that pattern is a NaN that no arithmetic produces.
+const PoisonByte = 0xFF
