@@ -1,0 +1,145 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/sdk"
+)
+
+// csvModes are the L2 modes that get columns. Both always do, so that the
+// columns are the same in every file.
+var csvModes = []sdk.L2Mode{sdk.L2Hot, sdk.L2Cold}
+
+// statsColumns are the figures of one results.Stats, in column order.
+var statsColumns = []string{"n", "median_ns", "mean_ns", "stdev_ns", "min_ns", "max_ns", "p10_ns", "p90_ns", "rel_noise"}
+
+// csvHeader lists every column: the case, the row, its speedup and derived
+// figures, its check, then the timings of each L2 mode.
+func csvHeader() []string {
+	header := []string{
+		"case_id", "shape", "batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim", "dtype", "causal",
+		"distribution", "input_sha256", "flops", "bytes",
+		"backend", "variant", "label", "tunables", "status", "reason", "loaded_sha256", "duration_ns",
+		"primary_l2", "speedup", "baseline", "tflops", "gbps", "pct_peak_tflops", "pct_peak_gbps",
+		"max_abs_err", "rel_l2_err", "nan", "inf", "unwritten", "violations", "rows_checked", "rows_total",
+		"sampled", "atol", "rtol", "rel_l2_tolerance",
+	}
+	for _, m := range csvModes {
+		header = append(header, string(m)+"_method", string(m)+"_sm_clock_mhz")
+		for _, kind := range []string{"kernel", "call", "cross_check"} {
+			for _, stat := range statsColumns {
+				header = append(header, fmt.Sprintf("%s_%s_%s", m, kind, stat))
+			}
+		}
+	}
+	return header
+}
+
+func writeCSV(w io.Writer, v *view) error {
+	out := csv.NewWriter(w)
+	if err := out.Write(csvHeader()); err != nil {
+		return err
+	}
+	for _, c := range v.cases {
+		base := baselineName(c)
+		for _, r := range c.rows {
+			if err := out.Write(csvRecord(v, c, r, base)); err != nil {
+				return err
+			}
+		}
+	}
+	out.Flush()
+	return out.Error()
+}
+
+// baselineName is the name of the case's baseline row, "" for none.
+func baselineName(c caseBlock) string {
+	for _, r := range c.rows {
+		if r.isBaseline {
+			return r.name
+		}
+	}
+	return ""
+}
+
+func csvRecord(v *view, c caseBlock, r row, base string) []string {
+	record := append(caseFields(c), r.Backend, r.Variant, r.name, tunablesField(r.Tunables), string(r.Status),
+		r.Reason, r.LoadedSHA256, strconv.FormatInt(int64(r.Duration), 10), string(v.primary))
+	record = append(record, speedupField(r.speedup), base)
+	record = append(record, derivedFields(r.Result)...)
+	record = append(record, checkFields(r.Check)...)
+	for _, m := range csvModes {
+		record = append(record, timingFields(r.Result, m)...)
+	}
+	return record
+}
+
+func caseFields(c caseBlock) []string {
+	if c.info == nil {
+		return append([]string{c.id}, make([]string, 13)...)
+	}
+	s := c.info.Shape
+	return []string{c.id, s.String(), strconv.Itoa(s.Batch), strconv.Itoa(s.Heads), strconv.Itoa(s.KVHeads),
+		strconv.Itoa(s.SeqQ), strconv.Itoa(s.SeqK), strconv.Itoa(s.HeadDim), string(s.DType),
+		strconv.FormatBool(s.Causal), c.info.Distribution, c.info.InputSHA256,
+		csvFloat(c.info.FLOPs), csvFloat(c.info.Bytes)}
+}
+
+// tunablesField writes tunables as "k=v;k=v", keys sorted.
+func tunablesField(tunables map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(tunables)) {
+		parts = append(parts, k+"="+tunables[k])
+	}
+	return strings.Join(parts, ";")
+}
+
+func speedupField(x float64) string {
+	if !finite(x) {
+		return ""
+	}
+	return csvFloat(x)
+}
+
+func derivedFields(r *results.Result) []string {
+	if len(r.Timings) == 0 {
+		return make([]string, 4)
+	}
+	d := r.Derived
+	return []string{csvFloat(d.TFLOPS), csvFloat(d.GBps), csvFloat(d.PctPeakTFLOPS), csvFloat(d.PctPeakGBps)}
+}
+
+func checkFields(c *results.CheckResult) []string {
+	if c == nil {
+		return make([]string, 12)
+	}
+	return []string{csvFloat(c.MaxAbsErr), csvFloat(c.RelL2Err), strconv.Itoa(c.NaN), strconv.Itoa(c.Inf),
+		strconv.Itoa(c.Unwritten), strconv.Itoa(c.Violations), strconv.Itoa(c.RowsChecked), strconv.Itoa(c.RowsTotal),
+		strconv.FormatBool(c.Sampled), csvFloat(c.Tolerance.Atol), csvFloat(c.Tolerance.Rtol), csvFloat(c.Tolerance.RelL2)}
+}
+
+func timingFields(r *results.Result, m sdk.L2Mode) []string {
+	t, ok := r.TimingFor(m)
+	if !ok {
+		return make([]string, 2+3*len(statsColumns))
+	}
+	fields := []string{t.Method, csvFloat(t.SMClockMHz)}
+	fields = append(fields, statsFields(&t.Kernel)...)
+	fields = append(fields, statsFields(&t.Call)...)
+	return append(fields, statsFields(t.CrossCheck)...)
+}
+
+func statsFields(s *results.Stats) []string {
+	if s == nil || s.N == 0 {
+		return make([]string, len(statsColumns))
+	}
+	return []string{strconv.Itoa(s.N), csvFloat(s.MedianNs), csvFloat(s.MeanNs), csvFloat(s.StdevNs),
+		csvFloat(s.MinNs), csvFloat(s.MaxNs), csvFloat(s.P10Ns), csvFloat(s.P90Ns), csvFloat(s.RelNoise)}
+}

@@ -1,0 +1,412 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/sdk"
+)
+
+// grid is one table before it is drawn: the same for table and markdown.
+type grid struct {
+	header []string
+	align  []tw.Align
+	rows   [][]string
+	footer []string // nil for none
+}
+
+func (g *grid) column(title string, align tw.Align) {
+	g.header = append(g.header, title)
+	g.align = append(g.align, align)
+}
+
+// item is one line of the header block.
+type item struct{ key, value string }
+
+func writeTable(w io.Writer, v *view) error {
+	var out bytes.Buffer
+	out.WriteString("FlashCore bench results\n")
+	for _, it := range headerItems(v, plainPath) {
+		fmt.Fprintf(&out, "  %-9s %s\n", it.key, it.value)
+	}
+	for _, c := range v.cases {
+		title := c.id
+		if details := caseDetails(c, "  ·  ", plainPath); details != "" {
+			title += "  ·  " + details
+		}
+		fmt.Fprintf(&out, "\n%s\n", title)
+		if err := writeCaseBody(&out, v, c, false); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(&out, "\nSummary  ·  %s\n", summaryCaption(v))
+	if err := drawGrid(&out, summaryGrid(v), false); err != nil {
+		return err
+	}
+	writeNotes(&out, summaryNotes(v), "  note: ")
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+func writeMarkdown(w io.Writer, v *view) error {
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "## FlashCore bench results: %s\n\n", v.run.Suite.Name)
+	for _, it := range headerItems(v, codePath) {
+		fmt.Fprintf(&out, "- **%s:** %s\n", it.key, it.value)
+	}
+	for _, c := range v.cases {
+		fmt.Fprintf(&out, "\n### %s\n\n", c.id)
+		if err := writeCaseBody(&out, v, c, true); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(&out, "\n### Summary\n\n%s.\n\n", summaryCaption(v))
+	if err := drawGrid(&out, summaryGrid(v), true); err != nil {
+		return err
+	}
+	writeNotes(&out, summaryNotes(v), "\n> Note: ")
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+// writeCaseBody writes a case's table and notes; markdown also gets the
+// shape line that the terminal title holds.
+func writeCaseBody(out *bytes.Buffer, v *view, c caseBlock, markdown bool) error {
+	if details := caseDetails(c, " · ", codePath); markdown && details != "" {
+		fmt.Fprintf(out, "%s\n\n", details)
+	}
+	if len(c.rows) == 0 {
+		out.WriteString("(no rows)\n")
+		return nil
+	}
+	if err := drawGrid(out, caseGrid(v, c), markdown); err != nil {
+		return err
+	}
+	prefix := "  note: "
+	if markdown {
+		prefix = "\n> Note: "
+	}
+	writeNotes(out, c.notes, prefix)
+	return nil
+}
+
+func writeNotes(out *bytes.Buffer, notes []string, prefix string) {
+	for _, n := range notes {
+		out.WriteString(prefix + n + "\n")
+	}
+}
+
+// plainPath and codePath quote a file path for each format.
+func plainPath(p string) string { return p }
+func codePath(p string) string  { return "`" + p + "`" }
+
+// headerItems are the lines of the header block; lines the run has no
+// value for are left out.
+func headerItems(v *view, quote func(string) string) []item {
+	run := v.run
+	all := []item{
+		{"Suite", suiteLine(run.Suite, quote)},
+		{"Started", startedLine(run)},
+		{"Status", statusLine(run)},
+		{"Tool", toolLine(run.Tool)},
+		{"Host", hostLine(run.Environment)},
+		{"Devices", devicesLine(run.Environment)},
+		{"Baseline", baselineLine(v.baseline)},
+		{"Timing", timingLine(v)},
+		{"Not run", unavailableLine(run.Backends)},
+	}
+	var items []item
+	for _, it := range all {
+		if it.value != "" {
+			items = append(items, it)
+		}
+	}
+	return items
+}
+
+// unavailableLine names the backends that were found but could not run on
+// this machine, each with its reason, so a missing row is never a mystery.
+func unavailableLine(backends []results.Backend) string {
+	var parts []string
+	for _, b := range backends {
+		if !b.Available {
+			parts = append(parts, fmt.Sprintf("%s (%s)", b.Name, b.UnavailableReason))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func suiteLine(s results.Suite, quote func(string) string) string {
+	if s.Name == "" {
+		return ""
+	}
+	line := s.Name
+	if s.Path != "" {
+		line += " (" + quote(s.Path) + ")"
+	}
+	return fmt.Sprintf("%s, seed %d", line, s.Seed)
+}
+
+func startedLine(run *results.Run) string {
+	if run.StartedAt.IsZero() {
+		return ""
+	}
+	line := run.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+	if !run.FinishedAt.IsZero() {
+		line += ", took " + run.FinishedAt.Sub(run.StartedAt).Round(time.Second).String()
+	}
+	return line
+}
+
+func statusLine(run *results.Run) string {
+	switch run.Status {
+	case results.RunComplete:
+		return run.Status
+	case "":
+		return ""
+	}
+	rows := "rows"
+	if len(run.Results) == 1 {
+		rows = "row"
+	}
+	return fmt.Sprintf("%s: the tables hold the %d %s done", run.Status, len(run.Results), rows)
+}
+
+func toolLine(t results.Tool) string {
+	switch {
+	case t.Version == "":
+		return ""
+	case t.GitCommit == "":
+		return "flashcore " + t.Version
+	}
+	return fmt.Sprintf("flashcore %s (%s)", t.Version, t.GitCommit)
+}
+
+func hostLine(e results.Environment) string {
+	var parts []string
+	if e.OS != "" {
+		parts = append(parts, e.OS+"/"+e.Arch)
+	}
+	if e.CPU != "" {
+		parts = append(parts, e.CPU)
+	}
+	if e.Cores > 0 {
+		parts = append(parts, fmt.Sprintf("%d cores", e.Cores))
+	}
+	line := strings.Join(parts, ", ")
+	if e.Host != "" && line != "" {
+		return e.Host + ": " + line
+	}
+	return e.Host + line
+}
+
+func devicesLine(e results.Environment) string {
+	if len(e.GPUs) == 0 {
+		return "no GPU"
+	}
+	var gpus []string
+	for _, d := range e.GPUs {
+		gpus = append(gpus, gpuName(d))
+	}
+	line := strings.Join(gpus, "; ")
+	if e.Driver != "" {
+		line += ", driver " + e.Driver
+	}
+	if e.CUDA != "" {
+		line += ", CUDA " + e.CUDA
+	}
+	return line
+}
+
+func gpuName(d sdk.Device) string {
+	var details []string
+	if d.ComputeCapability != "" {
+		details = append(details, "cc "+d.ComputeCapability)
+	}
+	if d.Multiprocessors > 0 {
+		details = append(details, fmt.Sprintf("%d SMs", d.Multiprocessors))
+	}
+	if len(details) == 0 {
+		return d.Name
+	}
+	return fmt.Sprintf("%s (%s)", d.Name, strings.Join(details, ", "))
+}
+
+func baselineLine(b baseline) string {
+	switch {
+	case b.note == "":
+		return b.backend
+	case b.backend == "":
+		return "none (" + b.note + ")"
+	}
+	return fmt.Sprintf("%s (%s)", b.backend, b.note)
+}
+
+func timingLine(v *view) string {
+	line := fmt.Sprintf("Kernel = median device time, host launch gaps excluded, L2 %s", v.primary)
+	for _, m := range v.extra {
+		line += fmt.Sprintf("; %s = the same with L2 %s", modeTitle(m), m)
+	}
+	return line + "; Call = host-inclusive median"
+}
+
+// modeTitle is the column title of an extra L2 mode: "Cold".
+func modeTitle(m sdk.L2Mode) string {
+	s := string(m)
+	if s == "" {
+		return "?"
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// caseDetails is the shape and the short input hash of a case: "B1 H8
+// S512 D64 fp16 · input 1f1f1f1f1f1f"; "" when the run does not list it.
+func caseDetails(c caseBlock, sep string, quote func(string) string) string {
+	if c.info == nil {
+		return ""
+	}
+	return c.info.Shape.String() + sep + "input " + quote(shortHash(c.info.InputSHA256))
+}
+
+func caseGrid(v *view, c caseBlock) grid {
+	var g grid
+	g.column("Backend", tw.AlignLeft)
+	g.column("Kernel", tw.AlignRight)
+	for _, m := range v.extra {
+		g.column(modeTitle(m), tw.AlignRight)
+	}
+	for _, title := range []string{"Call", "Speedup", "TFLOP/s", "% peak", "Rel err"} {
+		g.column(title, tw.AlignRight)
+	}
+	g.column("Verdict", tw.AlignLeft)
+	for _, r := range c.rows {
+		g.rows = append(g.rows, caseRow(v, r))
+	}
+	return g
+}
+
+func caseRow(v *view, r row) []string {
+	primary, timed := r.TimingFor(v.primary)
+	cells := []string{r.name, missing}
+	if timed {
+		cells[1] = kernelCell(primary.Kernel)
+	}
+	for _, m := range v.extra {
+		cells = append(cells, extraCell(r.Result, m))
+	}
+	call := missing
+	if timed {
+		call = medianCell(primary.Call)
+	}
+	derived := r.Derived
+	if !timed {
+		derived = results.Derived{}
+	}
+	return append(cells, call, speedupCell(r.speedup), rateCell(derived.TFLOPS),
+		percentCell(derived.PctPeakTFLOPS), relErrCell(r.Check), verdictCell(r.Result))
+}
+
+func extraCell(r *results.Result, m sdk.L2Mode) string {
+	t, ok := r.TimingFor(m)
+	if !ok {
+		return missing
+	}
+	return medianCell(t.Kernel)
+}
+
+func summaryCaption(v *view) string {
+	if v.baseline.backend == "" {
+		return "no speedups: no baseline passed a case"
+	}
+	return fmt.Sprintf("speedup = geometric mean over the cases where both the row and %s passed", v.baseline.backend)
+}
+
+func summaryNotes(v *view) []string {
+	if v.baseline.note == "" {
+		return nil
+	}
+	return []string{v.baseline.note}
+}
+
+func summaryGrid(v *view) grid {
+	var g grid
+	g.column("Backend", tw.AlignLeft)
+	g.column("Speedup", tw.AlignRight)
+	g.column("Cases compared", tw.AlignRight)
+	for _, title := range []string{"Pass", "Fail", "Skip", "Error"} {
+		g.column(title, tw.AlignRight)
+	}
+	for _, s := range v.summary {
+		g.rows = append(g.rows, append([]string{s.label, speedupCell(geomean(s.speedups)),
+			fmt.Sprint(len(s.speedups))}, countCells(s.counts)...))
+	}
+	g.footer = append([]string{"Total", "", ""}, countCells(total(v.summary))...)
+	return g
+}
+
+func countCells(c counts) []string {
+	return []string{fmt.Sprint(c.pass), fmt.Sprint(c.fail), fmt.Sprint(c.skip), fmt.Sprint(c.errored)}
+}
+
+// drawGrid draws g with tablewriter: boxed for a terminal, or as a GitHub
+// Markdown table.
+func drawGrid(out io.Writer, g grid, markdown bool) error {
+	opts := []tablewriter.Option{
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: g.align}),
+		tablewriter.WithFooterAutoWrap(tw.WrapNone),
+		tablewriter.WithFooterAlignmentConfig(tw.CellAlignment{PerColumn: g.align}),
+	}
+	if markdown {
+		opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
+		g = escapeMarkdown(g)
+	}
+	table := tablewriter.NewTable(out, opts...)
+	table.Header(anys(g.header)...)
+	for _, r := range g.rows {
+		if err := table.Append(anys(r)...); err != nil {
+			return err
+		}
+	}
+	if g.footer != nil {
+		table.Footer(anys(g.footer)...)
+	}
+	return table.Render()
+}
+
+// escapeMarkdown keeps a "|" inside a cell from ending it.
+func escapeMarkdown(g grid) grid {
+	escape := func(cells []string) []string {
+		out := make([]string, len(cells))
+		for i, c := range cells {
+			out[i] = strings.ReplaceAll(c, "|", `\|`)
+		}
+		return out
+	}
+	e := grid{header: escape(g.header), align: g.align}
+	for _, r := range g.rows {
+		e.rows = append(e.rows, escape(r))
+	}
+	if g.footer != nil {
+		e.footer = escape(g.footer)
+	}
+	return e
+}
+
+func anys(cells []string) []any {
+	out := make([]any, len(cells))
+	for i, c := range cells {
+		out[i] = c
+	}
+	return out
+}

@@ -1,0 +1,129 @@
+package results
+
+import (
+	"time"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+// Status is the verdict of one row.
+type Status string
+
+const (
+	// StatusPass: the output matched the reference and the row was timed.
+	StatusPass Status = "pass"
+	// StatusFail is a finding: the backend ran, but its output was wrong
+	// (or its samples were unusable). Reason says how.
+	StatusFail Status = "fail"
+	// StatusSkip: the row was not run, e.g. the variant does not support
+	// the shape or the backend is unavailable. Reason says why.
+	StatusSkip Status = "skip"
+	// StatusError is a failure: the plugin crashed, hung or broke the
+	// protocol. Reason says where.
+	StatusError Status = "error"
+)
+
+// Result is one row: one variant of one backend (with one combination of
+// tunables) on one case.
+type Result struct {
+	CaseID  string `json:"case_id"`
+	Backend string `json:"backend"`
+	Variant string `json:"variant"`
+	// Label is the row's name in tables: the variant, followed by
+	// "[k=v,...]" (keys sorted) when it has tunables.
+	Label    string            `json:"label"`
+	Tunables map[string]string `json:"tunables,omitempty"`
+	Status   Status            `json:"status"`
+	Reason   string            `json:"reason,omitempty"` // why a row failed, was skipped or errored
+	// InputSHA256 is the hash the host wrote; LoadedSHA256 the hash the
+	// backend computed over what it loaded. They must match.
+	InputSHA256  string       `json:"input_sha256,omitempty"`
+	LoadedSHA256 string       `json:"loaded_sha256,omitempty"`
+	Check        *CheckResult `json:"check,omitempty"` // nil when the output was never checked
+	// Timings has one entry per measured L2 mode, the primary mode first.
+	Timings []Timing `json:"timings,omitempty"`
+	// Derived are figures of the primary (first) timing.
+	Derived     Derived           `json:"derived,omitzero"`
+	Facts       map[string]string `json:"facts,omitempty"`
+	Diagnostics []sdk.Diagnostic  `json:"diagnostics,omitempty"`
+	// StderrTail is the end of the plugin's stderr, kept for error rows.
+	StderrTail string `json:"stderr_tail,omitempty"`
+	// Duration is the wall time the row took, all steps included.
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Primary is the timing of the primary L2 mode, if the row was timed.
+func (r *Result) Primary() (Timing, bool) {
+	if len(r.Timings) == 0 {
+		return Timing{}, false
+	}
+	return r.Timings[0], true
+}
+
+// TimingFor is the timing taken in mode, if there is one.
+func (r *Result) TimingFor(mode sdk.L2Mode) (Timing, bool) {
+	for _, t := range r.Timings {
+		if t.L2 == mode {
+			return t, true
+		}
+	}
+	return Timing{}, false
+}
+
+// CheckResult is how the output compared with the fp64 reference.
+type CheckResult struct {
+	MaxAbsErr float64 `json:"max_abs_err"` // largest |o-r|; NaN (null) when the output holds NaN
+	RelL2Err  float64 `json:"rel_l2_err"`  // ||o-r|| / ||r|| over the rows checked
+	NaN       int     `json:"nan"`         // elements that are NaN (not counting unwritten ones)
+	Inf       int     `json:"inf"`         // elements that are ±Inf
+	Unwritten int     `json:"unwritten"`   // elements still holding the poison bytes
+	// Violations are elements outside Atol + Rtol*|r|.
+	Violations  int  `json:"violations"`
+	RowsChecked int  `json:"rows_checked"` // query rows compared
+	RowsTotal   int  `json:"rows_total"`   // query rows in the output (B*H*Sq)
+	Sampled     bool `json:"sampled"`      // only a sample of the rows was checked
+	// Tolerance is the tolerance the verdict applied.
+	Tolerance Tolerance `json:"tolerance"`
+}
+
+// Timing is the measurement of a row in one L2 mode.
+type Timing struct {
+	L2 sdk.L2Mode `json:"l2"`
+	// Method names how kernel times were taken, e.g. "cuda-events+spin".
+	Method string `json:"method"`
+	// Kernel is the device time of the attention work alone, with host
+	// launch gaps excluded.
+	Kernel Stats `json:"kernel"`
+	// Call is the host-inclusive time of one whole call, synchronised.
+	Call Stats `json:"call"`
+	// CrossCheck is an independent measurement of the kernel (e.g. CUPTI),
+	// when the backend has one.
+	CrossCheck *Stats `json:"cross_check,omitempty"`
+	// SMClockMHz is the SM clock seen while sampling; 0 when unknown.
+	SMClockMHz float64 `json:"sm_clock_mhz,omitempty"`
+}
+
+// Stats summarise one set of timed samples. Times are nanoseconds, held as
+// float64 so that JSON carries plain numbers. A figure that does not exist
+// (the median of no samples, the noise of too few) is NaN, written as null.
+type Stats struct {
+	N        int     `json:"n"`
+	MedianNs float64 `json:"median_ns"`
+	MeanNs   float64 `json:"mean_ns"`
+	StdevNs  float64 `json:"stdev_ns"`
+	MinNs    float64 `json:"min_ns"`
+	MaxNs    float64 `json:"max_ns"`
+	P10Ns    float64 `json:"p10_ns"`
+	P90Ns    float64 `json:"p90_ns"`
+	// RelNoise is sdk.RelativeNoise: the half-width of the 95% confidence
+	// interval of the median over the median (0.01 = 1%).
+	RelNoise float64 `json:"rel_noise"`
+}
+
+// Derived are throughput figures computed from the primary kernel median.
+type Derived struct {
+	TFLOPS        float64 `json:"tflops"`          // Case.FLOPs / median, in 10^12 FLOP/s
+	GBps          float64 `json:"gbps"`            // Case.Bytes / median, in 10^9 B/s
+	PctPeakTFLOPS float64 `json:"pct_peak_tflops"` // percent of the device's PeakTFLOPS; 0 when unknown
+	PctPeakGBps   float64 `json:"pct_peak_gbps"`   // percent of the device's PeakGBps; 0 when unknown
+}

@@ -1,0 +1,127 @@
+package results
+
+import (
+	"time"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+// SchemaVersion is the version of the file layout written by this package.
+// It changes when a field changes meaning or is removed; Load refuses files
+// with a newer version rather than misread them.
+const SchemaVersion = 1
+
+// Run statuses. A file is saved while the run is going ("running"), and
+// once more when it ends.
+const (
+	// RunRunning: the run is still going, or its process died without
+	// saving again; the file holds the rows done so far.
+	RunRunning = "running"
+	// RunComplete: every planned row was run.
+	RunComplete = "complete"
+	// RunInterrupted: the run was stopped (e.g. Ctrl-C); the rows done
+	// so far are valid.
+	RunInterrupted = "interrupted"
+	// RunFailed: the host itself stopped on an error (not a plugin's
+	// failure, which is a row with status "error").
+	RunFailed = "failed"
+)
+
+// Run is one whole results file.
+type Run struct {
+	SchemaVersion int         `json:"schema_version"`
+	Tool          Tool        `json:"tool"`
+	StartedAt     time.Time   `json:"started_at"`
+	FinishedAt    time.Time   `json:"finished_at,omitzero"` // zero while running
+	Status        string      `json:"status"`               // one of the Run* constants
+	Command       string      `json:"command"`              // the command line, as typed
+	Environment   Environment `json:"environment"`
+	Suite         Suite       `json:"suite"`
+	Backends      []Backend   `json:"backends"`
+	Cases         []Case      `json:"cases"`
+	Results       []Result    `json:"results"`
+}
+
+// Tool identifies the flashcore build that wrote the file.
+type Tool struct {
+	Version   string `json:"version"`
+	GitCommit string `json:"git_commit,omitempty"`
+}
+
+// Environment is the machine the run measured on.
+type Environment struct {
+	Host      string `json:"host"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	CPU       string `json:"cpu,omitempty"` // model name
+	Cores     int    `json:"cores"`
+	GoVersion string `json:"go_version"`
+	// GPUs are the distinct GPUs the backends reported, in backend order.
+	GPUs   []sdk.Device `json:"gpus,omitempty"`
+	Driver string       `json:"driver,omitempty"`
+	CUDA   string       `json:"cuda,omitempty"`
+}
+
+// Suite is the suite the run followed, with every default filled in, so
+// the file alone says how each number was taken.
+type Suite struct {
+	Name     string `json:"name"`
+	Path     string `json:"path,omitempty"`   // the suite file; empty for a built-in suite
+	SHA256   string `json:"sha256,omitempty"` // of the suite file's bytes
+	Seed     uint64 `json:"seed"`             // the input generator's seed
+	Baseline string `json:"baseline"`         // backend name speedups are taken against
+	// Measurement is the measurement contract the backends followed. Its
+	// durations are integer nanoseconds; its L2 is the primary mode.
+	Measurement sdk.Measurement `json:"measurement"`
+	// L2Modes are the L2 modes measured; the first is the primary one.
+	L2Modes []sdk.L2Mode `json:"l2_modes"`
+	// Tolerances are keyed by dtype ("fp16", "bf16", "fp32").
+	Tolerances map[string]Tolerance `json:"tolerances"`
+	Check      Check                `json:"check"`
+}
+
+// Tolerance is how far an output may be from the fp64 reference. An element
+// passes when |o-r| <= Atol + Rtol*|r|; the whole output must also have
+// ||o-r||/||r|| <= RelL2.
+type Tolerance struct {
+	Atol  float64 `json:"atol"`
+	Rtol  float64 `json:"rtol"`
+	RelL2 float64 `json:"rel_l2"`
+}
+
+// Check is how much of each output the suite asked to check.
+type Check struct {
+	// FullCheckMaxPairs: cases with B*H*Sq*Sk at or below it have every
+	// query row checked.
+	FullCheckMaxPairs int64 `json:"full_check_max_pairs"`
+	// SampledRows: larger cases have this many query rows checked.
+	SampledRows int `json:"sampled_rows"`
+}
+
+// Backend is one plugin as it described itself at the start of the run.
+type Backend struct {
+	Name              string        `json:"name"`
+	Version           string        `json:"version"`
+	Build             string        `json:"build,omitempty"`
+	Path              string        `json:"path,omitempty"` // the plugin binary
+	Available         bool          `json:"available"`
+	UnavailableReason string        `json:"unavailable_reason,omitempty"`
+	Device            sdk.Device    `json:"device"`
+	Variants          []sdk.Variant `json:"variants,omitempty"`
+}
+
+// Case is one attention problem of the suite, with the inputs every
+// backend was given.
+type Case struct {
+	ID           string    `json:"id"`
+	Shape        sdk.Shape `json:"shape"`
+	Distribution string    `json:"distribution"`
+	// InputSHA256 is the hex SHA-256 of Q, K and V concatenated.
+	InputSHA256 string `json:"input_sha256"`
+	// FLOPs is the work of one forward pass: 4·B·H·D times the number of
+	// (query, key) pairs that are not masked.
+	FLOPs float64 `json:"flops"`
+	// Bytes is the least memory traffic of one pass: Q, K, V read and O
+	// written once.
+	Bytes float64 `json:"bytes"`
+}
