@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/core/runner"
+	"github.com/flashcore/bench/sdk"
+)
+
+func describeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("describe", flag.ContinueOnError)
+	suitePath := fs.String("suite", "", "suite whose plugin_path and python settings apply")
+	positional, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 1 {
+		return withCode(ExitUsage, errors.New("usage: flashcore describe BACKEND"))
+	}
+	s, err := loadSuite(*suitePath)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	found, err := host.Discover(pluginPlaces(s))
+	if err != nil {
+		return withCode(ExitOther, err)
+	}
+	i := slices.IndexFunc(found, func(p host.Plugin) bool { return p.Name == positional[0] })
+	if i < 0 {
+		return withCode(ExitUsage, fmt.Errorf("backend %q not found (found: %s)", positional[0], pluginNames(found)))
+	}
+	writeDescription(stdout, found[i], runner.Describe(ctx, found[i], hostOptions(s)))
+	return nil
+}
+
+func writeDescription(w io.Writer, p host.Plugin, d sdk.Description) {
+	fmt.Fprintf(w, "backend:   %s\n", p.Name)
+	fmt.Fprintf(w, "binary:    %s\n", p.Path)
+	fmt.Fprintf(w, "version:   %s\n", dash(d.Version))
+	if d.Build != "" {
+		fmt.Fprintf(w, "build:     %s\n", d.Build)
+	}
+	if !d.Available {
+		fmt.Fprintf(w, "available: no (%s)\n", d.UnavailableReason)
+	} else {
+		fmt.Fprintf(w, "available: yes\n")
+	}
+	writeDevice(w, d.Device)
+	for _, v := range d.Variants {
+		writeVariant(w, v)
+	}
+}
+
+func writeDevice(w io.Writer, d sdk.Device) {
+	if d.Name == "" && d.Kind == "" {
+		return
+	}
+	fmt.Fprintf(w, "device:    %s (%s)\n", d.Name, d.Kind)
+	var facts []string
+	add := func(format string, v any, ok bool) {
+		if ok {
+			facts = append(facts, fmt.Sprintf(format, v))
+		}
+	}
+	add("compute capability %s", d.ComputeCapability, d.ComputeCapability != "")
+	add("%d SMs", d.Multiprocessors, d.Multiprocessors > 0)
+	add("L2 %d MiB", d.L2Bytes>>20, d.L2Bytes > 0)
+	add("memory %d GiB", d.MemoryBytes>>30, d.MemoryBytes > 0)
+	add("SM clock %.0f MHz", d.SMClockMHz, d.SMClockMHz > 0)
+	add("peak %.0f TFLOP/s fp16", d.PeakTFLOPS, d.PeakTFLOPS > 0)
+	add("peak %.0f GB/s", d.PeakGBps, d.PeakGBps > 0)
+	add("%d cores", d.Cores, d.Cores > 0)
+	add("driver %s", d.Driver, d.Driver != "")
+	add("%s", d.Runtime, d.Runtime != "")
+	if len(facts) > 0 {
+		fmt.Fprintf(w, "           %s\n", strings.Join(facts, ", "))
+	}
+}
+
+func writeVariant(w io.Writer, v sdk.Variant) {
+	c := v.Capabilities
+	fmt.Fprintf(w, "\nvariant %s\n", v.Name)
+	if v.Description != "" {
+		fmt.Fprintf(w, "  %s\n", v.Description)
+	}
+	dtypes := make([]string, len(c.DTypes))
+	for i, d := range c.DTypes {
+		dtypes[i] = string(d)
+	}
+	fmt.Fprintf(w, "  dtypes:       %s\n", strings.Join(dtypes, ", "))
+	fmt.Fprintf(w, "  head dims:    %s\n", intsOrAny(c.HeadDims))
+	fmt.Fprintf(w, "  masking:      %s\n", masking(c))
+	fmt.Fprintf(w, "  GQA:          %s\n", yesNo(c.GroupedQueryHeads))
+	fmt.Fprintf(w, "  Sq != Sk:     %s\n", yesNo(c.UnequalSeqLens))
+	fmt.Fprintf(w, "  max seq len:  %s\n", limit(c.MaxSeqLen))
+	if c.MaxElements > 0 {
+		fmt.Fprintf(w, "  max elements: %d per tensor\n", c.MaxElements)
+	}
+	fmt.Fprintf(w, "  needs GPU:    %s\n", yesNo(c.NeedsGPU))
+	for _, t := range v.Tunables {
+		fmt.Fprintf(w, "  tunable %s: %s (default %s)", t.Name, strings.Join(t.Values, "|"), t.Default)
+		if t.Description != "" {
+			fmt.Fprintf(w, " — %s", t.Description)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func intsOrAny(xs []int) string {
+	if len(xs) == 0 {
+		return "any"
+	}
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func masking(c sdk.Capabilities) string {
+	var m []string
+	if c.NonCausal {
+		m = append(m, "none")
+	}
+	if c.Causal {
+		m = append(m, "causal (top-left)")
+	}
+	return strings.Join(m, ", ")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func limit(n int) string {
+	if n == 0 {
+		return "none"
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/core/runner"
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/sdk"
+)
+
+func listCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	suitePath := fs.String("suite", "", "suite whose plugin_path and python settings apply")
+	if _, err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	s, err := loadSuite(*suitePath)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	found, err := host.Discover(pluginPlaces(s))
+	if err != nil {
+		return withCode(ExitOther, err)
+	}
+	descriptions := describeAll(ctx, found, s)
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "BACKEND\tAVAILABLE\tVERSION\tDEVICE\tVARIANTS / REASON")
+	for i, p := range found {
+		d := descriptions[i]
+		if d.Available {
+			fmt.Fprintf(w, "%s\tyes\t%s\t%s\t%s\n", p.Name, d.Version, deviceName(d.Device), variantList(d.Variants))
+		} else {
+			fmt.Fprintf(w, "%s\tno\t%s\t%s\tunavailable: %s\n", p.Name, dash(d.Version), deviceName(d.Device), d.UnavailableReason)
+		}
+	}
+	if len(found) == 0 {
+		fmt.Fprintf(w, "(no plugins found in: %s)\n", strings.Join(pluginPlaces(s), ", "))
+	}
+	return w.Flush()
+}
+
+// describeAll describes the plugins in parallel: the Python bridges take
+// seconds to import their frameworks, and nothing is shared between them.
+func describeAll(ctx context.Context, plugins []host.Plugin, s *suite.Suite) []sdk.Description {
+	out := make([]sdk.Description, len(plugins))
+	var wg sync.WaitGroup
+	for i, p := range plugins {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = runner.Describe(ctx, p, hostOptions(s))
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func hostOptions(s *suite.Suite) host.Options {
+	var opts host.Options
+	if s != nil && s.Python != "" {
+		opts.Env = []string{"FLASHCORE_PYTHON=" + s.Python}
+	}
+	return opts
+}
+
+func deviceName(d sdk.Device) string {
+	if d.Name == "" {
+		return dash(d.Kind)
+	}
+	return d.Name
+}
+
+func variantList(vs []sdk.Variant) string {
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		names[i] = v.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Version is set at build time with -ldflags "-X github.com/flashcore/bench/cli.Version=...".
+var Version = "dev"
+
+// GitCommit is set at build time like Version.
+var GitCommit = ""
+
+const usage = `flashcore: is my attention kernel correct, and is it faster?
+
+Usage:
+  flashcore run [--suite FILE] [--backends a,b] [--format F] [--out FILE] [--keep-going]
+  flashcore list [--suite FILE]
+  flashcore describe BACKEND [--suite FILE]
+  flashcore report FILE [--format F] [--baseline BACKEND]
+  flashcore version
+
+Formats: table (default), markdown, csv, json.
+Plugins are found in $FLASHCORE_PLUGIN_PATH, next to the flashcore binary,
+and in the suite's plugin_path. Exit codes: 0 ok, 1 a row FAILed, 2 usage or
+suite error, 3 a plugin crashed or hung, 4 other errors, 130 interrupted.
+`
+
+// Main runs flashcore with args (without the program name).
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return withCode(ExitUsage, errors.New("no command given"))
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return runCommand(ctx, rest, stdout, stderr)
+	case "list":
+		return listCommand(ctx, rest, stdout, stderr)
+	case "describe":
+		return describeCommand(ctx, rest, stdout, stderr)
+	case "report":
+		return reportCommand(rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "flashcore %s %s\n", Version, GitCommit)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return withCode(ExitUsage, fmt.Errorf("unknown command %q", cmd))
+}
+
+// parseFlags parses a subcommand's flags, allowing flags after positional
+// arguments (flashcore describe cuda-v8 --suite x.toml).
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
+	fs.SetOutput(stderr)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, withCode(ExitUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"io"
+
+	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/results"
+)
+
+func reportCommand(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	format := fs.String("format", "table", "table, markdown, csv or json")
+	baseline := fs.String("baseline", "", "backend to compute speedups against (default: the run's)")
+	positional, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 1 {
+		return withCode(ExitUsage, errors.New("usage: flashcore report RESULTS.json [--format F]"))
+	}
+	if err := report.CheckFormat(report.Format(*format)); err != nil {
+		return withCode(ExitUsage, err)
+	}
+	run, err := results.Load(positional[0])
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	return report.Render(stdout, run, report.Options{Format: report.Format(*format), Baseline: *baseline})
+}

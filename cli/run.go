@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/core/runner"
+	"github.com/flashcore/bench/core/suite"
+)
+
+// DefaultResultsPath is where `flashcore run` saves the run unless --out
+// says otherwise, so that no measurement is ever lost.
+const DefaultResultsPath = "flashcore-results.json"
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	suitePath := fs.String("suite", "", "suite TOML file (default: the embedded default suite)")
+	backends := fs.String("backends", "", "comma-separated backends to run (default: the suite's, else all found)")
+	format := fs.String("format", "table", "table, markdown, csv or json")
+	out := fs.String("out", DefaultResultsPath, "results JSON file, saved after every row")
+	keepGoing := fs.Bool("keep-going", false, "exit 0 even when rows FAIL or plugins fail")
+	if _, err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := report.CheckFormat(report.Format(*format)); err != nil {
+		return withCode(ExitUsage, err)
+	}
+	s, err := loadSuite(*suitePath)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	plugins, err := choosePlugins(s, splitList(*backends))
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	run, runErr := runner.Run(ctx, runner.Config{
+		Suite:       s,
+		Plugins:     plugins,
+		ResultsPath: *out,
+		Tool:        results.Tool{Version: Version, GitCommit: GitCommit},
+		Command:     "flashcore run " + strings.Join(args, " "),
+		Progress:    stderr,
+	})
+	if run != nil && len(run.Results)+len(run.Backends) > 0 {
+		if err := report.Render(stdout, run, report.Options{Format: report.Format(*format)}); err != nil {
+			return err
+		}
+		if *out != "" {
+			fmt.Fprintf(stderr, "results saved to %s\n", *out)
+		}
+	}
+	if runErr != nil {
+		if errors.Is(runErr, runner.ErrInterrupted) {
+			return withCode(ExitInterrupted, runErr)
+		}
+		return withCode(ExitOther, runErr)
+	}
+	if *keepGoing {
+		return nil
+	}
+	return verdictError(run)
+}
+
+// verdictError turns the rows' statuses into the exit code: plugin failures
+// first, then findings.
+func verdictError(run *results.Run) error {
+	var failed, errored int
+	for _, r := range run.Results {
+		switch r.Status {
+		case results.StatusFail:
+			failed++
+		case results.StatusError:
+			errored++
+		}
+	}
+	switch {
+	case errored > 0:
+		return withCode(ExitFailures, fmt.Errorf("%d row(s) ended in a plugin error, %d FAILed", errored, failed))
+	case failed > 0:
+		return withCode(ExitFindings, fmt.Errorf("%d row(s) FAILed the correctness check", failed))
+	}
+	return nil
+}
+
+func loadSuite(path string) (*suite.Suite, error) {
+	if path == "" {
+		return suite.Default(), nil
+	}
+	return suite.Load(path)
+}
+
+// pluginPlaces is where plugins are looked for, first match wins: paths the
+// suite names for a backend, the suite's plugin_path, $FLASHCORE_PLUGIN_PATH,
+// then the directory of the flashcore binary.
+func pluginPlaces(s *suite.Suite) []string {
+	var places []string
+	if s != nil {
+		for _, b := range s.Backends {
+			if b.Path != "" {
+				places = append(places, b.Path)
+			}
+		}
+		places = append(places, s.PluginPath...)
+	}
+	return append(places, host.DefaultPlaces()...)
+}
+
+// choosePlugins picks the plugins to start: those named on the command
+// line, else those the suite lists, else every plugin found.
+func choosePlugins(s *suite.Suite, requested []string) ([]host.Plugin, error) {
+	found, err := host.Discover(pluginPlaces(s))
+	if err != nil {
+		return nil, err
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("no backend plugins found (looked in: %s); run `make build` or set FLASHCORE_PLUGIN_PATH",
+			strings.Join(pluginPlaces(s), ", "))
+	}
+	if len(requested) == 0 {
+		for _, b := range s.Backends {
+			requested = append(requested, b.Name)
+		}
+	}
+	if len(requested) == 0 {
+		return found, nil
+	}
+	var chosen []host.Plugin
+	for _, name := range requested {
+		i := slices.IndexFunc(found, func(p host.Plugin) bool { return p.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("backend %q not found (found: %s)", name, pluginNames(found))
+		}
+		chosen = append(chosen, found[i])
+	}
+	return chosen, nil
+}
+
+func pluginNames(ps []host.Plugin) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+var _ = os.Stdout

@@ -1,0 +1,136 @@
+package check
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/reference"
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/sdk"
+)
+
+// Verdict is the outcome of a check.
+type Verdict string
+
+const (
+	Pass Verdict = "PASS"
+	Fail Verdict = "FAIL"
+)
+
+// Report is what a check found.
+type Report struct {
+	Verdict Verdict
+	// Reason says why the verdict is FAIL; empty on PASS.
+	Reason string
+	// MaxAbsErr and RelL2Err are over the finite elements of the checked
+	// rows: max |o-r| and ||o-r||₂ / ||r||₂.
+	MaxAbsErr, RelL2Err float64
+	// NaN, Inf and Unwritten count elements of the whole output. An
+	// unwritten element (every byte still sdk.PoisonByte) is not counted
+	// as a NaN although its bits are one.
+	NaN, Inf, Unwritten int
+	// Violations counts elements of the checked rows with
+	// |o-r| > atol + rtol·|r|.
+	Violations int
+	// RowsChecked of RowsTotal query rows were compared.
+	RowsChecked, RowsTotal int
+	// Sampled is true when not every row was compared.
+	Sampled bool
+}
+
+// Check compares output, the raw bytes a backend wrote for the case of t,
+// with the reference. The reason of a FAIL is the first of: wrong output
+// size; unwritten elements; NaN or Inf elements; an all-zero output; a
+// relative L2 error above tol.RelL2; elements outside atol + rtol·|r|.
+func Check(t *inputs.Tensors, output []byte, settings suite.CheckSettings, tol suite.Tolerance) Report {
+	s := t.Shape
+	r := Report{Verdict: Pass, RowsTotal: s.Batch * s.Heads * s.SeqQ}
+	if want := s.QElements() * s.DType.Size(); len(output) != want {
+		return r.fail("wrong output size: %d bytes, want %d (%d %s elements)", len(output), want, s.QElements(), s.DType)
+	}
+	census := countSpecial(output, s.DType)
+	r.NaN, r.Inf, r.Unwritten = census.nan, census.inf, census.unwritten
+	rows := reference.Rows(s, settings)
+	r.RowsChecked, r.Sampled = len(rows), len(rows) < r.RowsTotal
+	worst := r.compare(s, output, rows, reference.Compute(t, rows), tol)
+	switch {
+	case r.Unwritten > 0:
+		return r.fail("%d of %d output elements unwritten (still %#x poison)", r.Unwritten, s.QElements(), sdk.PoisonByte)
+	case r.NaN+r.Inf > 0:
+		return r.fail("output has %d NaN and %d Inf elements", r.NaN, r.Inf)
+	case census.zero == s.QElements():
+		return r.fail("output is all zeros")
+	case !(r.RelL2Err <= tol.RelL2):
+		return r.fail("relative L2 error %.3g exceeds rel_l2 %.3g", r.RelL2Err, tol.RelL2)
+	case r.Violations > 0:
+		return r.fail("%d of %d checked elements exceed atol + rtol·|ref|; worst %s",
+			r.Violations, r.RowsChecked*s.HeadDim, worst.describe(s, tol))
+	}
+	return r
+}
+
+func (r Report) fail(format string, args ...any) Report {
+	r.Verdict = Fail
+	r.Reason = fmt.Sprintf(format, args...)
+	return r
+}
+
+// element is one compared element.
+type element struct {
+	row         reference.RowIndex
+	col         int
+	got, want   float64
+	excess      float64 // |got-want| - (atol + rtol·|want|)
+	initialized bool
+}
+
+func (e element) describe(s sdk.Shape, tol suite.Tolerance) string {
+	flat := e.row.Flat(s)*s.HeadDim + e.col
+	return fmt.Sprintf("at [b%d h%d q%d d%d] (element %d): got %.6g, want %.6g (|error| %.3g > %.3g)",
+		e.row.Batch, e.row.Head, e.row.Row, e.col, flat, e.got, e.want,
+		math.Abs(e.got-e.want), tol.Atol+tol.Rtol*math.Abs(e.want))
+}
+
+// compare fills the error figures of the checked rows and returns the
+// element that exceeds its bound the most.
+func (r *Report) compare(s sdk.Shape, output []byte, rows []reference.RowIndex, want [][]float64, tol suite.Tolerance) element {
+	var worst element
+	var sumSqErr, sumSqRef float64
+	got := make([]float64, s.HeadDim)
+	rowBytes := s.HeadDim * s.DType.Size()
+	for i, row := range rows {
+		start := row.Flat(s) * rowBytes
+		inputs.DecodeInto(got, s.DType, output[start:start+rowBytes])
+		for col, o := range got {
+			ref := want[i][col]
+			if math.IsNaN(o) || math.IsInf(o, 0) {
+				continue // counted over the whole output
+			}
+			diff := math.Abs(o - ref)
+			r.MaxAbsErr = max(r.MaxAbsErr, diff)
+			sumSqErr += diff * diff
+			sumSqRef += ref * ref
+			excess := diff - (tol.Atol + tol.Rtol*math.Abs(ref))
+			if excess <= 0 {
+				continue
+			}
+			r.Violations++
+			if !worst.initialized || excess > worst.excess {
+				worst = element{row: row, col: col, got: o, want: ref, excess: excess, initialized: true}
+			}
+		}
+	}
+	r.RelL2Err = relativeL2(sumSqErr, sumSqRef)
+	return worst
+}
+
+func relativeL2(sumSqErr, sumSqRef float64) float64 {
+	switch {
+	case sumSqErr == 0:
+		return 0
+	case sumSqRef == 0:
+		return math.Inf(1)
+	}
+	return math.Sqrt(sumSqErr / sumSqRef)
+}

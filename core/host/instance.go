@@ -1,0 +1,185 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+// stderrTailBytes is how much of a plugin's stderr is kept for reasons.
+const stderrTailBytes = 8 << 10
+
+// Options tune how plugins are started.
+type Options struct {
+	// Env is added to the plugin's environment (KEY=VALUE). The host's own
+	// environment wins over it, as go-plugin merges them that way.
+	Env []string
+	// StartTimeout bounds the handshake; 0 means 60 s.
+	StartTimeout time.Duration
+	// Logger receives go-plugin's own logging; nil discards it.
+	Logger hclog.Logger
+}
+
+// Instance is one running plugin process.
+type Instance struct {
+	Plugin  Plugin
+	client  *plugin.Client
+	cmd     *exec.Cmd
+	backend sdk.Backend
+	stderr  *tailBuffer
+}
+
+// StartError is a plugin that could not be started. Reason is a short
+// sentence for tables and `flashcore list`; Unavailable is true when the
+// cause is the machine (no GPU, no driver) rather than a broken plugin.
+type StartError struct {
+	Plugin      string
+	Reason      string
+	Unavailable bool
+	StderrTail  string
+	Err         error
+}
+
+func (e *StartError) Error() string { return fmt.Sprintf("start %s: %s", e.Plugin, e.Reason) }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Start launches p and connects to it. The plugin gets its own process
+// group and SIGKILL when the host dies, so no plugin outlives the host.
+func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
+	cmd := exec.Command(p.Path)
+	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stderr := newTailBuffer(stderrTailBytes)
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	config := sdk.ClientConfig(cmd, stderr, logger)
+	if opts.StartTimeout > 0 {
+		config.StartTimeout = opts.StartTimeout
+	}
+	inst := &Instance{Plugin: p, client: plugin.NewClient(config), cmd: cmd, stderr: stderr}
+	started := make(chan error, 1)
+	go func() {
+		backend, err := sdk.Dispense(inst.client)
+		inst.backend = backend
+		started <- err
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			inst.Kill()
+			return nil, classifyStart(p.Name, err, stderr.String())
+		}
+		return inst, nil
+	case <-ctx.Done():
+		inst.Kill()
+		<-started
+		return nil, &StartError{Plugin: p.Name, Reason: "interrupted while starting", Err: ctx.Err()}
+	}
+}
+
+// Backend is the plugin's interface. Calls on it go to the plugin process.
+func (i *Instance) Backend() sdk.Backend { return i.backend }
+
+// StderrTail is the last few KB the plugin wrote to stderr.
+func (i *Instance) StderrTail() string { return i.stderr.String() }
+
+// Exited reports whether the plugin process has ended.
+func (i *Instance) Exited() bool { return i.client.Exited() }
+
+// Kill ends the plugin and everything it started. It first kills the
+// process group outright, because a plugin that hangs may never answer a
+// graceful shutdown, then lets go-plugin clean up its side.
+func (i *Instance) Kill() {
+	if i.cmd.Process != nil {
+		_ = syscall.Kill(-i.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	i.client.Kill()
+}
+
+// Close asks the plugin to exit gracefully (so it can release its device
+// or worker), then makes sure it and its children are gone.
+func (i *Instance) Close() {
+	i.client.Kill()
+	if i.cmd.Process != nil {
+		_ = syscall.Kill(-i.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// classifyStart turns go-plugin's start errors into reasons a user can act
+// on. The CUDA cases matter most: gorgonia.org/cu's init prints its error to
+// stdout and exits, which go-plugin reports as an unrecognised handshake
+// line; and a binary linked to libcuda fails in the loader where there is
+// no driver.
+func classifyStart(name string, err error, stderr string) *StartError {
+	msg := err.Error()
+	both := msg + "\n" + stderr
+	se := &StartError{Plugin: name, StderrTail: stderr, Err: err}
+	switch {
+	case containsAny(both, "NoDevice", "no CUDA-capable device", "CUDA_ERROR_NO_DEVICE"):
+		se.Reason, se.Unavailable = "no CUDA device", true
+	case containsAny(both, "libcuda.so", "CUDA_ERROR_NOT_INITIALIZED", "InvalidDevice", "NotInitialized", "CUDA driver version is insufficient"):
+		se.Reason, se.Unavailable = "no usable CUDA driver: "+firstLine(stderrOr(stderr, msg)), true
+	case strings.Contains(msg, "Incompatible API version"), strings.Contains(msg, "incompatible core API version"):
+		se.Reason = "plugin speaks another protocol version; rebuild it against this flashcore"
+	case strings.Contains(msg, "Unrecognized remote plugin message"):
+		se.Reason = "plugin wrote to stdout before the handshake: " + strings.TrimSpace(strings.TrimPrefix(firstLine(msg), "Unrecognized remote plugin message:"))
+	case strings.Contains(msg, "timeout while waiting for plugin to start"):
+		se.Reason = "plugin did not complete the handshake in time"
+	case strings.Contains(msg, "plugin exited before we could connect"):
+		se.Reason = "plugin exited during start-up: " + firstLine(stderrOr(stderr, msg))
+	default:
+		se.Reason = firstLine(msg)
+	}
+	return se
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func stderrOr(stderr, fallback string) string {
+	if stderr != "" {
+		return lastLine(stderr)
+	}
+	return fallback
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// IsStartError reports whether err is a StartError and returns it.
+func IsStartError(err error) (*StartError, bool) {
+	var se *StartError
+	ok := errors.As(err, &se)
+	return se, ok
+}

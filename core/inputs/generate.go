@@ -1,0 +1,99 @@
+package inputs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"runtime"
+	"sync"
+
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/sdk"
+)
+
+// Tensors are the inputs of one case, encoded as the backends read them.
+type Tensors struct {
+	Shape sdk.Shape
+	// Q, K and V are the raw little-endian bytes in Shape.DType, layout
+	// [batch, heads, seq, head_dim].
+	Q, K, V []byte
+	// SHA256 is the hex SHA-256 of Q, K and V concatenated.
+	SHA256 string
+}
+
+// Generate builds the inputs of case c under the suite's seed. It spreads
+// the work over every CPU; the result does not depend on how.
+func Generate(seed uint64, c suite.Case) *Tensors {
+	s := c.Shape
+	t := &Tensors{Shape: s}
+	t.Q = generateTensor(NewStream(seed, c.ID, TensorQ), c.Distribution, s.DType, s.QElements())
+	t.K = generateTensor(NewStream(seed, c.ID, TensorK), c.Distribution, s.DType, s.KVElements())
+	t.V = generateTensor(NewStream(seed, c.ID, TensorV), c.Distribution, s.DType, s.KVElements())
+	t.SHA256 = HashInputs(t.Q, t.K, t.V)
+	return t
+}
+
+// HashInputs is the input hash of the contract: the hex SHA-256 of Q, K and
+// V concatenated.
+func HashInputs(q, k, v []byte) string {
+	h := sha256.New()
+	h.Write(q)
+	h.Write(k)
+	h.Write(v)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// chunkElements is the work unit of one goroutine step: even, so a
+// Box–Muller pair never straddles two chunks, and large enough that the
+// scheduling costs nothing.
+const chunkElements = 1 << 16
+
+func generateTensor(s Stream, dist suite.Distribution, dtype sdk.DType, n int) []byte {
+	out := make([]byte, n*dtype.Size())
+	chunks := (n + chunkElements - 1) / chunkElements
+	next := make(chan int, chunks)
+	for i := range chunks {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(chunks, 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			values := make([]float64, chunkElements)
+			for chunk := range next {
+				lo := chunk * chunkElements
+				hi := min(lo+chunkElements, n)
+				s.fill(values[:hi-lo], dist, lo)
+				encodeInto(out[lo*dtype.Size():], dtype, values[:hi-lo])
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// fill writes elements first, first+1, ... of the stream into values.
+// first is even; each Box–Muller pair is computed once.
+func (s Stream) fill(values []float64, dist suite.Distribution, first int) {
+	if dist == suite.Uniform {
+		for i := range values {
+			values[i] = 2*s.Uniform(first+i) - 1
+		}
+		return
+	}
+	for i := 0; i < len(values); i += 2 {
+		x, y := s.normalPair(first + i)
+		values[i] = x
+		if i+1 < len(values) {
+			values[i+1] = y
+		}
+	}
+	if dist == suite.Outliers {
+		for i := range values {
+			if isOutlier(s.Word(first + i)) {
+				values[i] *= OutlierScale
+			}
+		}
+	}
+}

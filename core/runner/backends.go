@@ -1,0 +1,151 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/sdk"
+)
+
+// backend is one plugin during a run: its description and, while it is
+// alive, its process.
+type backend struct {
+	plugin      host.Plugin
+	instance    *host.Instance
+	description sdk.Description
+}
+
+// startBackends starts and describes every plugin. A plugin that cannot
+// start or describe itself is recorded as unavailable with the reason; it
+// never stops the run.
+func (r *runner) startBackends(ctx context.Context) {
+	for _, p := range r.cfg.Plugins {
+		b := &backend{plugin: p}
+		b.description = r.describe(ctx, b)
+		r.backends = append(r.backends, b)
+		r.run.Backends = append(r.run.Backends, backendRecord(b))
+	}
+}
+
+func (r *runner) describe(ctx context.Context, b *backend) sdk.Description {
+	if err := r.ensureStarted(ctx, b); err != nil {
+		return unavailable(b.plugin.Name, err)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, r.cfg.Suite.CallTimeout)
+	defer cancel()
+	desc, err := b.instance.Backend().Describe(callCtx)
+	if err != nil {
+		r.restart(b)
+		return unavailable(b.plugin.Name, fmt.Errorf("describe: %w", err))
+	}
+	if desc.Name == "" {
+		desc.Name = b.plugin.Name
+	}
+	if !desc.Available {
+		r.stop(b)
+	}
+	return desc
+}
+
+// Describe starts p, asks it to describe itself and stops it. It is what
+// `flashcore list` and `flashcore describe` use.
+func Describe(ctx context.Context, p host.Plugin, opts host.Options) sdk.Description {
+	r := &runner{cfg: Config{HostOptions: opts}}
+	r.cfg.Suite = nil
+	b := &backend{plugin: p}
+	if err := r.ensureStarted(ctx, b); err != nil {
+		return unavailable(p.Name, err)
+	}
+	defer r.stop(b)
+	desc, err := b.instance.Backend().Describe(ctx)
+	if err != nil {
+		return unavailable(p.Name, fmt.Errorf("describe: %w", err))
+	}
+	if desc.Name == "" {
+		desc.Name = p.Name
+	}
+	return desc
+}
+
+func unavailable(name string, err error) sdk.Description {
+	reason := err.Error()
+	if se, ok := host.IsStartError(err); ok {
+		reason = se.Reason
+	}
+	return sdk.Description{Name: name, Available: false, UnavailableReason: reason}
+}
+
+// ensureStarted (re)starts the plugin when it is not running: after a crash,
+// a hang or a transport error the next case gets a fresh process.
+func (r *runner) ensureStarted(ctx context.Context, b *backend) error {
+	if b.instance != nil && !b.instance.Exited() {
+		return nil
+	}
+	b.instance = nil
+	inst, err := host.Start(ctx, b.plugin, r.hostOptions())
+	if err != nil {
+		return err
+	}
+	b.instance = inst
+	return nil
+}
+
+func (r *runner) hostOptions() host.Options {
+	opts := r.cfg.HostOptions
+	if r.cfg.Suite != nil && r.cfg.Suite.Python != "" {
+		opts.Env = append(append([]string(nil), opts.Env...), "FLASHCORE_PYTHON="+r.cfg.Suite.Python)
+	}
+	return opts
+}
+
+// restart kills a plugin whose state can no longer be trusted; the next
+// row starts it again.
+func (r *runner) restart(b *backend) {
+	if b.instance != nil {
+		b.instance.Kill()
+		b.instance = nil
+	}
+}
+
+func (r *runner) stop(b *backend) {
+	if b.instance != nil {
+		b.instance.Close()
+		b.instance = nil
+	}
+}
+
+func (r *runner) closeBackends() {
+	for _, b := range r.backends {
+		r.stop(b)
+	}
+}
+
+func backendRecord(b *backend) results.Backend {
+	d := b.description
+	return results.Backend{
+		Name:              b.plugin.Name,
+		Version:           d.Version,
+		Build:             d.Build,
+		Path:              b.plugin.Path,
+		Available:         d.Available,
+		UnavailableReason: d.UnavailableReason,
+		Device:            d.Device,
+		Variants:          d.Variants,
+	}
+}
+
+// gpusOf lists the distinct GPUs the backends reported.
+func gpusOf(backends []*backend) []sdk.Device {
+	var gpus []sdk.Device
+	seen := map[string]bool{}
+	for _, b := range backends {
+		d := b.description.Device
+		if d.Kind == "gpu" && d.Name != "" && !seen[d.Name] {
+			seen[d.Name] = true
+			gpus = append(gpus, d)
+		}
+	}
+	return gpus
+}

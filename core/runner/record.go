@@ -1,0 +1,144 @@
+package runner
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/flashcore/bench/core/check"
+	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/core/stats"
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/sdk"
+)
+
+func newRun(cfg Config) *results.Run {
+	s := cfg.Suite
+	tolerances := map[string]results.Tolerance{}
+	for dtype, t := range s.Tolerances {
+		tolerances[string(dtype)] = results.Tolerance{Atol: t.Atol, Rtol: t.Rtol, RelL2: t.RelL2}
+	}
+	return &results.Run{
+		SchemaVersion: results.SchemaVersion,
+		Tool:          cfg.Tool,
+		StartedAt:     time.Now().UTC(),
+		Status:        "running",
+		Command:       cfg.Command,
+		Environment:   environment(),
+		Suite: results.Suite{
+			Name:        s.Name,
+			Path:        s.Path,
+			SHA256:      s.SHA256,
+			Seed:        s.Seed,
+			Baseline:    s.Baseline,
+			Measurement: s.Measurement,
+			L2Modes:     s.L2Modes,
+			Tolerances:  tolerances,
+			Check:       results.Check{FullCheckMaxPairs: s.Check.FullCheckMaxPairs, SampledRows: s.Check.SampledRows},
+		},
+	}
+}
+
+func environment() results.Environment {
+	hostname, _ := os.Hostname()
+	return results.Environment{
+		Host:      hostname,
+		OS:        runtime.GOOS,
+		Arch:      runtime.GOARCH,
+		CPU:       cpuModel(),
+		Cores:     runtime.NumCPU(),
+		GoVersion: runtime.Version(),
+	}
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func caseRecord(c suite.Case, t *inputs.Tensors) results.Case {
+	return results.Case{
+		ID:           c.ID,
+		Shape:        c.Shape,
+		Distribution: string(c.Distribution),
+		InputSHA256:  t.SHA256,
+		FLOPs:        stats.FLOPs(c.Shape),
+		Bytes:        stats.Bytes(c.Shape),
+	}
+}
+
+func checkRecord(r check.Report, tol suite.Tolerance) *results.CheckResult {
+	return &results.CheckResult{
+		MaxAbsErr:   r.MaxAbsErr,
+		RelL2Err:    r.RelL2Err,
+		NaN:         r.NaN,
+		Inf:         r.Inf,
+		Unwritten:   r.Unwritten,
+		Violations:  r.Violations,
+		RowsChecked: r.RowsChecked,
+		RowsTotal:   r.RowsTotal,
+		Sampled:     r.Sampled,
+		Tolerance:   results.Tolerance{Atol: tol.Atol, Rtol: tol.Rtol, RelL2: tol.RelL2},
+	}
+}
+
+func timingRecord(mode sdk.L2Mode, s sdk.Samples) results.Timing {
+	t := results.Timing{
+		L2:         mode,
+		Method:     s.Method,
+		Kernel:     statsRecord(s.KernelTimes),
+		SMClockMHz: s.SMClockMHz,
+	}
+	if len(s.CallTimes) > 0 {
+		t.Call = statsRecord(s.CallTimes)
+	}
+	if len(s.CrossCheckTimes) > 0 {
+		cross := statsRecord(s.CrossCheckTimes)
+		t.CrossCheck = &cross
+	}
+	return t
+}
+
+func statsRecord(samples []time.Duration) results.Stats {
+	s := stats.Summarize(samples)
+	return results.Stats{
+		N:        s.N,
+		MedianNs: float64(s.Median),
+		MeanNs:   float64(s.Mean),
+		StdevNs:  float64(s.Stdev),
+		MinNs:    float64(s.Min),
+		MaxNs:    float64(s.Max),
+		P10Ns:    float64(s.P10),
+		P90Ns:    float64(s.P90),
+		RelNoise: s.RelNoise,
+	}
+}
+
+// derive computes the figures that follow from the primary timing alone.
+func derive(shape sdk.Shape, kernel results.Stats, device sdk.Device) results.Derived {
+	median := time.Duration(kernel.MedianNs)
+	d := results.Derived{
+		TFLOPS: stats.TFLOPS(stats.FLOPs(shape), median),
+		GBps:   stats.GBps(stats.Bytes(shape), median),
+	}
+	if device.PeakTFLOPS > 0 {
+		d.PctPeakTFLOPS = 100 * d.TFLOPS / device.PeakTFLOPS
+	}
+	if device.PeakGBps > 0 {
+		d.PctPeakGBps = 100 * d.GBps / device.PeakGBps
+	}
+	return d
+}

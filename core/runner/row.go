@@ -1,0 +1,271 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/flashcore/bench/core/check"
+	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/core/stats"
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/sdk"
+)
+
+// runRow takes one row through the lifecycle on one case. It always returns
+// a result: a skip, a pass or fail with its check, or an error with reason.
+func (r *runner) runRow(ctx context.Context, rw row, c suite.Case, t *inputs.Tensors, files sdk.Tensors) results.Result {
+	start := time.Now()
+	res := results.Result{
+		CaseID:      c.ID,
+		Backend:     rw.backend.plugin.Name,
+		Variant:     rw.variant.Name,
+		Label:       rw.label,
+		Tunables:    rw.tunables,
+		InputSHA256: t.SHA256,
+	}
+	if reason := rw.variant.Capabilities.Unsupported(c.Shape); reason != "" {
+		res.Status, res.Reason = results.StatusSkip, reason
+		return res
+	}
+	if err := r.ensureStarted(ctx, rw.backend); err != nil {
+		r.failRow(&res, rw.backend, "restart", err)
+		return res
+	}
+	r.lifecycle(ctx, rw, c, t, files, &res)
+	res.Duration = time.Since(start)
+	return res
+}
+
+// lifecycle runs Prepare, Fetch, the check, Run per L2 mode and Release.
+// Any call that errors makes the row an error and restarts the plugin.
+func (r *runner) lifecycle(ctx context.Context, rw row, c suite.Case, t *inputs.Tensors, files sdk.Tensors, res *results.Result) {
+	b := rw.backend
+	api := b.instance.Backend()
+	os.Remove(files.Output)
+	prepared, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Prepared, error) {
+		return api.Prepare(ctx, sdk.PrepareRequest{CaseID: c.ID, Variant: rw.variant.Name, Shape: c.Shape,
+			Tunables: rw.tunables, Files: files, InputSHA256: t.SHA256})
+	})
+	if err != nil {
+		r.failRow(res, b, "prepare", err)
+		return
+	}
+	res.LoadedSHA256 = prepared.LoadedSHA256
+	addFacts(res, prepared.Facts)
+	res.Diagnostics = append(res.Diagnostics, prepared.Diagnostics...)
+	defer r.release(ctx, b, c.ID, res)
+	if applyDiagnostics(res, prepared.Diagnostics) {
+		return
+	}
+	if prepared.LoadedSHA256 != t.SHA256 {
+		res.Status = results.StatusFail
+		res.Reason = fmt.Sprintf("input hash mismatch: backend loaded %.12s, host wrote %.12s", prepared.LoadedSHA256, t.SHA256)
+		return
+	}
+	if !r.checkOutput(ctx, b, c, t, files, res) {
+		return
+	}
+	r.measure(ctx, b, c, res)
+}
+
+// checkOutput runs the checked run and compares it with the reference. It
+// reports whether the row should go on to timing: a wrong output is still
+// timed (the time of a wrong kernel is a finding too), a dead plugin not.
+func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *inputs.Tensors, files sdk.Tensors, res *results.Result) bool {
+	api := b.instance.Backend()
+	fetched, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Fetched, error) {
+		return api.Fetch(ctx, sdk.FetchRequest{CaseID: c.ID})
+	})
+	if err != nil {
+		r.failRow(res, b, "fetch", err)
+		return false
+	}
+	res.Diagnostics = append(res.Diagnostics, fetched.Diagnostics...)
+	if applyDiagnostics(res, fetched.Diagnostics) {
+		return false
+	}
+	output, err := os.ReadFile(files.Output)
+	if err != nil {
+		res.Status, res.Reason = results.StatusFail, "backend wrote no output file: "+err.Error()
+		return true
+	}
+	tol := r.cfg.Suite.Tolerances[c.Shape.DType]
+	report := check.Check(t, output, r.cfg.Suite.Check, tol)
+	res.Check = checkRecord(report, tol)
+	if report.Verdict == check.Pass {
+		res.Status = results.StatusPass
+	} else {
+		res.Status, res.Reason = results.StatusFail, report.Reason
+	}
+	return true
+}
+
+// measure takes the timed samples, once per L2 mode the suite asks for.
+func (r *runner) measure(ctx context.Context, b *backend, c suite.Case, res *results.Result) {
+	api := b.instance.Backend()
+	for _, mode := range r.cfg.Suite.L2Modes {
+		m := r.cfg.Suite.Measurement
+		m.L2 = mode
+		samples, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Samples, error) {
+			return api.Run(ctx, sdk.RunRequest{CaseID: c.ID, Measurement: m})
+		})
+		if err != nil {
+			r.failRow(res, b, fmt.Sprintf("run (L2 %s)", mode), err)
+			return
+		}
+		addFacts(res, samples.Facts)
+		res.Diagnostics = append(res.Diagnostics, samples.Diagnostics...)
+		if applyDiagnostics(res, samples.Diagnostics) {
+			return
+		}
+		if reason := insaneSamples(samples, m); reason != "" {
+			res.Status, res.Reason = results.StatusFail, reason
+			return
+		}
+		res.Timings = append(res.Timings, timingRecord(mode, samples))
+	}
+	if len(res.Timings) > 0 {
+		res.Derived = derive(c.Shape, res.Timings[0].Kernel, b.description.Device)
+	}
+}
+
+func (r *runner) release(ctx context.Context, b *backend, caseID string, res *results.Result) {
+	if b.instance == nil {
+		return
+	}
+	api := b.instance.Backend()
+	_, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, api.Release(ctx, sdk.ReleaseRequest{CaseID: caseID})
+	})
+	if err != nil && res.Status != results.StatusError {
+		r.failRow(res, b, "release", err)
+	}
+}
+
+// failRow records a plugin failure: the call that failed, the error, and
+// the tail of the plugin's stderr. The plugin is killed; the next row
+// starts it again with a fresh process (and, for CUDA, a fresh context).
+func (r *runner) failRow(res *results.Result, b *backend, step string, err error) {
+	if b.instance != nil {
+		// Give a dying process a moment to flush stderr before reading it.
+		time.Sleep(20 * time.Millisecond)
+		res.StderrTail = b.instance.StderrTail()
+	}
+	res.Status = results.StatusError
+	res.Reason = step + ": " + describeError(err, r.cfg.Suite.CallTimeout, res.StderrTail)
+	r.restart(b)
+}
+
+// describeError says what went wrong in the words a user needs: a hang is
+// named as such, and a crash is told by the last thing the plugin said,
+// which is more use than the transport's "EOF".
+func describeError(err error, timeout time.Duration, stderrTail string) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("no answer within %s (plugin hung); killed", timeout)
+	case errors.Is(err, sdk.ErrPluginDied):
+		if last := lastLineOf(stderrTail); last != "" {
+			return "plugin crashed: " + last
+		}
+		return "plugin crashed: " + err.Error()
+	}
+	return err.Error()
+}
+
+func lastLineOf(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// call runs one plugin call under its own deadline.
+func call[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return fn(callCtx)
+}
+
+// applyDiagnostics turns a skip or failure diagnostic into the row's status
+// and reports whether the row is finished.
+func applyDiagnostics(res *results.Result, diags []sdk.Diagnostic) bool {
+	for _, d := range diags {
+		switch d.Severity {
+		case sdk.Unsupported:
+			res.Status, res.Reason = results.StatusSkip, joinDiag(d)
+			return true
+		case sdk.Failure:
+			res.Status, res.Reason = results.StatusFail, joinDiag(d)
+			return true
+		}
+	}
+	return false
+}
+
+func joinDiag(d sdk.Diagnostic) string {
+	if d.Detail == "" {
+		return d.Summary
+	}
+	return d.Summary + ": " + d.Detail
+}
+
+// insaneSamples rejects sample sets that break the contract: too few, or
+// times that are zero, negative or absurd.
+func insaneSamples(s sdk.Samples, m sdk.Measurement) string {
+	if len(s.KernelTimes) == 0 {
+		return "backend returned no kernel-time samples"
+	}
+	for _, d := range s.KernelTimes {
+		if d <= 0 || d > time.Hour {
+			return fmt.Sprintf("backend returned an impossible kernel time %v", d)
+		}
+	}
+	return ""
+}
+
+func addFacts(res *results.Result, facts map[string]string) {
+	if len(facts) == 0 {
+		return
+	}
+	if res.Facts == nil {
+		res.Facts = map[string]string{}
+	}
+	for k, v := range facts {
+		res.Facts[k] = v
+	}
+}
+
+func progressLine(done, total int, res results.Result) string {
+	verdict := strings.ToUpper(string(res.Status))
+	detail := ""
+	if len(res.Timings) > 0 {
+		detail = " " + formatDuration(time.Duration(res.Timings[0].Kernel.MedianNs))
+	}
+	if res.Reason != "" {
+		detail += " (" + firstLineOf(res.Reason) + ")"
+	}
+	return fmt.Sprintf("[%d/%d] %s %s: %s%s", done, total, res.CaseID, res.Label, verdict, detail)
+}
+
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func formatDuration(d time.Duration) string {
+	us := float64(d) / 1e3
+	if us >= 10000 {
+		return fmt.Sprintf("%.2f ms", us/1e3)
+	}
+	return fmt.Sprintf("%.1f µs", us)
+}
+
+var _ = stats.FLOPs

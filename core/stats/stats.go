@@ -1,0 +1,135 @@
+// Package stats turns timed samples into the figures of a result row: a
+// summary of the samples, and the work a case does (FLOPs, bytes) to turn
+// a time into throughput.
+//
+// Where to start: [Summarize] for samples; [FLOPs] and [Bytes] with
+// [TFLOPS] and [GBps] for throughput; [GeoMean] to sum up ratios across
+// cases.
+package stats
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+// Summary describes a set of timed samples.
+type Summary struct {
+	N                   int
+	Median, Mean, Stdev time.Duration
+	Min, Max, P10, P90  time.Duration
+	// RelNoise is sdk.RelativeNoise of the samples: the half-width of the
+	// distribution-free 95% confidence interval of the median, over the
+	// median. +Inf for fewer than 6 samples.
+	RelNoise float64
+}
+
+// Summarize describes samples. Percentiles interpolate linearly between
+// the two nearest order statistics (the "type 7" definition, numpy's
+// default): the p-quantile of n sorted samples x₀..xₙ₋₁ is at rank
+// h = (n−1)·p, between x⌊h⌋ and x⌈h⌉. The median is the 0.5-quantile. Stdev
+// is the sample standard deviation (n−1 in the denominator), 0 for one
+// sample. An empty set gives a zero Summary with RelNoise +Inf.
+func Summarize(samples []time.Duration) Summary {
+	s := Summary{N: len(samples), RelNoise: sdk.RelativeNoise(samples)}
+	if s.N == 0 {
+		return s
+	}
+	sorted := make([]float64, s.N)
+	for i, d := range samples {
+		sorted[i] = float64(d)
+	}
+	slices.Sort(sorted)
+	mean, stdev := meanStdev(sorted)
+	s.Mean, s.Stdev = round(mean), round(stdev)
+	s.Min, s.Max = round(sorted[0]), round(sorted[s.N-1])
+	s.Median = round(quantile(sorted, 0.5))
+	s.P10, s.P90 = round(quantile(sorted, 0.1)), round(quantile(sorted, 0.9))
+	return s
+}
+
+// quantile is the p-quantile of ascending values by linear interpolation.
+func quantile(sorted []float64, p float64) float64 {
+	h := float64(len(sorted)-1) * p
+	lo := int(math.Floor(h))
+	hi := min(lo+1, len(sorted)-1)
+	return sorted[lo] + (h-float64(lo))*(sorted[hi]-sorted[lo])
+}
+
+func meanStdev(values []float64) (mean, stdev float64) {
+	for _, v := range values {
+		mean += v
+	}
+	mean /= float64(len(values))
+	if len(values) < 2 {
+		return mean, 0
+	}
+	var sumSq float64
+	for _, v := range values {
+		sumSq += (v - mean) * (v - mean)
+	}
+	return mean, math.Sqrt(sumSq / float64(len(values)-1))
+}
+
+func round(ns float64) time.Duration { return time.Duration(math.Round(ns)) }
+
+// FLOPs is the work of one attention forward pass: 4·B·H·D per unmasked
+// (query, key) pair, 2·D for the score q·k and 2·D for adding p·v. Causal
+// masking (top-left) is counted exactly: query row i has min(i+1, Sk)
+// pairs. The softmax is not counted, as is the convention of published
+// attention figures.
+func FLOPs(s sdk.Shape) float64 {
+	return 4 * float64(s.Batch) * float64(s.Heads) * float64(s.HeadDim) * float64(unmaskedPairs(s))
+}
+
+// unmaskedPairs is the number of (i, j) pairs of one head that attend.
+func unmaskedPairs(s sdk.Shape) int64 {
+	sq, sk := int64(s.SeqQ), int64(s.SeqK)
+	if !s.Causal {
+		return sq * sk
+	}
+	// Rows i < Sk see i+1 keys; the rows after see all Sk.
+	full := min(sq, sk)
+	return full*(full+1)/2 + (sq-full)*sk
+}
+
+// Bytes is the least memory traffic of one pass: reading Q, K and V and
+// writing O, once each.
+func Bytes(s sdk.Shape) float64 {
+	return float64(2*s.QElements()+2*s.KVElements()) * float64(s.DType.Size())
+}
+
+// TFLOPS is flops done in d, in 10¹² per second; 0 for a non-positive d.
+func TFLOPS(flops float64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return flops / d.Seconds() / 1e12
+}
+
+// GBps is bytes moved in d, in 10⁹ per second; 0 for a non-positive d.
+func GBps(bytes float64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return bytes / d.Seconds() / 1e9
+}
+
+// GeoMean is the geometric mean of positive values, the mean that suits
+// ratios such as speed-ups. It is NaN for an empty slice or when a value is
+// not positive.
+func GeoMean(values []float64) float64 {
+	if len(values) == 0 {
+		return math.NaN()
+	}
+	var sumLog float64
+	for _, v := range values {
+		if !(v > 0) {
+			return math.NaN()
+		}
+		sumLog += math.Log(v)
+	}
+	return math.Exp(sumLog / float64(len(values)))
+}

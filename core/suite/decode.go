@@ -1,0 +1,187 @@
+package suite
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// decoder reads one suite file. It holds what error messages need: the
+// file's name, the lines of its keys, and the problems found so far.
+type decoder struct {
+	path     string
+	doc      string
+	lines    *keyLines
+	problems []error
+}
+
+// decoded is a suite file after step 2: the schema with its arrays of
+// tables decoded entry by entry.
+type decoded struct {
+	file     fileSuite
+	backends []fileBackend
+	sweeps   []fileSweep
+	cases    []fileCase
+}
+
+func newDecoder(path string, data []byte) *decoder {
+	return &decoder{path: path, doc: string(data)}
+}
+
+// decode applies defaults and decodes the file over them, rejecting syntax
+// errors, wrong types and unknown keys.
+func (d *decoder) decode() (*decoded, error) {
+	var syntax map[string]any
+	if _, err := toml.Decode(d.doc, &syntax); err != nil {
+		return nil, d.syntaxError(err)
+	}
+	d.lines = scanKeyLines(d.doc)
+	out := &decoded{file: defaultFile()}
+	md, err := toml.Decode(d.doc, &out.file)
+	if err != nil {
+		return nil, d.valueError(err, -1)
+	}
+	if err := d.mustBeTable(&md, "tolerance"); err != nil {
+		return nil, err
+	}
+	if out.backends, err = decodeEntries(d, &md, out.file.Backends, func() fileBackend { return fileBackend{} }); err != nil {
+		return nil, err
+	}
+	if out.sweeps, err = decodeEntries(d, &md, out.file.Sweeps, defaultSweep); err != nil {
+		return nil, err
+	}
+	if out.cases, err = decodeEntries(d, &md, out.file.Cases, defaultCase); err != nil {
+		return nil, err
+	}
+	if err := d.unknownKeys(append(md.Undecoded(), upperCaseKeys(md.Keys())...)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mustBeTable rejects a plain value where a table of tables belongs. The
+// TOML library drops such a value without an error when it decodes into a
+// map.
+func (d *decoder) mustBeTable(md *toml.MetaData, key string) error {
+	if t := md.Type(key); t != "" && t != "Hash" {
+		return d.problemAt(key, -1, fmt.Sprintf("want a table, written [%s.<name>]", key))
+	}
+	return nil
+}
+
+// decodeEntries decodes the entries of one array of tables, each over its
+// defaults.
+func decodeEntries[T any](d *decoder, md *toml.MetaData, entries []toml.Primitive, defaults func() T) ([]T, error) {
+	out := make([]T, len(entries))
+	for i, entry := range entries {
+		out[i] = defaults()
+		if err := md.PrimitiveDecode(entry, &out[i]); err != nil {
+			return nil, d.valueError(err, i)
+		}
+	}
+	return out, nil
+}
+
+func (d *decoder) syntaxError(err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return &Error{Path: d.path, Line: pe.Position.Line, Message: "TOML syntax: " + pe.Message}
+	}
+	return &Error{Path: d.path, Message: "TOML syntax: " + err.Error()}
+}
+
+// lastKey matches the errors BurntSushi/toml makes itself (not through a
+// field's UnmarshalTOML): a table or an array of tables given a plain value.
+var lastKey = regexp.MustCompile(`\(last key ("(?:[^"\\]|\\.)*")\): (.*)$`)
+
+// valueError turns an error of step 2 into an *Error. entry is the index of
+// the array-of-tables entry being decoded, or -1.
+func (d *decoder) valueError(err error, entry int) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return d.problemAt(pe.LastKey, entry, pe.Message)
+	}
+	m := lastKey.FindStringSubmatch(err.Error())
+	if m == nil {
+		return &Error{Path: d.path, Message: strings.TrimPrefix(err.Error(), "toml: ")}
+	}
+	key, _ := strconv.Unquote(m[1])
+	message := m[2]
+	switch {
+	case strings.Contains(message, "destination has type slice"),
+		entry >= 0 && !strings.Contains(key, "."):
+		message = fmt.Sprintf("want an array of tables, written [[%s]]", key)
+	case strings.Contains(message, "expected table"), strings.Contains(message, "destination has type map"):
+		message = fmt.Sprintf("want a table, written [%s]", key)
+	}
+	return d.problemAt(key, entry, message)
+}
+
+// unknownKeys reports every key the schema has no place for, in file
+// order, each once. A key under an unknown table is not reported again.
+func (d *decoder) unknownKeys(keys []toml.Key) error {
+	var problems []*Error
+	reported := map[string]bool{}
+	for _, key := range keys {
+		name := key.String()
+		if underReported(key, reported) {
+			continue
+		}
+		reported[name] = true
+		message := "unknown key"
+		if name != strings.ToLower(name) {
+			message = "unknown key (keys are lower-case)"
+		}
+		problems = append(problems, d.problemAt(name, -1, message))
+	}
+	slices.SortStableFunc(problems, func(a, b *Error) int { return a.Line - b.Line })
+	errs := make([]error, len(problems))
+	for i, p := range problems {
+		errs[i] = p
+	}
+	return errors.Join(errs...)
+}
+
+// underReported tells whether key or a table holding it was reported.
+func underReported(key toml.Key, reported map[string]bool) bool {
+	for n := 1; n <= len(key); n++ {
+		if reported[key[:n].String()] {
+			return true
+		}
+	}
+	return false
+}
+
+// upperCaseKeys returns the keys that differ from a schema key only in
+// case. The TOML library matches struct fields case-insensitively, so
+// "Warmup_Runs" would be taken silently; every key of the format is
+// lower-case. Tunable names belong to the backends and keep their case.
+func upperCaseKeys(keys []toml.Key) []toml.Key {
+	var out []toml.Key
+	for _, key := range keys {
+		schema := key
+		if len(key) > 2 && key[0] == "backends" && key[1] == "tunables" {
+			schema = key[:2]
+		}
+		if s := schema.String(); s != strings.ToLower(s) {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// problemAt returns the *Error of key in entry (-1: any entry).
+func (d *decoder) problemAt(key string, entry int, message string) *Error {
+	return &Error{Path: d.path, Line: d.lines.find(key, entry), Key: key, Message: message}
+}
+
+// problem records a validation problem; validation goes on, so a user sees
+// every problem of the file at once.
+func (d *decoder) problem(key string, entry int, format string, args ...any) {
+	d.problems = append(d.problems, d.problemAt(key, entry, fmt.Sprintf(format, args...)))
+}

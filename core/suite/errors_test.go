@@ -1,0 +1,136 @@
+package suite
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// validSweep is a minimal sweep the error cases build on.
+const validSweep = `
+[[sweeps]]
+batch = [1]
+heads = [8]
+seq_q = [512]
+head_dim = [64]
+`
+
+// errorCases are suites with one mistake each. Key is the dotted key the
+// error must name and line the line it must point at (0: no line).
+var errorCases = []struct {
+	name string
+	doc  string
+	key  string
+	line int
+}{
+	{"unknown top-level key", "name = \"x\"\nsed = 3\n" + validSweep, "sed", 2},
+	{"unknown nested key", "name = \"x\"\n[measurement]\nwarmup_tme = \"1s\"\n" + validSweep, "measurement.warmup_tme", 3},
+	{"key in the wrong case", "name = \"x\"\n[measurement]\nWarmup_Runs = 3\n" + validSweep, "measurement.Warmup_Runs", 3},
+	{"unknown table", "name = \"x\"\n[checks]\nfull = 1\n" + validSweep, "checks", 2},
+	{"unknown key in second sweep", "name = \"x\"\n" + validSweep + validSweep + "bach = [2]\n", "sweeps.bach", 14},
+	{"wrong type", "name = \"x\"\n[measurement]\nmin_samples = \"20\"\n" + validSweep, "measurement.min_samples", 3},
+	{"wrong type in list", "name = \"x\"\n" + validSweep + "causal = [\"yes\"]\n", "sweeps.causal", 8},
+	{"scalar where a sweep wants a list", "name = \"x\"\n" + strings.Replace(validSweep, "batch = [1]", "batch = 1", 1), "sweeps.batch", 4},
+	{"table where an array of tables is wanted", "name = \"x\"\n[sweeps]\nbatch = [1]\n", "sweeps", 2},
+	{"bad dtype in sweep", "name = \"x\"\n" + validSweep + "dtype = [\"fp16\", \"fp8\"]\n", "sweeps.dtype", 8},
+	{"bad dtype in case", "name = \"x\"\n[[cases]]\nbatch = 1\nheads = 8\nseq_q = 64\nhead_dim = 64\ndtype = \"int8\"\n", "cases.dtype", 7},
+	{"bad tolerance dtype", "name = \"x\"\n[tolerance.fp8]\natol = 1e-3\n" + validSweep, "tolerance.fp8", 2},
+	{"kv_heads not dividing heads", "name = \"x\"\n" + validSweep + "kv_heads = [3]\n", "sweeps.kv_heads", 8},
+	{"kv_heads not dividing heads in second case", "name = \"x\"\n" +
+		"[[cases]]\nbatch = 1\nheads = 8\nkv_heads = 2\nseq_q = 64\nhead_dim = 64\n" +
+		"[[cases]]\nbatch = 1\nheads = 8\nkv_heads = 5\nseq_q = 64\nhead_dim = 64\n", "cases.kv_heads", 11},
+	{"negative size", "name = \"x\"\n" + strings.Replace(validSweep, "seq_q = [512]", "seq_q = [512, -1]", 1), "sweeps.seq_q", 6},
+	{"zero size in case", "name = \"x\"\n[[cases]]\nbatch = 0\nheads = 8\nseq_q = 64\nhead_dim = 64\n", "cases.batch", 3},
+	{"missing required size", "name = \"x\"\n[[cases]]\nbatch = 1\nheads = 8\nhead_dim = 64\n", "cases.seq_q", 2},
+	{"bad duration", "name = \"x\"\n[measurement]\ntime_cap = \"2 seconds\"\n" + validSweep, "measurement.time_cap", 3},
+	{"duration without unit", "name = \"x\"\n[measurement]\nwarmup_time = 50\n" + validSweep, "measurement.warmup_time", 3},
+	{"negative duration", "name = \"x\"\n[measurement]\ntime_cap = \"-1s\"\n" + validSweep, "measurement.time_cap", 3},
+	{"bad l2 mode", "name = \"x\"\n[measurement]\nl2 = [\"hot\", \"warm\"]\n" + validSweep, "measurement.l2", 3},
+	{"max below min samples", "name = \"x\"\n[measurement]\nmin_samples = 50\nmax_samples = 10\n" + validSweep, "measurement.max_samples", 4},
+	{"empty case list", "name = \"x\"\n", "", 0},
+	{"empty sweep axis", "name = \"x\"\n" + strings.Replace(validSweep, "heads = [8]", "heads = []", 1), "sweeps.heads", 5},
+	{"missing name", validSweep, "name", 0},
+	{"negative seed", "name = \"x\"\nseed = -1\n" + validSweep, "seed", 2},
+	{"duplicate backend", "name = \"x\"\n[[backends]]\nname = \"triton\"\n[[backends]]\nname = \"triton\"\n" + validSweep, "backends.name", 5},
+	{"empty tunable", "name = \"x\"\n[[backends]]\nname = \"cuda-v8\"\n[backends.tunables]\ntile_n = []\n" + validSweep, "backends.tunables.tile_n", 5},
+	{"plain value for the tolerance table", "name = \"x\"\ntolerance = 3\n" + validSweep, "tolerance", 2},
+	{"tunable values not strings", "name = \"x\"\n[[backends]]\nname = \"cuda-v8\"\ntunables = { tile_n = [32] }\n" + validSweep, "backends.tunables", 4},
+	{"syntax error", "name = \"x\"\nseed = = 3\n", "", 2},
+}
+
+func TestErrors(t *testing.T) {
+	var golden strings.Builder
+	for _, tc := range errorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("suites/bad.toml", []byte(tc.doc))
+			if err == nil {
+				t.Fatalf("Parse accepted:\n%s", tc.doc)
+			}
+			first := firstError(t, err)
+			if first.Key != tc.key || first.Line != tc.line {
+				t.Errorf("error at line %d key %q, want line %d key %q: %v", first.Line, first.Key, tc.line, tc.key, err)
+			}
+			if !strings.HasPrefix(err.Error(), "suites/bad.toml") {
+				t.Errorf("error does not name the file: %v", err)
+			}
+			fmt.Fprintf(&golden, "== %s\n%v\n\n", tc.name, err)
+		})
+	}
+	checkGolden(t, "errors.golden", golden.String())
+}
+
+// firstError returns the first *Error of err, which may be joined.
+func firstError(t *testing.T, err error) *Error {
+	t.Helper()
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		err = joined.Unwrap()[0]
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %T is not a *suite.Error: %v", err, err)
+	}
+	return e
+}
+
+// TestErrorsReportEveryProblem shows validation does not stop at the first
+// problem.
+func TestErrorsReportEveryProblem(t *testing.T) {
+	doc := "name = \"x\"\n[check]\nsampled_rows = 1\n" + validSweep + "kv_heads = [3]\ndtype = [\"fp8\"]\n"
+	_, err := Parse("bad.toml", []byte(doc))
+	want := []string{
+		`bad.toml:3: key "check.sampled_rows": must be at least 2, got 1`,
+		`bad.toml:11: key "sweeps.dtype": unknown dtype "fp8": want fp16, bf16 or fp32`,
+		`bad.toml:10: key "sweeps.kv_heads": 3 does not divide heads = 8`,
+	}
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != got {
+		gotPath := path + ".got"
+		_ = os.WriteFile(gotPath, []byte(got), 0o644)
+		t.Errorf("%s differs from the output; see %s (go test -update rewrites it)", path, gotPath)
+	}
+}

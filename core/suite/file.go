@@ -1,0 +1,162 @@
+package suite
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/flashcore/bench/sdk"
+)
+
+// fileSuite is the TOML schema of a suite file (docs/suites.md). Every leaf
+// is a field, so an absent key is told from a zero value and a wrong type is
+// reported in plain words. The arrays of tables stay Primitive here and are
+// decoded one entry at a time, so an error knows which entry it is in.
+type fileSuite struct {
+	Name        field[string]            `toml:"name"`
+	Description field[string]            `toml:"description"`
+	Seed        field[int64]             `toml:"seed"`
+	Baseline    field[string]            `toml:"baseline"`
+	Python      field[string]            `toml:"python"`
+	PluginPath  field[[]string]          `toml:"plugin_path"`
+	Measurement fileMeasurement          `toml:"measurement"`
+	Check       fileCheck                `toml:"check"`
+	Tolerance   map[string]fileTolerance `toml:"tolerance"`
+	Backends    []toml.Primitive         `toml:"backends"`
+	Sweeps      []toml.Primitive         `toml:"sweeps"`
+	Cases       []toml.Primitive         `toml:"cases"`
+}
+
+type fileMeasurement struct {
+	WarmupRuns  field[int]           `toml:"warmup_runs"`
+	WarmupTime  field[time.Duration] `toml:"warmup_time"`
+	MinSamples  field[int]           `toml:"min_samples"`
+	MaxSamples  field[int]           `toml:"max_samples"`
+	TargetNoise field[float64]       `toml:"target_noise"`
+	TimeCap     field[time.Duration] `toml:"time_cap"`
+	CallSamples field[int]           `toml:"call_samples"`
+	L2          field[[]string]      `toml:"l2"`
+	CallTimeout field[time.Duration] `toml:"call_timeout"`
+}
+
+type fileCheck struct {
+	FullCheckMaxPairs field[int64] `toml:"full_check_max_pairs"`
+	SampledRows       field[int]   `toml:"sampled_rows"`
+}
+
+// fileTolerance is one [tolerance.<dtype>] table; keys left out keep the
+// dtype's default.
+type fileTolerance struct {
+	Atol  field[float64] `toml:"atol"`
+	Rtol  field[float64] `toml:"rtol"`
+	RelL2 field[float64] `toml:"rel_l2"`
+}
+
+type fileBackend struct {
+	Name     field[string]   `toml:"name"`
+	Variants field[[]string] `toml:"variants"`
+	Path     field[string]   `toml:"path"`
+	Tunables tunables        `toml:"tunables"`
+}
+
+// tunables is the [backends.tunables] table: tunable names, chosen by the
+// backend, each with the list of values to run.
+type tunables map[string][]string
+
+// UnmarshalTOML decodes the table. A map of the TOML library's own would
+// drop a plain value such as tunables = 3 without a word.
+func (t *tunables) UnmarshalTOML(data any) error {
+	table, ok := data.(map[string]any)
+	if !ok {
+		return wrongType("a table of tunable names and value lists", data)
+	}
+	*t = tunables{}
+	for name, value := range table {
+		values, err := listOf(value, "strings", asString)
+		if err != nil {
+			return fmt.Errorf("tunable %q: %w", name, err)
+		}
+		(*t)[name] = values
+	}
+	return nil
+}
+
+// fileSweep is one [[sweeps]] entry. KVHeads and SeqK stay empty for "same
+// as heads" and "same as seq_q".
+type fileSweep struct {
+	Batch        field[[]int]    `toml:"batch"`
+	Heads        field[[]int]    `toml:"heads"`
+	KVHeads      field[[]int]    `toml:"kv_heads"`
+	SeqQ         field[[]int]    `toml:"seq_q"`
+	SeqK         field[[]int]    `toml:"seq_k"`
+	HeadDim      field[[]int]    `toml:"head_dim"`
+	DType        field[[]string] `toml:"dtype"`
+	Causal       field[[]bool]   `toml:"causal"`
+	Distribution field[[]string] `toml:"distribution"`
+}
+
+// fileCase is one [[cases]] entry: a sweep with scalars.
+type fileCase struct {
+	Batch        field[int]    `toml:"batch"`
+	Heads        field[int]    `toml:"heads"`
+	KVHeads      field[int]    `toml:"kv_heads"`
+	SeqQ         field[int]    `toml:"seq_q"`
+	SeqK         field[int]    `toml:"seq_k"`
+	HeadDim      field[int]    `toml:"head_dim"`
+	DType        field[string] `toml:"dtype"`
+	Causal       field[bool]   `toml:"causal"`
+	Distribution field[string] `toml:"distribution"`
+}
+
+// Defaults of the keys that have one. Values are preset in the file structs
+// before decoding (step 1), so decoding overwrites only what the file sets.
+const (
+	defaultSeed        = 1
+	defaultBaseline    = "pytorch-sdpa"
+	defaultPython      = "python3"
+	defaultCallTimeout = 120 * time.Second
+	defaultDType       = sdk.FP16
+)
+
+func defaultFile() fileSuite {
+	m := sdk.DefaultMeasurement()
+	c := DefaultCheckSettings()
+	return fileSuite{
+		Seed:     preset[int64](defaultSeed),
+		Baseline: preset(defaultBaseline),
+		Python:   preset(defaultPython),
+		Measurement: fileMeasurement{
+			WarmupRuns:  preset(m.WarmupRuns),
+			WarmupTime:  preset(m.WarmupTime),
+			MinSamples:  preset(m.MinSamples),
+			MaxSamples:  preset(m.MaxSamples),
+			TargetNoise: preset(m.TargetNoise),
+			TimeCap:     preset(m.TimeCap),
+			CallSamples: preset(m.CallSamples),
+			L2:          preset([]string{string(m.L2)}),
+			CallTimeout: preset(defaultCallTimeout),
+		},
+		Check: fileCheck{
+			FullCheckMaxPairs: preset(c.FullCheckMaxPairs),
+			SampledRows:       preset(c.SampledRows),
+		},
+	}
+}
+
+func defaultSweep() fileSweep {
+	return fileSweep{
+		DType:        preset([]string{string(defaultDType)}),
+		Causal:       preset([]bool{false}),
+		Distribution: preset([]string{string(Normal)}),
+	}
+}
+
+func defaultCase() fileCase {
+	return fileCase{
+		DType:        preset(string(defaultDType)),
+		Distribution: preset(string(Normal)),
+	}
+}
+
+// preset is a field holding a default: it has a value but was not set.
+func preset[T any](v T) field[T] { return field[T]{Value: v} }

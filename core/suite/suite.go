@@ -1,0 +1,187 @@
+package suite
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/flashcore/bench/sdk"
+	"github.com/flashcore/bench/suites"
+)
+
+// Suite is a validated suite: every default applied, every path resolved,
+// every sweep expanded into Cases.
+type Suite struct {
+	Name        string
+	Description string
+	// Path is the file the suite was read from (or the name given to Parse).
+	Path string
+	// SHA256 is the hex SHA-256 of the file's bytes, recorded with results.
+	SHA256 string
+	// Seed keys the input generator (docs/inputs.md).
+	Seed uint64
+	// Baseline names the backend other rows are compared with.
+	Baseline string
+	// Python is the interpreter of the bridge backends.
+	Python string
+	// PluginPath lists extra places to look for plugins, resolved against
+	// the suite file's directory.
+	PluginPath []string
+	// Measurement is the measurement contract; its L2 is L2Modes[0].
+	Measurement sdk.Measurement
+	// L2Modes lists every L2 mode to measure, the primary one first.
+	L2Modes []sdk.L2Mode
+	// CallTimeout is the deadline of one plugin call.
+	CallTimeout time.Duration
+	Check       CheckSettings
+	// Tolerances holds an entry for every dtype.
+	Tolerances map[sdk.DType]Tolerance
+	// Backends is empty when the suite selects none: then every backend
+	// found is used.
+	Backends []BackendSelection
+	Cases    []Case
+}
+
+// Case is one attention problem of a suite.
+type Case struct {
+	// ID is stable and unique within the suite (see CaseID).
+	ID           string
+	Shape        sdk.Shape
+	Distribution Distribution
+}
+
+// NewCase returns the case of a shape and distribution, with its ID.
+func NewCase(shape sdk.Shape, dist Distribution) Case {
+	return Case{ID: CaseID(shape, dist), Shape: shape, Distribution: dist}
+}
+
+// Distribution names how input values are drawn (docs/inputs.md).
+type Distribution string
+
+const (
+	// Normal draws from the standard normal distribution.
+	Normal Distribution = "normal"
+	// Uniform draws uniformly from [-1, 1).
+	Uniform Distribution = "uniform"
+	// Outliers is Normal with a sparse set of values scaled ×32.
+	Outliers Distribution = "outliers"
+)
+
+// Valid reports whether d is a known distribution.
+func (d Distribution) Valid() bool {
+	return d == Normal || d == Uniform || d == Outliers
+}
+
+// Tolerance bounds the error of one output. An element passes when
+// |o-r| <= Atol + Rtol·|r|; the output passes only when also
+// ||o-r||₂ / ||r||₂ <= RelL2.
+type Tolerance struct {
+	Atol, Rtol, RelL2 float64
+}
+
+// CheckSettings decide which output rows are compared with the reference.
+type CheckSettings struct {
+	// FullCheckMaxPairs: a case with B·H·Sq·Sk at or below it has every
+	// query row checked.
+	FullCheckMaxPairs int64
+	// SampledRows is how many query rows larger cases check.
+	SampledRows int
+}
+
+// BackendSelection is one [[backends]] entry.
+type BackendSelection struct {
+	Name string
+	// Variants is empty for "every variant".
+	Variants []string
+	// Path is an explicit plugin binary, resolved against the suite's
+	// directory; empty to search for the backend by name.
+	Path string
+	// Tunables maps a tunable's name to the values to run; each combination
+	// is its own row.
+	Tunables map[string][]string
+}
+
+// DefaultTolerances are the tolerances of a suite that sets none.
+func DefaultTolerances() map[sdk.DType]Tolerance {
+	return map[sdk.DType]Tolerance{
+		sdk.FP16: {Atol: 2e-3, Rtol: 1e-2, RelL2: 2e-3},
+		sdk.BF16: {Atol: 1.6e-2, Rtol: 3e-2, RelL2: 1.6e-2},
+		sdk.FP32: {Atol: 1e-3, Rtol: 1e-3, RelL2: 1e-3},
+	}
+}
+
+// DefaultCheckSettings are the check settings of a suite that sets none.
+func DefaultCheckSettings() CheckSettings {
+	return CheckSettings{FullCheckMaxPairs: 1 << 26, SampledRows: 256}
+}
+
+// Load reads and validates the suite file at path.
+func Load(path string) (*Suite, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read suite: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse validates a suite held in data. The name stands for the file in
+// error messages and in Path, and relative paths in the suite are resolved
+// against its directory.
+func Parse(name string, data []byte) (*Suite, error) {
+	d := newDecoder(name, data)
+	file, err := d.decode()
+	if err != nil {
+		return nil, err
+	}
+	s, err := d.build(file)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	s.SHA256 = hex.EncodeToString(sum[:])
+	return s, nil
+}
+
+// DefaultName is the file name of the suite built into the binary.
+const DefaultName = "default.toml"
+
+// Default returns the suite built into the binary (suites/default.toml).
+func Default() *Suite {
+	data, err := suites.FS.ReadFile(DefaultName)
+	if err != nil {
+		panic(fmt.Sprintf("embedded suite: %v", err))
+	}
+	s, err := Parse("suites/"+DefaultName, data)
+	if err != nil {
+		panic(fmt.Sprintf("embedded suite: %v", err))
+	}
+	return s
+}
+
+// CaseID is the stable name of a case: lower-case and dash-separated,
+// b{B}-h{H}[-kv{Hkv}]-s{Sq}[-sk{Sk}]-d{D}-{dtype}[-causal][-{distribution}],
+// where the bracketed parts appear only when they differ from the common
+// case (Hkv = H, Sk = Sq, non-causal, normal). It keys the input generator,
+// so a case's inputs do not change when the suite around it does.
+func CaseID(s sdk.Shape, dist Distribution) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "b%d-h%d", s.Batch, s.Heads)
+	if s.KVHeads != s.Heads {
+		fmt.Fprintf(&b, "-kv%d", s.KVHeads)
+	}
+	fmt.Fprintf(&b, "-s%d", s.SeqQ)
+	if s.SeqK != s.SeqQ {
+		fmt.Fprintf(&b, "-sk%d", s.SeqK)
+	}
+	fmt.Fprintf(&b, "-d%d-%s", s.HeadDim, s.DType)
+	if s.Causal {
+		b.WriteString("-causal")
+	}
+	if dist != Normal && dist != "" {
+		fmt.Fprintf(&b, "-%s", dist)
+	}
+	return strings.ToLower(b.String())
+}

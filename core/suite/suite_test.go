@@ -1,0 +1,270 @@
+package suite
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+// fullExample is the example of docs/suites.md, every key set.
+const fullExample = `
+name = "seed"
+description = "demo"
+seed = 20251022
+baseline = "cuda-v8"
+python = "python3.12"
+plugin_path = ["plugins", "/opt/flashcore/plugins"]
+
+[measurement]
+warmup_runs = 3
+warmup_time = "10ms"
+min_samples = 5
+max_samples = 50
+target_noise = 0.01
+time_cap = "500ms"
+call_samples = 7
+l2 = ["cold", "hot"]
+call_timeout = "30s"
+
+[check]
+full_check_max_pairs = 1000
+sampled_rows = 16
+
+[tolerance.fp16]
+atol = 1e-3
+[tolerance.bf16]
+rel_l2 = 0.05
+
+[[backends]]
+name = "cuda-v8"
+variants = ["cuda-v8"]
+path = "bin/cuda-v8"
+[backends.tunables]
+tile_n = ["32", "64"]
+
+[[backends]]
+name = "triton"
+
+[[sweeps]]
+batch = [1, 2]
+heads = [8]
+kv_heads = [8, 2]
+seq_q = [512]
+head_dim = [64]
+dtype = ["fp16"]
+causal = [false, true]
+
+[[cases]]
+batch = 1
+heads = 8
+kv_heads = 2
+seq_q = 300
+seq_k = 500
+head_dim = 64
+dtype = "fp16"
+causal = true
+distribution = "outliers"
+
+[[cases]]   # the same as a sweep case: dropped
+batch = 1
+heads = 8
+seq_q = 512
+head_dim = 64
+`
+
+func TestParseFullExample(t *testing.T) {
+	s, err := Parse(filepath.Join("suites", "demo.toml"), []byte(fullExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(fullExample))
+	want := &Suite{
+		Name: "seed", Description: "demo", Path: "suites/demo.toml", SHA256: hex.EncodeToString(sum[:]),
+		Seed: 20251022, Baseline: "cuda-v8", Python: "python3.12",
+		PluginPath: []string{"suites/plugins", "/opt/flashcore/plugins"},
+		Measurement: sdk.Measurement{WarmupRuns: 3, WarmupTime: 10 * time.Millisecond, MinSamples: 5,
+			MaxSamples: 50, TargetNoise: 0.01, TimeCap: 500 * time.Millisecond, L2: sdk.L2Cold, CallSamples: 7},
+		L2Modes:     []sdk.L2Mode{sdk.L2Cold, sdk.L2Hot},
+		CallTimeout: 30 * time.Second,
+		Check:       CheckSettings{FullCheckMaxPairs: 1000, SampledRows: 16},
+		Tolerances: map[sdk.DType]Tolerance{
+			sdk.FP16: {Atol: 1e-3, Rtol: 1e-2, RelL2: 2e-3},
+			sdk.BF16: {Atol: 1.6e-2, Rtol: 3e-2, RelL2: 0.05},
+			sdk.FP32: {Atol: 1e-3, Rtol: 1e-3, RelL2: 1e-3},
+		},
+		Backends: []BackendSelection{
+			{Name: "cuda-v8", Variants: []string{"cuda-v8"}, Path: "suites/bin/cuda-v8",
+				Tunables: map[string][]string{"tile_n": {"32", "64"}}},
+			{Name: "triton", Tunables: map[string][]string{}},
+		},
+	}
+	wantIDs := []string{
+		"b1-h8-s512-d64-fp16", "b1-h8-s512-d64-fp16-causal",
+		"b1-h8-kv2-s512-d64-fp16", "b1-h8-kv2-s512-d64-fp16-causal",
+		"b2-h8-s512-d64-fp16", "b2-h8-s512-d64-fp16-causal",
+		"b2-h8-kv2-s512-d64-fp16", "b2-h8-kv2-s512-d64-fp16-causal",
+		"b1-h8-kv2-s300-sk500-d64-fp16-causal-outliers",
+	}
+	if got := caseIDs(s.Cases); !slices.Equal(got, wantIDs) {
+		t.Errorf("cases\n got %q\nwant %q", got, wantIDs)
+	}
+	last := s.Cases[len(s.Cases)-1]
+	wantLast := sdk.Shape{Batch: 1, Heads: 8, KVHeads: 2, SeqQ: 300, SeqK: 500, HeadDim: 64, Causal: true, DType: sdk.FP16}
+	if last.Shape != wantLast || last.Distribution != Outliers {
+		t.Errorf("last case %+v %s, want %+v outliers", last.Shape, last.Distribution, wantLast)
+	}
+	s.Cases = nil
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("suite\n got %+v\nwant %+v", s, want)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	s, err := Parse("min.toml", []byte("name = \"min\"\n[[cases]]\nbatch = 1\nheads = 4\nseq_q = 8\nhead_dim = 16\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Seed != 1 || s.Baseline != "pytorch-sdpa" || s.Python != "python3" || s.CallTimeout != 120*time.Second {
+		t.Errorf("top-level defaults: seed %d baseline %q python %q call timeout %s", s.Seed, s.Baseline, s.Python, s.CallTimeout)
+	}
+	if s.Measurement != sdk.DefaultMeasurement() || !slices.Equal(s.L2Modes, []sdk.L2Mode{sdk.L2Hot}) {
+		t.Errorf("measurement %+v %v, want the contract's defaults", s.Measurement, s.L2Modes)
+	}
+	if s.Check != DefaultCheckSettings() || !reflect.DeepEqual(s.Tolerances, DefaultTolerances()) {
+		t.Errorf("check %+v tolerances %+v, want defaults", s.Check, s.Tolerances)
+	}
+	want := NewCase(sdk.Shape{Batch: 1, Heads: 4, KVHeads: 4, SeqQ: 8, SeqK: 8, HeadDim: 16, DType: sdk.FP16}, Normal)
+	if len(s.Cases) != 1 || s.Cases[0] != want || s.Backends != nil || len(s.PluginPath) != 0 {
+		t.Errorf("cases %+v backends %v plugin path %v", s.Cases, s.Backends, s.PluginPath)
+	}
+}
+
+func TestSweepProductOrder(t *testing.T) {
+	doc := `name = "order"
+[[sweeps]]
+batch = [2, 1]
+heads = [4]
+seq_q = [16]
+seq_k = [16, 32]
+head_dim = [8]
+dtype = ["bf16", "fp32"]
+distribution = ["uniform", "normal"]
+`
+	s, err := Parse("order.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, b := range []string{"b2", "b1"} {
+		for _, sk := range []string{"", "-sk32"} {
+			for _, dt := range []string{"bf16", "fp32"} {
+				for _, dist := range []string{"-uniform", ""} {
+					want = append(want, b+"-h4-s16"+sk+"-d8-"+dt+dist)
+				}
+			}
+		}
+	}
+	if got := caseIDs(s.Cases); !slices.Equal(got, want) {
+		t.Errorf("order\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestCaseID(t *testing.T) {
+	tests := []struct {
+		shape sdk.Shape
+		dist  Distribution
+		want  string
+	}{
+		{sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 512, SeqK: 512, HeadDim: 64, DType: sdk.FP16}, Normal, "b1-h8-s512-d64-fp16"},
+		{sdk.Shape{Batch: 1, Heads: 8, KVHeads: 2, SeqQ: 300, SeqK: 500, HeadDim: 64, DType: sdk.FP16, Causal: true}, Outliers,
+			"b1-h8-kv2-s300-sk500-d64-fp16-causal-outliers"},
+		{sdk.Shape{Batch: 4, Heads: 16, KVHeads: 16, SeqQ: 2048, SeqK: 2048, HeadDim: 128, DType: sdk.BF16}, Uniform, "b4-h16-s2048-d128-bf16-uniform"},
+		{sdk.Shape{Batch: 2, Heads: 2, KVHeads: 2, SeqQ: 1, SeqK: 7, HeadDim: 32, DType: sdk.FP32, Causal: true}, "", "b2-h2-s1-sk7-d32-fp32-causal"},
+	}
+	for _, tc := range tests {
+		if got := CaseID(tc.shape, tc.dist); got != tc.want {
+			t.Errorf("CaseID(%v, %s) = %q, want %q", tc.shape, tc.dist, got, tc.want)
+		}
+	}
+}
+
+// TestShippedSuites loads every suite in suites/ and pins what each holds.
+func TestShippedSuites(t *testing.T) {
+	tests := []struct {
+		file  string
+		cases int
+		first string
+	}{
+		{"default.toml", 4, "b1-h8-s512-d64-fp16"},
+		{"seed.toml", 4, "b1-h8-s512-d64-fp16"},
+		{"llm.toml", 26, "b16-h16-s512-d64-fp16"},
+	}
+	for _, tc := range tests {
+		s, err := Load(filepath.Join("..", "..", "suites", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Cases) != tc.cases || s.Cases[0].ID != tc.first {
+			t.Errorf("%s: %d cases starting %s, want %d starting %s", tc.file, len(s.Cases), s.Cases[0].ID, tc.cases, tc.first)
+		}
+	}
+}
+
+func TestDefault(t *testing.T) {
+	s := Default()
+	want := []string{
+		"b1-h8-s512-d64-fp16", "b1-h8-s512-d64-fp16-causal",
+		"b1-h2-s128-d64-fp16", "b1-h4-kv2-s96-sk160-d64-fp16-causal",
+	}
+	if got := caseIDs(s.Cases); !slices.Equal(got, want) {
+		t.Errorf("default cases %q, want %q", got, want)
+	}
+	if s.Measurement.TimeCap != time.Second || s.SHA256 == "" {
+		t.Errorf("default time cap %s sha %q", s.Measurement.TimeCap, s.SHA256)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	if _, err := Load(filepath.Join(t.TempDir(), "none.toml")); err == nil {
+		t.Error("Load of a missing file succeeded")
+	}
+}
+
+func caseIDs(cases []Case) []string {
+	ids := make([]string, len(cases))
+	for i, c := range cases {
+		ids[i] = c.ID
+	}
+	return ids
+}
+
+// TestDocExample parses the example of docs/suites.md, so the page cannot
+// drift from the format.
+func TestDocExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "suites.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	start := strings.Index(text, "```toml\n")
+	end := strings.Index(text[start+1:], "```\n")
+	if start < 0 || end < 0 {
+		t.Fatal("docs/suites.md has no toml example")
+	}
+	s, err := Parse("example.toml", []byte(text[start+len("```toml\n"):start+1+end]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 batch × 2 kv_heads × 2 seq_q × 2 dtype × 2 causal, and one case.
+	if len(s.Cases) != 33 || !slices.Equal(s.L2Modes, []sdk.L2Mode{sdk.L2Hot, sdk.L2Cold}) {
+		t.Errorf("%d cases, L2 %v", len(s.Cases), s.L2Modes)
+	}
+}

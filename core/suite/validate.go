@@ -1,0 +1,206 @@
+package suite
+
+import (
+	"errors"
+	"math"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+// build is step 3: it validates the decoded file and turns it into a Suite.
+// It reports every problem it finds, not only the first.
+func (d *decoder) build(in *decoded) (*Suite, error) {
+	f := in.file
+	s := &Suite{
+		Name:        strings.TrimSpace(f.Name.Value),
+		Description: f.Description.Value,
+		Path:        d.path,
+		Baseline:    f.Baseline.Value,
+		Python:      f.Python.Value,
+		PluginPath:  d.resolveAll(f.PluginPath.Value),
+	}
+	if s.Name == "" {
+		d.problem("name", -1, "required: every suite has a name")
+	}
+	if f.Seed.Value < 0 {
+		d.problem("seed", -1, "must not be negative, got %d", f.Seed.Value)
+	}
+	s.Seed = uint64(f.Seed.Value)
+	d.nonEmpty("baseline", s.Baseline)
+	d.nonEmpty("python", s.Python)
+	s.Measurement, s.L2Modes, s.CallTimeout = d.measurement(f.Measurement)
+	s.Check = d.check(f.Check)
+	s.Tolerances = d.tolerances(f.Tolerance)
+	s.Backends = d.backends(in.backends)
+	s.Cases = d.cases(in.sweeps, in.cases)
+	if len(d.problems) > 0 {
+		return nil, errors.Join(d.problems...)
+	}
+	return s, nil
+}
+
+func (d *decoder) nonEmpty(key, value string) {
+	if strings.TrimSpace(value) == "" {
+		d.problem(key, -1, "must not be empty")
+	}
+}
+
+// resolve makes a path in the suite relative to the suite file's directory.
+func (d *decoder) resolve(path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(filepath.Dir(d.path), path)
+}
+
+func (d *decoder) resolveAll(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = d.resolve(p)
+	}
+	return out
+}
+
+func (d *decoder) measurement(f fileMeasurement) (sdk.Measurement, []sdk.L2Mode, time.Duration) {
+	m := sdk.Measurement{
+		WarmupRuns:  f.WarmupRuns.Value,
+		WarmupTime:  f.WarmupTime.Value,
+		MinSamples:  f.MinSamples.Value,
+		MaxSamples:  f.MaxSamples.Value,
+		TargetNoise: f.TargetNoise.Value,
+		TimeCap:     f.TimeCap.Value,
+		CallSamples: f.CallSamples.Value,
+	}
+	d.atLeast("measurement.warmup_runs", m.WarmupRuns, 0)
+	if m.WarmupTime < 0 {
+		d.problem("measurement.warmup_time", -1, "must not be negative, got %s", m.WarmupTime)
+	}
+	d.atLeast("measurement.min_samples", m.MinSamples, 1)
+	if m.MaxSamples < m.MinSamples {
+		d.problem("measurement.max_samples", -1, "must be at least min_samples (%d), got %d", m.MinSamples, m.MaxSamples)
+	}
+	if !(m.TargetNoise >= 0 && m.TargetNoise < 1) {
+		d.problem("measurement.target_noise", -1, "must be at least 0 and below 1 (0.005 is 0.5%%), got %g", m.TargetNoise)
+	}
+	if m.TimeCap <= 0 {
+		d.problem("measurement.time_cap", -1, "must be positive, got %s", m.TimeCap)
+	}
+	d.atLeast("measurement.call_samples", m.CallSamples, 0)
+	if f.CallTimeout.Value <= 0 {
+		d.problem("measurement.call_timeout", -1, "must be positive, got %s", f.CallTimeout.Value)
+	}
+	modes := d.l2Modes(f.L2.Value)
+	if len(modes) > 0 {
+		m.L2 = modes[0]
+	}
+	return m, modes, f.CallTimeout.Value
+}
+
+func (d *decoder) l2Modes(names []string) []sdk.L2Mode {
+	const key = "measurement.l2"
+	if len(names) == 0 {
+		d.problem(key, -1, `must list at least one of "hot" and "cold"`)
+		return nil
+	}
+	var modes []sdk.L2Mode
+	for _, name := range names {
+		mode := sdk.L2Mode(name)
+		switch {
+		case mode != sdk.L2Hot && mode != sdk.L2Cold:
+			d.problem(key, -1, `unknown L2 mode %q: want "hot" or "cold"`, name)
+		case slices.Contains(modes, mode):
+			d.problem(key, -1, "%q is listed twice", name)
+		default:
+			modes = append(modes, mode)
+		}
+	}
+	return modes
+}
+
+func (d *decoder) check(f fileCheck) CheckSettings {
+	c := CheckSettings{FullCheckMaxPairs: f.FullCheckMaxPairs.Value, SampledRows: f.SampledRows.Value}
+	if c.FullCheckMaxPairs < 0 {
+		d.problem("check.full_check_max_pairs", -1, "must not be negative, got %d", c.FullCheckMaxPairs)
+	}
+	// Two rows at least: the first and the last are always checked.
+	d.atLeast("check.sampled_rows", c.SampledRows, 2)
+	return c
+}
+
+func (d *decoder) tolerances(tables map[string]fileTolerance) map[sdk.DType]Tolerance {
+	out := DefaultTolerances()
+	for _, name := range sortedKeys(tables) {
+		key := "tolerance." + name
+		dtype := sdk.DType(name)
+		if !dtype.Valid() {
+			d.problem(key, -1, "unknown dtype %q: want fp16, bf16 or fp32", name)
+			continue
+		}
+		f, t := tables[name], out[dtype]
+		t.Atol = d.tolerance(key+".atol", f.Atol.Or(t.Atol))
+		t.Rtol = d.tolerance(key+".rtol", f.Rtol.Or(t.Rtol))
+		t.RelL2 = d.tolerance(key+".rel_l2", f.RelL2.Or(t.RelL2))
+		out[dtype] = t
+	}
+	return out
+}
+
+func (d *decoder) tolerance(key string, v float64) float64 {
+	if !(v >= 0) || math.IsInf(v, 0) {
+		d.problem(key, -1, "must be a finite number at least 0, got %g", v)
+	}
+	return v
+}
+
+func (d *decoder) backends(entries []fileBackend) []BackendSelection {
+	var out []BackendSelection
+	seen := map[string]bool{}
+	for i, f := range entries {
+		b := BackendSelection{
+			Name:     strings.TrimSpace(f.Name.Value),
+			Variants: f.Variants.Value,
+			Path:     d.resolve(f.Path.Value),
+			Tunables: map[string][]string{},
+		}
+		switch {
+		case b.Name == "":
+			d.problem("backends.name", i, "required: name the backend")
+		case seen[b.Name]:
+			d.problem("backends.name", i, "backend %q is listed twice; list its variants and tunables in one entry", b.Name)
+		}
+		seen[b.Name] = true
+		if f.Variants.Set && len(b.Variants) == 0 {
+			d.problem("backends.variants", i, "must list at least one variant (leave it out for all)")
+		}
+		for _, name := range sortedKeys(f.Tunables) {
+			values := f.Tunables[name]
+			if len(values) == 0 {
+				d.problem("backends.tunables."+name, i, "must list at least one value")
+			}
+			b.Tunables[name] = values
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// atLeast checks an integer setting against its lower bound.
+func (d *decoder) atLeast(key string, v, low int) {
+	if v < low {
+		d.problem(key, -1, "must be at least %d, got %d", low, v)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

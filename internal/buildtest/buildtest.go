@@ -1,0 +1,74 @@
+// Package buildtest builds the repository's plugin binaries for tests that
+// run them for real through go-plugin. Each package is built once per test
+// process, into a directory shared by that process's tests.
+package buildtest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+var (
+	mu    sync.Mutex
+	dir   string
+	built = map[string]string{}
+)
+
+// Plugin builds the package at pkg (relative to the module root, e.g.
+// "plugins/cpu-reference") as a plugin binary named
+// flashcore-backend-<name> and returns its path. Binaries of one test
+// process share a directory, so after building several plugins,
+// filepath.Dir of any of them is a plugin path holding them all.
+func Plugin(t testing.TB, name, pkg string) string {
+	t.Helper()
+	return build(t, "flashcore-backend-"+name, pkg)
+}
+
+// Binary builds a command (e.g. "cmd/flashcore") into the same directory.
+func Binary(t testing.TB, name, pkg string) string {
+	t.Helper()
+	return build(t, name, pkg)
+}
+
+func build(t testing.TB, file, pkg string) string {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if path, ok := built[file]; ok {
+		return path
+	}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "flashcore-test-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = d
+	}
+	path := filepath.Join(dir, file)
+	cmd := exec.Command("go", "build", "-o", path, "./"+pkg)
+	cmd.Dir = moduleRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	built[file] = path
+	return path
+}
+
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Cleanup removes the binaries; call it from TestMain after m.Run.
+func Cleanup() {
+	mu.Lock()
+	defer mu.Unlock()
+	if dir != "" {
+		os.RemoveAll(dir)
+		dir, built = "", map[string]string{}
+	}
+}

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+const (
+	backendName = "cpu-reference"
+	variantName = "cpu-reference"
+	version     = "1.0.0"
+	// maxSeqLen bounds the work: the forward pass costs O(SeqQ·SeqK) per
+	// head, which at 2048 is already seconds per case on a small CPU.
+	maxSeqLen = 2048
+)
+
+// Backend is the cpu-reference backend: FlashAttention's tiled forward pass
+// in pure Go, in float32. It needs no GPU, so it runs everywhere the host
+// runs, and it is the template a new backend starts from.
+type Backend struct {
+	mu    sync.Mutex
+	cases map[string]*preparedCase
+	// attend is the forward pass that Fetch and Run execute. It is always
+	// attention outside tests; a test swaps it to show that Fetch poisons
+	// the output before every run.
+	attend func(problem)
+}
+
+var _ sdk.Backend = (*Backend)(nil)
+
+// New returns a backend with nothing loaded. It has no side effects, so the
+// host may create it just to call Describe.
+func New() sdk.Backend { return newBackend() }
+
+func newBackend() *Backend {
+	return &Backend{cases: map[string]*preparedCase{}, attend: attention}
+}
+
+// preparedCase is what Prepare loaded for one case.
+type preparedCase struct {
+	problem    problem   // float32 inputs and the output the forward pass writes
+	dtype      sdk.DType // the element type of the files
+	output     []byte    // the output encoded in dtype, reused by every Fetch
+	outputFile string
+}
+
+// Describe says who the backend is. It only reads the build information
+// and /proc/cpuinfo: cheap, and it cannot fail.
+func (b *Backend) Describe(ctx context.Context) (sdk.Description, error) {
+	info, ok := debug.ReadBuildInfo()
+	return sdk.Description{
+		Name:      backendName,
+		Version:   version,
+		Build:     buildString(info, ok),
+		Available: true,
+		Device:    cpuDevice(),
+		Variants:  []sdk.Variant{cpuReferenceVariant()},
+	}, nil
+}
+
+func cpuReferenceVariant() sdk.Variant {
+	return sdk.Variant{
+		Name: variantName,
+		Description: fmt.Sprintf("tiled online-softmax attention in pure Go, float32 accumulation; "+
+			"sequences up to %d because the work grows as SeqQ·SeqK (O(S²)) on a CPU", maxSeqLen),
+		Capabilities: sdk.Capabilities{
+			DTypes:            []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32},
+			HeadDims:          nil, // any head dim
+			Causal:            true,
+			NonCausal:         true,
+			GroupedQueryHeads: true,
+			UnequalSeqLens:    true,
+			MaxSeqLen:         maxSeqLen,
+			NeedsGPU:          false,
+		},
+	}
+}
+
+// buildString names the Go toolchain and the VCS revision the binary was
+// built from, so that a result can be traced to the code that produced it.
+func buildString(info *debug.BuildInfo, ok bool) string {
+	if !ok {
+		return "unknown build"
+	}
+	build := info.GoVersion
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	if revision := settings["vcs.revision"]; revision != "" {
+		build += " " + revision[:min(12, len(revision))]
+		if settings["vcs.modified"] == "true" {
+			build += "+modified"
+		}
+	} else if info.Main.Version != "" && info.Main.Version != "(devel)" {
+		build += " " + info.Main.Version // installed with go install module@version
+	}
+	return build
+}
+
+// Prepare checks that the case is one this backend runs, loads the three
+// input files, hashes the bytes it loaded and allocates the output.
+// Anything wrong with the case comes back as a diagnostic: the host shows it
+// in the case's row and goes on with the next case.
+func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prepared, error) {
+	if diagnostics := checkRequest(req); len(diagnostics) > 0 {
+		return sdk.Prepared{Diagnostics: diagnostics}, nil
+	}
+	loaded, hash, err := loadCase(req)
+	if err != nil {
+		return sdk.Prepared{Diagnostics: []sdk.Diagnostic{{
+			Severity: sdk.Failure, Summary: "cannot load the inputs", Detail: err.Error(),
+		}}}, nil
+	}
+	b.mu.Lock()
+	b.cases[req.CaseID] = loaded
+	b.mu.Unlock()
+	return sdk.Prepared{
+		LoadedSHA256: hash,
+		Facts: map[string]string{
+			"query_tile_rows": strconv.Itoa(queryTileRows),
+			"key_block_rows":  strconv.Itoa(keyBlockRows),
+			"goroutines":      strconv.Itoa(runtime.GOMAXPROCS(0)),
+		},
+	}, nil
+}
+
+// checkRequest returns the reasons this backend will not run the request.
+// The host already skips cases outside the declared capabilities; checking
+// again here keeps the backend safe when it is driven by anything else.
+func checkRequest(req sdk.PrepareRequest) []sdk.Diagnostic {
+	var diagnostics []sdk.Diagnostic
+	unsupported := func(format string, args ...any) {
+		diagnostics = append(diagnostics, sdk.Diagnostic{
+			Severity: sdk.Unsupported, Summary: fmt.Sprintf(format, args...)})
+	}
+	if req.Variant != variantName {
+		unsupported("unknown variant %q: %s has only %q", req.Variant, backendName, variantName)
+	}
+	for _, name := range slices.Sorted(maps.Keys(req.Tunables)) {
+		unsupported("unknown tunable %q: %s has none", name, backendName)
+	}
+	if reason := cpuReferenceVariant().Capabilities.Unsupported(req.Shape); reason != "" {
+		unsupported("%s", reason)
+	}
+	return diagnostics
+}
+
+// loadCase reads Q, K and V, hashes their bytes in that order and decodes
+// them to float32. The hash is over the bytes as read, before any
+// conversion, so it proves which inputs the backend computed on.
+func loadCase(req sdk.PrepareRequest) (*preparedCase, string, error) {
+	s := req.Shape
+	hash := sha256.New()
+	var tensors [3][]float32
+	for i, input := range []struct {
+		name, file string
+		elements   int
+	}{
+		{"Q", req.Files.Q, s.QElements()},
+		{"K", req.Files.K, s.KVElements()},
+		{"V", req.Files.V, s.KVElements()},
+	} {
+		raw, err := os.ReadFile(input.file)
+		if err != nil {
+			return nil, "", fmt.Errorf("read %s: %w", input.name, err)
+		}
+		if want := input.elements * s.DType.Size(); len(raw) != want {
+			return nil, "", fmt.Errorf("%s file %s has %d bytes, want %d for %s", input.name, input.file, len(raw), want, s)
+		}
+		hash.Write(raw)
+		if tensors[i], err = decode(s.DType, raw); err != nil {
+			return nil, "", fmt.Errorf("%s file %s: %w", input.name, input.file, err)
+		}
+	}
+	loaded := &preparedCase{
+		problem: problem{shape: s, q: tensors[0], k: tensors[1], v: tensors[2],
+			out: make([]float32, s.QElements())},
+		dtype:      s.DType,
+		output:     make([]byte, s.QElements()*s.DType.Size()),
+		outputFile: req.Files.Output,
+	}
+	return loaded, hex.EncodeToString(hash.Sum(nil)), nil
+}
+
+// poisoned is the float32 whose four bytes are all sdk.PoisonByte. It is a
+// NaN, and encode turns it into the all-PoisonByte pattern of every dtype.
+var poisoned = math.Float32frombits(0xFFFFFFFF)
+
+// Fetch is the checked run: it poisons the buffer the forward pass writes,
+// runs the forward pass once, and writes the output file. An element the
+// pass forgot to write reaches the file as poison, and the host counts it
+// as unwritten instead of checking a stale value from an earlier run.
+func (b *Backend) Fetch(ctx context.Context, req sdk.FetchRequest) (sdk.Fetched, error) {
+	c, err := b.lookup(req.CaseID)
+	if err != nil {
+		return sdk.Fetched{}, err
+	}
+	for i := range c.problem.out {
+		c.problem.out[i] = poisoned
+	}
+	b.attend(c.problem)
+	encode(c.dtype, c.problem.out, c.output)
+	if err := os.WriteFile(c.outputFile, c.output, 0o644); err != nil {
+		return sdk.Fetched{Diagnostics: []sdk.Diagnostic{{
+			Severity: sdk.Failure, Summary: "cannot write the output", Detail: err.Error(),
+		}}}, nil
+	}
+	return sdk.Fetched{}, nil
+}
+
+// Run takes the timed samples. A CPU has no host/device split: there are
+// no launches to hide and nothing queued, so the kernel time and the call
+// time are the same measure, the wall-clock time of one whole forward pass
+// (time.Now before and after). KernelTimes follow the contract's warm-up
+// and stopping rule; CallTimes are Measurement.CallSamples more of the same.
+func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, error) {
+	c, err := b.lookup(req.CaseID)
+	if err != nil {
+		return sdk.Samples{}, err
+	}
+	m := req.Measurement
+	sample := b.wallClockSample(c, m.L2)
+	kernelTimes, err := sdk.CollectSamples(ctx, m, sample)
+	if err != nil {
+		return sdk.Samples{}, fmt.Errorf("%s: kernel samples: %w", req.CaseID, err)
+	}
+	callTimes := make([]time.Duration, 0, m.CallSamples)
+	for range m.CallSamples {
+		d, err := sample(ctx)
+		if err != nil {
+			return sdk.Samples{}, fmt.Errorf("%s: call samples: %w", req.CaseID, err)
+		}
+		callTimes = append(callTimes, d)
+	}
+	return sdk.Samples{
+		KernelTimes: kernelTimes,
+		CallTimes:   callTimes,
+		Method:      "wall-clock",
+		Facts: map[string]string{
+			"timing": "wall-clock around one forward pass; on a CPU call time and kernel time are the same measure",
+		},
+	}, nil
+}
+
+// wallClockSample times one forward pass. In the L2-cold mode it first
+// evicts the caches, outside the timed span.
+func (b *Backend) wallClockSample(c *preparedCase, l2 sdk.L2Mode) sdk.Sample {
+	var evictor *cacheEvictor
+	if l2 == sdk.L2Cold {
+		evictor = newCacheEvictor()
+	}
+	return func(ctx context.Context) (time.Duration, error) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if evictor != nil {
+			evictor.evict()
+		}
+		start := time.Now()
+		b.attend(c.problem)
+		return time.Since(start), nil
+	}
+}
+
+// Release frees the case. Releasing a case that is not loaded, for example
+// after Prepare answered with a diagnostic, is not an error.
+func (b *Backend) Release(ctx context.Context, req sdk.ReleaseRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.cases, req.CaseID)
+	return nil
+}
+
+// lookup finds a prepared case. A call for a case that was never prepared
+// is a broken host, not a finding about the case: it is an error.
+func (b *Backend) lookup(caseID string) (*preparedCase, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.cases[caseID]
+	if !ok {
+		return nil, fmt.Errorf("case %q is not prepared", caseID)
+	}
+	return c, nil
+}

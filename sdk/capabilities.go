@@ -1,0 +1,36 @@
+package sdk
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Unsupported says why a variant with capabilities c cannot run shape s, or
+// returns "" when it can. The host skips such cases with this reason before
+// calling the backend; backends may call it too, to refuse a request that
+// bypassed the host.
+func (c Capabilities) Unsupported(s Shape) string {
+	switch {
+	case !slices.Contains(c.DTypes, s.DType):
+		return fmt.Sprintf("dtype %s not supported", s.DType)
+	case s.Batch < 1 || s.Heads < 1 || s.KVHeads < 1 || s.SeqQ < 1 || s.SeqK < 1 || s.HeadDim < 1:
+		return fmt.Sprintf("shape %s has a dimension below 1", s)
+	case s.Heads%s.KVHeads != 0:
+		return fmt.Sprintf("heads %d is not a multiple of kv_heads %d", s.Heads, s.KVHeads)
+	case len(c.HeadDims) > 0 && !slices.Contains(c.HeadDims, s.HeadDim):
+		return fmt.Sprintf("head dim %d not supported (supported: %v)", s.HeadDim, c.HeadDims)
+	case s.Causal && !c.Causal:
+		return "causal masking not supported"
+	case !s.Causal && !c.NonCausal:
+		return "non-causal attention not supported"
+	case s.KVHeads != s.Heads && !c.GroupedQueryHeads:
+		return "grouped-query heads not supported"
+	case s.SeqQ != s.SeqK && !c.UnequalSeqLens:
+		return "Sq != Sk not supported"
+	case c.MaxSeqLen > 0 && max(s.SeqQ, s.SeqK) > c.MaxSeqLen:
+		return fmt.Sprintf("sequence length %d over the backend's limit of %d", max(s.SeqQ, s.SeqK), c.MaxSeqLen)
+	case c.MaxElements > 0 && max(s.QElements(), s.KVElements()) > c.MaxElements:
+		return fmt.Sprintf("%d elements per tensor over the backend's limit of %d", max(s.QElements(), s.KVElements()), c.MaxElements)
+	}
+	return ""
+}

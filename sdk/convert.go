@@ -1,0 +1,335 @@
+package sdk
+
+import (
+	"maps"
+	"time"
+
+	"github.com/flashcore/bench/internal/pb"
+)
+
+// This file translates between the sdk types and their wire form in
+// internal/pb. Each sdk type has a toProto and a fromProto function; every
+// field is copied, and convert_test.go fails when one is missed. fromProto
+// reads through the generated getters, so a message the sender left out
+// decodes as the zero value. Empty lists and maps decode as nil.
+
+func descriptionToProto(d Description) *pb.Description {
+	return &pb.Description{
+		Name:              d.Name,
+		Version:           d.Version,
+		Build:             d.Build,
+		Available:         d.Available,
+		UnavailableReason: d.UnavailableReason,
+		Device:            deviceToProto(d.Device),
+		Variants:          convertAll(d.Variants, variantToProto),
+	}
+}
+
+func descriptionFromProto(p *pb.Description) Description {
+	return Description{
+		Name:              p.GetName(),
+		Version:           p.GetVersion(),
+		Build:             p.GetBuild(),
+		Available:         p.GetAvailable(),
+		UnavailableReason: p.GetUnavailableReason(),
+		Device:            deviceFromProto(p.GetDevice()),
+		Variants:          convertAll(p.GetVariants(), variantFromProto),
+	}
+}
+
+func deviceToProto(d Device) *pb.Device {
+	return &pb.Device{
+		Kind:              d.Kind,
+		Name:              d.Name,
+		ComputeCapability: d.ComputeCapability,
+		Multiprocessors:   int64(d.Multiprocessors),
+		L2Bytes:           d.L2Bytes,
+		MemoryBytes:       d.MemoryBytes,
+		SmClockMhz:        d.SMClockMHz,
+		MemClockMhz:       d.MemClockMHz,
+		MemBusWidthBits:   int64(d.MemBusWidthBits),
+		Driver:            d.Driver,
+		Runtime:           d.Runtime,
+		Cores:             int64(d.Cores),
+		PeakTflops:        d.PeakTFLOPS,
+		PeakGbps:          d.PeakGBps,
+	}
+}
+
+func deviceFromProto(p *pb.Device) Device {
+	return Device{
+		Kind:              p.GetKind(),
+		Name:              p.GetName(),
+		ComputeCapability: p.GetComputeCapability(),
+		Multiprocessors:   int(p.GetMultiprocessors()),
+		L2Bytes:           p.GetL2Bytes(),
+		MemoryBytes:       p.GetMemoryBytes(),
+		SMClockMHz:        p.GetSmClockMhz(),
+		MemClockMHz:       p.GetMemClockMhz(),
+		MemBusWidthBits:   int(p.GetMemBusWidthBits()),
+		Driver:            p.GetDriver(),
+		Runtime:           p.GetRuntime(),
+		Cores:             int(p.GetCores()),
+		PeakTFLOPS:        p.GetPeakTflops(),
+		PeakGBps:          p.GetPeakGbps(),
+	}
+}
+
+func variantToProto(v Variant) *pb.Variant {
+	return &pb.Variant{
+		Name:         v.Name,
+		Description:  v.Description,
+		Capabilities: capabilitiesToProto(v.Capabilities),
+		Tunables:     convertAll(v.Tunables, tunableToProto),
+	}
+}
+
+func variantFromProto(p *pb.Variant) Variant {
+	return Variant{
+		Name:         p.GetName(),
+		Description:  p.GetDescription(),
+		Capabilities: capabilitiesFromProto(p.GetCapabilities()),
+		Tunables:     convertAll(p.GetTunables(), tunableFromProto),
+	}
+}
+
+func capabilitiesToProto(c Capabilities) *pb.Capabilities {
+	return &pb.Capabilities{
+		Dtypes:            convertAll(c.DTypes, func(d DType) string { return string(d) }),
+		HeadDims:          convertAll(c.HeadDims, func(n int) int64 { return int64(n) }),
+		Causal:            c.Causal,
+		NonCausal:         c.NonCausal,
+		GroupedQueryHeads: c.GroupedQueryHeads,
+		UnequalSeqLens:    c.UnequalSeqLens,
+		MaxSeqLen:         int64(c.MaxSeqLen),
+		MaxElements:       int64(c.MaxElements),
+		NeedsGpu:          c.NeedsGPU,
+	}
+}
+
+func capabilitiesFromProto(p *pb.Capabilities) Capabilities {
+	return Capabilities{
+		DTypes:            convertAll(p.GetDtypes(), func(s string) DType { return DType(s) }),
+		HeadDims:          convertAll(p.GetHeadDims(), func(n int64) int { return int(n) }),
+		Causal:            p.GetCausal(),
+		NonCausal:         p.GetNonCausal(),
+		GroupedQueryHeads: p.GetGroupedQueryHeads(),
+		UnequalSeqLens:    p.GetUnequalSeqLens(),
+		MaxSeqLen:         int(p.GetMaxSeqLen()),
+		MaxElements:       int(p.GetMaxElements()),
+		NeedsGPU:          p.GetNeedsGpu(),
+	}
+}
+
+func tunableToProto(t Tunable) *pb.Tunable {
+	return &pb.Tunable{
+		Name:        t.Name,
+		Values:      copyOrNil(t.Values),
+		Default:     t.Default,
+		Description: t.Description,
+	}
+}
+
+func tunableFromProto(p *pb.Tunable) Tunable {
+	return Tunable{
+		Name:        p.GetName(),
+		Values:      copyOrNil(p.GetValues()),
+		Default:     p.GetDefault(),
+		Description: p.GetDescription(),
+	}
+}
+
+func prepareRequestToProto(r PrepareRequest) *pb.PrepareRequest {
+	return &pb.PrepareRequest{
+		CaseId:      r.CaseID,
+		Variant:     r.Variant,
+		Shape:       shapeToProto(r.Shape),
+		Tunables:    cloneOrNil(r.Tunables),
+		Files:       tensorsToProto(r.Files),
+		InputSha256: r.InputSHA256,
+	}
+}
+
+func prepareRequestFromProto(p *pb.PrepareRequest) PrepareRequest {
+	return PrepareRequest{
+		CaseID:      p.GetCaseId(),
+		Variant:     p.GetVariant(),
+		Shape:       shapeFromProto(p.GetShape()),
+		Tunables:    cloneOrNil(p.GetTunables()),
+		Files:       tensorsFromProto(p.GetFiles()),
+		InputSHA256: p.GetInputSha256(),
+	}
+}
+
+func shapeToProto(s Shape) *pb.Shape {
+	return &pb.Shape{
+		Batch:   int64(s.Batch),
+		Heads:   int64(s.Heads),
+		KvHeads: int64(s.KVHeads),
+		SeqQ:    int64(s.SeqQ),
+		SeqK:    int64(s.SeqK),
+		HeadDim: int64(s.HeadDim),
+		Causal:  s.Causal,
+		Dtype:   string(s.DType),
+	}
+}
+
+func shapeFromProto(p *pb.Shape) Shape {
+	return Shape{
+		Batch:   int(p.GetBatch()),
+		Heads:   int(p.GetHeads()),
+		KVHeads: int(p.GetKvHeads()),
+		SeqQ:    int(p.GetSeqQ()),
+		SeqK:    int(p.GetSeqK()),
+		HeadDim: int(p.GetHeadDim()),
+		Causal:  p.GetCausal(),
+		DType:   DType(p.GetDtype()),
+	}
+}
+
+func tensorsToProto(t Tensors) *pb.Tensors {
+	return &pb.Tensors{Q: t.Q, K: t.K, V: t.V, Output: t.Output}
+}
+
+func tensorsFromProto(p *pb.Tensors) Tensors {
+	return Tensors{Q: p.GetQ(), K: p.GetK(), V: p.GetV(), Output: p.GetOutput()}
+}
+
+func preparedToProto(p Prepared) *pb.Prepared {
+	return &pb.Prepared{
+		LoadedSha256: p.LoadedSHA256,
+		Diagnostics:  convertAll(p.Diagnostics, diagnosticToProto),
+		Facts:        cloneOrNil(p.Facts),
+	}
+}
+
+func preparedFromProto(p *pb.Prepared) Prepared {
+	return Prepared{
+		LoadedSHA256: p.GetLoadedSha256(),
+		Diagnostics:  convertAll(p.GetDiagnostics(), diagnosticFromProto),
+		Facts:        cloneOrNil(p.GetFacts()),
+	}
+}
+
+func diagnosticToProto(d Diagnostic) *pb.Diagnostic {
+	return &pb.Diagnostic{Severity: string(d.Severity), Summary: d.Summary, Detail: d.Detail}
+}
+
+func diagnosticFromProto(p *pb.Diagnostic) Diagnostic {
+	return Diagnostic{Severity: Severity(p.GetSeverity()), Summary: p.GetSummary(), Detail: p.GetDetail()}
+}
+
+func fetchRequestToProto(r FetchRequest) *pb.FetchRequest {
+	return &pb.FetchRequest{CaseId: r.CaseID}
+}
+
+func fetchRequestFromProto(p *pb.FetchRequest) FetchRequest {
+	return FetchRequest{CaseID: p.GetCaseId()}
+}
+
+func fetchedToProto(f Fetched) *pb.Fetched {
+	return &pb.Fetched{Diagnostics: convertAll(f.Diagnostics, diagnosticToProto)}
+}
+
+func fetchedFromProto(p *pb.Fetched) Fetched {
+	return Fetched{Diagnostics: convertAll(p.GetDiagnostics(), diagnosticFromProto)}
+}
+
+func runRequestToProto(r RunRequest) *pb.RunRequest {
+	return &pb.RunRequest{CaseId: r.CaseID, Measurement: measurementToProto(r.Measurement)}
+}
+
+func runRequestFromProto(p *pb.RunRequest) RunRequest {
+	return RunRequest{CaseID: p.GetCaseId(), Measurement: measurementFromProto(p.GetMeasurement())}
+}
+
+func measurementToProto(m Measurement) *pb.Measurement {
+	return &pb.Measurement{
+		WarmupRuns:   int64(m.WarmupRuns),
+		WarmupTimeNs: int64(m.WarmupTime),
+		MinSamples:   int64(m.MinSamples),
+		MaxSamples:   int64(m.MaxSamples),
+		TargetNoise:  m.TargetNoise,
+		TimeCapNs:    int64(m.TimeCap),
+		L2:           string(m.L2),
+		CallSamples:  int64(m.CallSamples),
+	}
+}
+
+func measurementFromProto(p *pb.Measurement) Measurement {
+	return Measurement{
+		WarmupRuns:  int(p.GetWarmupRuns()),
+		WarmupTime:  time.Duration(p.GetWarmupTimeNs()),
+		MinSamples:  int(p.GetMinSamples()),
+		MaxSamples:  int(p.GetMaxSamples()),
+		TargetNoise: p.GetTargetNoise(),
+		TimeCap:     time.Duration(p.GetTimeCapNs()),
+		L2:          L2Mode(p.GetL2()),
+		CallSamples: int(p.GetCallSamples()),
+	}
+}
+
+func samplesToProto(s Samples) *pb.Samples {
+	return &pb.Samples{
+		KernelTimesNs:     durationsToNanos(s.KernelTimes),
+		CallTimesNs:       durationsToNanos(s.CallTimes),
+		CrossCheckTimesNs: durationsToNanos(s.CrossCheckTimes),
+		Method:            s.Method,
+		SmClockMhz:        s.SMClockMHz,
+		Diagnostics:       convertAll(s.Diagnostics, diagnosticToProto),
+		Facts:             cloneOrNil(s.Facts),
+	}
+}
+
+func samplesFromProto(p *pb.Samples) Samples {
+	return Samples{
+		KernelTimes:     nanosToDurations(p.GetKernelTimesNs()),
+		CallTimes:       nanosToDurations(p.GetCallTimesNs()),
+		CrossCheckTimes: nanosToDurations(p.GetCrossCheckTimesNs()),
+		Method:          p.GetMethod(),
+		SMClockMHz:      p.GetSmClockMhz(),
+		Diagnostics:     convertAll(p.GetDiagnostics(), diagnosticFromProto),
+		Facts:           cloneOrNil(p.GetFacts()),
+	}
+}
+
+func releaseRequestToProto(r ReleaseRequest) *pb.ReleaseRequest {
+	return &pb.ReleaseRequest{CaseId: r.CaseID}
+}
+
+func releaseRequestFromProto(p *pb.ReleaseRequest) ReleaseRequest {
+	return ReleaseRequest{CaseID: p.GetCaseId()}
+}
+
+func durationsToNanos(ds []time.Duration) []int64 {
+	return convertAll(ds, func(d time.Duration) int64 { return int64(d) })
+}
+
+func nanosToDurations(ns []int64) []time.Duration {
+	return convertAll(ns, func(n int64) time.Duration { return time.Duration(n) })
+}
+
+// convertAll applies convert to every element; an empty list becomes nil.
+func convertAll[From, To any](in []From, convert func(From) To) []To {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]To, len(in))
+	for i, v := range in {
+		out[i] = convert(v)
+	}
+	return out
+}
+
+func copyOrNil(in []string) []string {
+	return convertAll(in, func(s string) string { return s })
+}
+
+// cloneOrNil copies a map so that neither side aliases the other's; an
+// empty map becomes nil.
+func cloneOrNil(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
