@@ -4,7 +4,7 @@ import (
 	"errors"
 )
 
-// Exit codes of flashcore (docs/cli.md):
+// Exit codes of flashcore, as the README lists them:
 const (
 	ExitOK          = 0   // every available backend ran and passed
 	ExitFindings    = 1   // some row FAILed its correctness check
