@@ -1,7 +1,10 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -76,23 +79,14 @@ func (r *runner) lifecycle(ctx context.Context, rw row, c suite.Case, t *inputs.
 // checkOutput runs the checked run and compares it with the reference. It
 // reports whether the row should go on to timing: a wrong output is still
 // timed (the time of a wrong kernel is a finding too), a dead plugin not.
+//
+// The checked run is done Check.Repeat times: every output must be
+// bit-identical to the first (the determinism gate) and no run may crash
+// (the stability gate).
 func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *inputs.Tensors, files sdk.Tensors, res *results.Result) bool {
-	api := b.instance.Backend()
-	fetched, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Fetched, error) {
-		return api.Fetch(ctx, sdk.FetchRequest{CaseID: c.ID})
-	})
-	if err != nil {
-		r.failRow(res, b, "fetch", err)
-		return false
-	}
-	res.Diagnostics = append(res.Diagnostics, fetched.Diagnostics...)
-	if applyDiagnostics(res, fetched.Diagnostics) {
-		return false
-	}
-	output, err := os.ReadFile(files.Output)
-	if err != nil {
-		res.Status, res.Reason = results.StatusFail, "backend wrote no output file: "+err.Error()
-		return true
+	output, ok := r.fetch(ctx, b, c, files, res)
+	if !ok || output == nil {
+		return ok
 	}
 	tol := r.cfg.Suite.Tolerances[c.Shape.DType]
 	report := check.Check(t, output, r.cfg.Suite.Check, tol)
@@ -102,7 +96,57 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *i
 	} else {
 		res.Status, res.Reason = results.StatusFail, report.Reason
 	}
+	first := sha256.Sum256(output)
+	addFacts(res, map[string]string{"output_sha256": hex.EncodeToString(first[:])})
+	for run := 2; run <= r.cfg.Suite.Check.Repeat; run++ {
+		again, ok := r.fetch(ctx, b, c, files, res)
+		if !ok || again == nil {
+			return ok
+		}
+		if sha256.Sum256(again) != first && res.Status == results.StatusPass {
+			res.Status = results.StatusFail
+			res.Reason = fmt.Sprintf("nondeterministic: checked run %d differs from run 1 in %d elements", run, differingElements(output, again, c.Shape.DType.Size()))
+		}
+	}
 	return true
+}
+
+// fetch does one checked run and reads its output. ok is false when the
+// row is finished (a plugin error or a diagnostic); a nil output with ok
+// true means the backend wrote no file, which the row records as a FAIL.
+func (r *runner) fetch(ctx context.Context, b *backend, c suite.Case, files sdk.Tensors, res *results.Result) ([]byte, bool) {
+	api := b.instance.Backend()
+	os.Remove(files.Output)
+	fetched, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Fetched, error) {
+		return api.Fetch(ctx, sdk.FetchRequest{CaseID: c.ID})
+	})
+	if err != nil {
+		r.failRow(res, b, "fetch", err)
+		return nil, false
+	}
+	res.Diagnostics = append(res.Diagnostics, fetched.Diagnostics...)
+	if applyDiagnostics(res, fetched.Diagnostics) {
+		return nil, false
+	}
+	output, err := os.ReadFile(files.Output)
+	if err != nil {
+		res.Status, res.Reason = results.StatusFail, "backend wrote no output file: "+err.Error()
+		return nil, true
+	}
+	return output, true
+}
+
+func differingElements(a, b []byte, size int) int {
+	if len(a) != len(b) || size == 0 {
+		return max(len(a), len(b)) / max(size, 1)
+	}
+	n := 0
+	for i := 0; i+size <= len(a); i += size {
+		if !bytes.Equal(a[i:i+size], b[i:i+size]) {
+			n++
+		}
+	}
+	return n
 }
 
 // measure takes the timed samples, once per L2 mode the suite asks for.

@@ -42,6 +42,7 @@ type fileMeasurement struct {
 type fileCheck struct {
 	FullCheckMaxPairs field[int64] `toml:"full_check_max_pairs"`
 	SampledRows       field[int]   `toml:"sampled_rows"`
+	Repeat            field[int]   `toml:"repeat"`
 }
 
 // fileTolerance is one [tolerance.<dtype>] table; keys left out keep the
@@ -139,6 +140,7 @@ func defaultFile() fileSuite {
 		Check: fileCheck{
 			FullCheckMaxPairs: preset(c.FullCheckMaxPairs),
 			SampledRows:       preset(c.SampledRows),
+			Repeat:            preset(c.Repeat),
 		},
 	}
 }

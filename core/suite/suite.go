@@ -89,6 +89,10 @@ type CheckSettings struct {
 	FullCheckMaxPairs int64
 	// SampledRows is how many query rows larger cases check.
 	SampledRows int
+	// Repeat is how many times the checked run is done. Every output must
+	// be bit-identical to the first (the determinism gate), and none may
+	// crash (the stability gate).
+	Repeat int
 }
 
 // BackendSelection is one [[backends]] entry.
@@ -115,7 +119,7 @@ func DefaultTolerances() map[sdk.DType]Tolerance {
 
 // DefaultCheckSettings are the check settings of a suite that sets none.
 func DefaultCheckSettings() CheckSettings {
-	return CheckSettings{FullCheckMaxPairs: 1 << 26, SampledRows: 256}
+	return CheckSettings{FullCheckMaxPairs: 1 << 26, SampledRows: 256, Repeat: 2}
 }
 
 // Load reads and validates the suite file at path.

@@ -37,6 +37,7 @@ call_timeout = "30s"
 [check]
 full_check_max_pairs = 1000
 sampled_rows = 16
+repeat = 3
 
 [tolerance.fp16]
 atol = 1e-3
@@ -94,7 +95,7 @@ func TestParseFullExample(t *testing.T) {
 			MaxSamples: 50, TargetNoise: 0.01, TimeCap: 500 * time.Millisecond, L2: sdk.L2Cold, CallSamples: 7},
 		L2Modes:     []sdk.L2Mode{sdk.L2Cold, sdk.L2Hot},
 		CallTimeout: 30 * time.Second,
-		Check:       CheckSettings{FullCheckMaxPairs: 1000, SampledRows: 16},
+		Check:       CheckSettings{FullCheckMaxPairs: 1000, SampledRows: 16, Repeat: 3},
 		Tolerances: map[sdk.DType]Tolerance{
 			sdk.FP16: {Atol: 1e-3, Rtol: 1e-2, RelL2: 2e-3},
 			sdk.BF16: {Atol: 1.6e-2, Rtol: 3e-2, RelL2: 0.05},

@@ -123,12 +123,13 @@ func (d *decoder) l2Modes(names []string) []sdk.L2Mode {
 }
 
 func (d *decoder) check(f fileCheck) CheckSettings {
-	c := CheckSettings{FullCheckMaxPairs: f.FullCheckMaxPairs.Value, SampledRows: f.SampledRows.Value}
+	c := CheckSettings{FullCheckMaxPairs: f.FullCheckMaxPairs.Value, SampledRows: f.SampledRows.Value, Repeat: f.Repeat.Value}
 	if c.FullCheckMaxPairs < 0 {
 		d.problem("check.full_check_max_pairs", -1, "must not be negative, got %d", c.FullCheckMaxPairs)
 	}
 	// Two rows at least: the first and the last are always checked.
 	d.atLeast("check.sampled_rows", c.SampledRows, 2)
+	d.atLeast("check.repeat", c.Repeat, 1)
 	return c
 }
 
