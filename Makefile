@@ -17,7 +17,8 @@ LDFLAGS := -X github.com/flashcore/bench/cli.Version=$(VERSION) -X github.com/fl
 # The CUDA plugins are built with the cuda tag where the CUDA toolkit (nvcc
 # and cuda.h) is installed; elsewhere their !cuda twins are built, which
 # report "built without CUDA".
-HAVE_CUDA := $(if $(and $(NVCC),$(wildcard /usr/include/cuda.h /usr/local/cuda/include/cuda.h)),yes,)
+CUDA_H    := $(wildcard /usr/include/cuda.h $(if $(NVCC),$(dir $(NVCC))../include/cuda.h) /usr/local/cuda/include/cuda.h)
+HAVE_CUDA := $(if $(and $(NVCC),$(CUDA_H)),yes,)
 CUDA_TAGS := $(if $(HAVE_CUDA),cuda,)
 
 PLUGINS      := cpu-reference pytorch-sdpa triton cuda-scalar cuda-wmma cuda-v8
@@ -61,7 +62,7 @@ test-go:
 test-python:
 	$(VENV)/bin/python -m pytest -q python/tests
 
-lint:
+lint: $(if $(HAVE_CUDA),cuda-kernels)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(if $(HAVE_CUDA),$(GO) vet -tags cuda ./...)

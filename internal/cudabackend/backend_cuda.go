@@ -1,0 +1,429 @@
+//go:build cuda
+
+package cudabackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/sdk"
+)
+
+// clockSlots bounds how many spin clock readings a Run keeps; more than the
+// contract's default MaxSamples.
+const clockSlots = 4096
+
+// Backend is the sdk.Backend of every CUDA plugin, configured by a Spec.
+// New has no side effects: the CUDA context is created on the first call.
+type Backend struct {
+	spec Spec
+
+	mu       sync.Mutex
+	started  bool
+	reason   string // why the backend is unavailable; "" when it is available
+	lost     error  // set once the CUDA context is unusable
+	manifest gpu.Manifest
+	target   gpu.Target
+	device   gpu.DeviceInfo
+
+	worker  *gpu.Worker
+	module  *gpu.Module
+	timer   *gpu.Timer
+	startEv *gpu.Event
+	stopEv  *gpu.Event
+	kernels map[string]*kernel
+	cases   map[string]*deviceCase
+	spin    spinLengths
+}
+
+var (
+	_ sdk.Backend = (*Backend)(nil)
+	_ sdk.Closer  = (*Backend)(nil)
+)
+
+// New returns the backend of spec.
+func New(spec Spec) *Backend {
+	return &Backend{
+		spec:    spec,
+		kernels: map[string]*kernel{},
+		cases:   map[string]*deviceCase{},
+		spin:    defaultSpinLengths(),
+	}
+}
+
+// kernel is a loaded kernel function and what the driver says about it.
+type kernel struct {
+	fn            *gpu.Function
+	res           gpu.FuncResources
+	sharedAllowed int // dynamic shared memory the function has opted in to
+}
+
+// deviceCase is one prepared case: its buffers, launch and facts.
+type deviceCase struct {
+	shape      sdk.Shape
+	launch     Launch
+	kernel     *kernel
+	q, k, v, o *gpu.Buffer
+	args       []gpu.Arg
+	output     string
+	facts      map[string]string
+}
+
+func (c *deviceCase) run() error {
+	return c.kernel.fn.Launch(c.launch.Grid, c.launch.Block, c.launch.DynamicSharedBytes, c.args...)
+}
+
+func (c *deviceCase) free() error {
+	return errors.Join(c.q.Free(), c.k.Free(), c.v.Free(), c.o.Free())
+}
+
+// Describe reports the backend, its device and its variant. It starts the
+// backend on first use; any reason it cannot run makes it unavailable.
+func (b *Backend) Describe(ctx context.Context) (sdk.Description, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.startOnce()
+	d := baseDescription(b.spec)
+	if b.manifest.SourceSHA256 != "" {
+		d.Build = buildString(b.manifest)
+	}
+	if b.device.Name != "" {
+		d.Device = deviceDescription(b.device)
+	}
+	switch {
+	case b.reason != "":
+		d.UnavailableReason = b.reason
+	case b.lost != nil:
+		d.UnavailableReason = b.lost.Error()
+	default:
+		d.Available = true
+	}
+	return d, nil
+}
+
+func (b *Backend) startOnce() {
+	if b.started {
+		return
+	}
+	b.started = true
+	if err := b.start(); err != nil {
+		b.reason = err.Error()
+		b.shutdown()
+	}
+}
+
+// start verifies the embedded kernels before touching the GPU, so a stale
+// fatbin is never loaded, then creates the context and loads everything.
+func (b *Backend) start() error {
+	m, err := gpu.ParseManifest(b.spec.Kernel.Manifest)
+	if err != nil {
+		return err
+	}
+	if err := m.Verify(b.spec.Kernel.Fatbin, b.spec.Kernel.Sources); err != nil {
+		return err
+	}
+	b.manifest = m
+	if b.worker, err = gpu.NewWorker(0); err != nil {
+		return err
+	}
+	b.device = b.worker.Device()
+	if b.target, err = checkDevice(b.device, m); err != nil {
+		return err
+	}
+	return b.worker.Do(func() error {
+		var err error
+		if b.module, err = gpu.LoadModule(b.spec.Kernel.Fatbin); err != nil {
+			return err
+		}
+		if b.timer, err = gpu.NewTimer(b.device, clockSlots); err != nil {
+			return err
+		}
+		if b.startEv, err = gpu.NewEvent(); err != nil {
+			return err
+		}
+		b.stopEv, err = gpu.NewEvent()
+		return err
+	})
+}
+
+// usable starts the backend if needed and says why it cannot work.
+func (b *Backend) usable() error {
+	b.startOnce()
+	if b.reason != "" {
+		return fmt.Errorf("%s is unavailable: %s", b.spec.Name, b.reason)
+	}
+	return b.lost
+}
+
+// do runs fn on the CUDA thread and remembers a lost context: after a fault
+// in a kernel every later call fails, and the host must restart the plugin.
+func (b *Backend) do(fn func() error) error {
+	err := b.worker.Do(fn)
+	if gpu.IsContextLost(err) {
+		b.lost = fmt.Errorf("CUDA context lost, the plugin must be restarted: %w", err)
+	}
+	return err
+}
+
+func (b *Backend) preparedCase(id string) (*deviceCase, error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	c, ok := b.cases[id]
+	if !ok {
+		return nil, fmt.Errorf("case %s is not prepared", id)
+	}
+	return c, nil
+}
+
+// Prepare checks the case, reads and hashes its inputs, and uploads them.
+// A case the plugin cannot run comes back as an Unsupported diagnostic,
+// before anything is allocated.
+func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prepared, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return sdk.Prepared{}, err
+	}
+	if _, ok := b.cases[req.CaseID]; ok {
+		return sdk.Prepared{}, fmt.Errorf("case %s is already prepared", req.CaseID)
+	}
+	if req.Variant != "" && req.Variant != b.spec.Variant.Name {
+		return unsupported("%s has no variant %q (it has %s)", b.spec.Name, req.Variant, b.spec.Variant.Name), nil
+	}
+	tunables, err := ResolveTunables(b.spec.Variant.Tunables, req.Tunables)
+	if err != nil {
+		return unsupported("%v", err), nil
+	}
+	if err := CheckShape(b.spec.Variant.Capabilities, req.Shape); err != nil {
+		return unsupported("%v", err), nil
+	}
+	launch, err := b.spec.Plan(req.Shape, tunables)
+	if err != nil {
+		return unsupported("%v", err), nil
+	}
+	in, err := readInputs(req.Files, req.Shape)
+	if err != nil {
+		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
+	}
+	var c *deviceCase
+	var reason string
+	err = b.do(func() error {
+		k, err := b.kernel(launch.Function)
+		if err != nil {
+			return err
+		}
+		occupancy, why, err := b.fit(k, launch)
+		if err != nil || why != "" {
+			reason = why
+			return err
+		}
+		c, err = b.upload(req.Shape, launch, k, in)
+		if err != nil {
+			return err
+		}
+		c.facts = mergeFacts(buildFacts(b.manifest, b.target), launchFacts(launch, k.res, occupancy, tunables))
+		return nil
+	})
+	switch {
+	case gpu.IsOutOfMemory(err):
+		return sdk.Prepared{}, fmt.Errorf("out of memory: case %s needs %d bytes of device memory for Q, K, V and O: %w",
+			req.CaseID, 2*(len(in.q)+len(in.k)), err)
+	case err != nil:
+		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
+	case reason != "":
+		return unsupported("%s", reason), nil
+	}
+	c.output = req.Files.Output
+	b.cases[req.CaseID] = c
+	return sdk.Prepared{LoadedSHA256: in.sha256, Facts: c.facts}, nil
+}
+
+// kernel looks a function up once and caches it with its resources.
+func (b *Backend) kernel(name string) (*kernel, error) {
+	if k, ok := b.kernels[name]; ok {
+		return k, nil
+	}
+	fn, err := b.module.Function(name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := fn.Resources()
+	if err != nil {
+		return nil, err
+	}
+	k := &kernel{fn: fn, res: res}
+	b.kernels[name] = k
+	return k, nil
+}
+
+// fit checks the launch against the kernel and the device, opts the kernel
+// in to the dynamic shared memory it needs, and returns its occupancy. A
+// launch that cannot fit comes back as a reason, not an error.
+func (b *Backend) fit(k *kernel, l Launch) (blocksPerSM int, reason string, err error) {
+	if threads := l.Block.Threads(); threads > k.res.MaxThreadsPerBlock {
+		return 0, fmt.Sprintf("%s needs %d threads per block; the device allows %d for it",
+			l.Function, threads, k.res.MaxThreadsPerBlock), nil
+	}
+	if shared := k.res.StaticSharedBytes + l.DynamicSharedBytes; shared > b.device.MaxSharedPerBlockOptin {
+		return 0, fmt.Sprintf("%s needs %d bytes of shared memory per block; %s allows %d",
+			l.Function, shared, b.device.Name, b.device.MaxSharedPerBlockOptin), nil
+	}
+	if l.DynamicSharedBytes > k.sharedAllowed {
+		if err := k.fn.SetMaxDynamicSharedBytes(l.DynamicSharedBytes); err != nil {
+			return 0, "", err
+		}
+		k.sharedAllowed = l.DynamicSharedBytes
+	}
+	blocksPerSM, err = k.fn.BlocksPerSM(l.Block.Threads(), l.DynamicSharedBytes)
+	if err != nil {
+		return 0, "", err
+	}
+	if blocksPerSM == 0 {
+		return 0, fmt.Sprintf("%s with %d threads and %d bytes of dynamic shared memory does not fit on an SM",
+			l.Function, l.Block.Threads(), l.DynamicSharedBytes), nil
+	}
+	return blocksPerSM, "", nil
+}
+
+// upload allocates the case's buffers and copies the inputs in.
+func (b *Backend) upload(shape sdk.Shape, l Launch, k *kernel, in inputs) (c *deviceCase, err error) {
+	c = &deviceCase{shape: shape, launch: l, kernel: k}
+	defer func() {
+		if err != nil {
+			c.free()
+			c = nil
+		}
+	}()
+	for _, buf := range []struct {
+		dst  **gpu.Buffer
+		size int
+	}{{&c.q, len(in.q)}, {&c.k, len(in.k)}, {&c.v, len(in.v)}, {&c.o, len(in.q)}} {
+		if *buf.dst, err = gpu.Alloc(int64(buf.size)); err != nil {
+			return nil, err
+		}
+	}
+	for _, up := range []struct {
+		dst *gpu.Buffer
+		src []byte
+	}{{c.q, in.q}, {c.k, in.k}, {c.v, in.v}} {
+		if err = up.dst.Upload(up.src); err != nil {
+			return nil, err
+		}
+	}
+	c.args = KernelArgs(c.q.Arg(), c.k.Arg(), c.v.Arg(), c.o.Arg(), shape)
+	return c, nil
+}
+
+// Fetch poisons the output, runs the kernel once and writes the output file.
+func (b *Backend) Fetch(ctx context.Context, req sdk.FetchRequest) (sdk.Fetched, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, err := b.preparedCase(req.CaseID)
+	if err != nil {
+		return sdk.Fetched{}, err
+	}
+	out := make([]byte, c.o.Size())
+	err = b.do(func() error {
+		if err := c.o.Fill(sdk.PoisonByte); err != nil {
+			return err
+		}
+		if err := c.run(); err != nil {
+			return err
+		}
+		if err := gpu.Synchronize(); err != nil {
+			return err
+		}
+		return c.o.Download(out)
+	})
+	if err != nil {
+		return sdk.Fetched{}, fmt.Errorf("fetch %s: %w", req.CaseID, err)
+	}
+	if err := writeOutput(c.output, out); err != nil {
+		return sdk.Fetched{}, fmt.Errorf("fetch %s: %w", req.CaseID, err)
+	}
+	return sdk.Fetched{}, nil
+}
+
+// Run takes kernel-time samples under the measurement contract, then
+// call-time samples (see sampler).
+func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, err := b.preparedCase(req.CaseID)
+	if err != nil {
+		return sdk.Samples{}, err
+	}
+	s := &sampler{b: b, c: c, cold: req.Measurement.L2 == sdk.L2Cold}
+	var samples sdk.Samples
+	err = b.do(func() error {
+		var err error
+		samples, err = s.collect(ctx, req.Measurement)
+		return err
+	})
+	switch {
+	case gpu.IsOutOfMemory(err):
+		return sdk.Samples{}, fmt.Errorf("out of memory: run %s: %w", req.CaseID, err)
+	case err != nil:
+		return sdk.Samples{}, fmt.Errorf("run %s: %w", req.CaseID, err)
+	}
+	return samples, nil
+}
+
+// Release frees the case. Releasing an unknown case does nothing.
+func (b *Backend) Release(ctx context.Context, req sdk.ReleaseRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.cases[req.CaseID]
+	if !ok {
+		return nil
+	}
+	delete(b.cases, req.CaseID)
+	if b.lost != nil {
+		return nil // the memory goes with the context
+	}
+	if err := b.do(c.free); err != nil {
+		return fmt.Errorf("release %s: %w", req.CaseID, err)
+	}
+	return nil
+}
+
+// Close frees every case and destroys the context.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.shutdown()
+}
+
+func (b *Backend) shutdown() error {
+	if b.worker == nil {
+		return nil
+	}
+	var errs []error
+	if b.lost == nil {
+		errs = append(errs, b.worker.Do(func() error {
+			var errs []error
+			for _, id := range slices.Sorted(maps.Keys(b.cases)) {
+				errs = append(errs, b.cases[id].free())
+			}
+			if b.timer != nil {
+				errs = append(errs, b.timer.Close())
+			}
+			errs = append(errs, b.startEv.Destroy(), b.stopEv.Destroy())
+			if b.module != nil {
+				errs = append(errs, b.module.Unload())
+			}
+			return errors.Join(errs...)
+		}))
+	}
+	errs = append(errs, b.worker.Close())
+	b.worker, b.module, b.timer, b.startEv, b.stopEv = nil, nil, nil, nil, nil
+	clear(b.cases)
+	clear(b.kernels)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,109 @@
+package cudatest
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/flashcore/bench/internal/cudabackend"
+	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/sdk"
+)
+
+// instantiation matches the kernel instantiation macros of the plugins'
+// kernel.cu files, e.g. "V8_KERNEL(attn_fwd_fp16_d64_n32_s2, half, ...".
+var instantiation = regexp.MustCompile(`(?m)^[A-Z0-9]+_KERNEL\((attn_fwd_\w+),`)
+
+// InstantiatedKernels lists the extern "C" kernels a kernel.cu instantiates.
+func InstantiatedKernels(kernelSource []byte) []string {
+	var names []string
+	for _, m := range instantiation.FindAllSubmatch(kernelSource, -1) {
+		names = append(names, string(m[1]))
+	}
+	return names
+}
+
+// CheckPlans checks, without a GPU, that spec plans every case its
+// capabilities and tunables allow to a kernel that kernelSource
+// instantiates, that every instantiated kernel is reachable, and that every
+// launch is well formed.
+func CheckPlans(t *testing.T, spec cudabackend.Spec, kernelSource []byte) {
+	t.Helper()
+	defined := InstantiatedKernels(kernelSource)
+	if len(defined) == 0 {
+		t.Fatal("kernel.cu instantiates no attn_fwd_* kernel")
+	}
+	for _, tun := range spec.Variant.Tunables {
+		if !slices.Contains(tun.Values, tun.Default) {
+			t.Errorf("tunable %s: default %q is not among %v", tun.Name, tun.Default, tun.Values)
+		}
+	}
+	caps := spec.Variant.Capabilities
+	used := map[string]bool{}
+	for _, dtype := range caps.DTypes {
+		for _, d := range caps.HeadDims {
+			for _, combo := range Combinations(spec.Variant.Tunables) {
+				s := sdk.Shape{Batch: 2, Heads: 4, KVHeads: 2, SeqQ: 77, SeqK: 131, HeadDim: d, DType: dtype, Causal: true}
+				l, err := spec.Plan(s, combo)
+				if err != nil {
+					t.Errorf("plan %s %v: %v", s, combo, err)
+					continue
+				}
+				if !slices.Contains(defined, l.Function) {
+					t.Errorf("plan %s %v: kernel %s is not instantiated in kernel.cu", s, combo, l.Function)
+				}
+				used[l.Function] = true
+				checkLaunch(t, s, l)
+			}
+		}
+	}
+	for _, name := range defined {
+		if !used[name] {
+			t.Errorf("kernel.cu instantiates %s, which no plan uses", name)
+		}
+	}
+}
+
+func checkLaunch(t *testing.T, s sdk.Shape, l cudabackend.Launch) {
+	t.Helper()
+	switch {
+	case l.Block.Threads() <= 0 || l.Block.Threads() > 1024 || l.Block.Threads()%32 != 0:
+		t.Errorf("%s: block %+v is not a whole number of warps up to 1024 threads", l.Function, l.Block)
+	case l.Grid.Y != s.Heads || l.Grid.Z != s.Batch || l.Grid.X <= 0:
+		t.Errorf("%s: grid %+v, want (query tiles, %d heads, batch %d)", l.Function, l.Grid, s.Heads, s.Batch)
+	case l.DynamicSharedBytes < 0:
+		t.Errorf("%s: negative dynamic shared memory", l.Function)
+	}
+}
+
+// CheckBuildOutputsAreCurrent checks, where make cuda-kernels has run, that
+// the fatbin and manifest in the plugin's folder were built from the
+// sources the plugin embeds: the check a cuda build does at start, made on
+// any machine. Without build outputs it skips.
+func CheckBuildOutputsAreCurrent(t *testing.T, kernelPath string, kernelSource []byte) {
+	t.Helper()
+	fatbin, err := os.ReadFile("kernel.fatbin")
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skip("no kernel.fatbin here: make cuda-kernels has not run")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("kernel.fatbin.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := gpu.ParseManifest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Kernel != kernelPath {
+		t.Errorf("manifest kernel %s, want %s", m.Kernel, kernelPath)
+	}
+	if err := m.Verify(fatbin, cudabackend.Sources(kernelPath, kernelSource)); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,103 @@
+package cudabackend
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flashcore/bench/internal/gpu"
+)
+
+// Keys of the facts every prepared case records.
+const (
+	FactKernelFunction    = "kernel_function"
+	FactKernelSourceHash  = "kernel_source_sha256"
+	FactKernelTarget      = "kernel_target" // "sm_90 cubin" or "PTX compute_90 JIT"
+	FactCompiler          = "kernel_compiler"
+	FactCompilerFlags     = "kernel_compiler_flags"
+	FactFatbinArchs       = "kernel_fatbin_archs"
+	FactRegisters         = "registers_per_thread"
+	FactSpillBytes        = "spill_bytes_per_thread"
+	FactStaticShared      = "static_shared_bytes"
+	FactDynamicShared     = "dynamic_shared_bytes"
+	FactMaxThreads        = "max_threads_per_block"
+	FactBinaryVersion     = "binary_version"
+	FactPTXVersion        = "ptx_version"
+	FactOccupancy         = "occupancy_blocks_per_sm"
+	FactGrid              = "grid"
+	FactBlock             = "block"
+	FactTunablePrefix     = "tunable."
+	FactSpinMicroseconds  = "spin_us"
+	FactSpinRetries       = "spin_retries"
+	FactL2FlushBytes      = "l2_flush_bytes"
+	FactTimingKernelsHash = "timing_source_sha256"
+)
+
+// buildFacts are the facts about the fatbin and the code the driver runs.
+func buildFacts(m gpu.Manifest, target gpu.Target) map[string]string {
+	return map[string]string{
+		FactKernelSourceHash: m.SourceSHA256,
+		FactKernelTarget:     target.String(),
+		FactCompiler:         m.NVCCVersion,
+		FactCompilerFlags:    strings.Join(append(slices.Clone(m.Flags), gencodeFlags(m.Gencode)...), " "),
+		FactFatbinArchs:      strings.Join(append(slices.Clone(m.Cubins), m.PTX...), ","),
+	}
+}
+
+func gencodeFlags(gencode []string) []string {
+	flags := make([]string, len(gencode))
+	for i, g := range gencode {
+		flags[i] = "-gencode " + g
+	}
+	return flags
+}
+
+// launchFacts are the facts about one kernel launch configuration.
+func launchFacts(l Launch, res gpu.FuncResources, blocksPerSM int, tunables map[string]string) map[string]string {
+	facts := map[string]string{
+		FactKernelFunction: l.Function,
+		FactRegisters:      strconv.Itoa(res.Registers),
+		FactSpillBytes:     strconv.Itoa(res.LocalBytes),
+		FactStaticShared:   strconv.Itoa(res.StaticSharedBytes),
+		FactDynamicShared:  strconv.Itoa(l.DynamicSharedBytes),
+		FactMaxThreads:     strconv.Itoa(res.MaxThreadsPerBlock),
+		FactBinaryVersion:  versionString(res.BinaryVersion),
+		FactPTXVersion:     versionString(res.PTXVersion),
+		FactOccupancy:      strconv.Itoa(blocksPerSM),
+		FactGrid:           dimString(l.Grid),
+		FactBlock:          dimString(l.Block),
+	}
+	for _, name := range slices.Sorted(maps.Keys(tunables)) {
+		facts[FactTunablePrefix+name] = tunables[name]
+	}
+	return facts
+}
+
+// versionString turns the driver's 10*major+minor into "major.minor".
+func versionString(v int) string { return fmt.Sprintf("%d.%d", v/10, v%10) }
+
+func dimString(d gpu.Dim3) string { return fmt.Sprintf("%dx%dx%d", d.X, d.Y, d.Z) }
+
+// buildString is the Description's Build: which sources and compiler.
+func buildString(m gpu.Manifest) string {
+	return fmt.Sprintf("kernels %s, %s", short(m.SourceSHA256), m.NVCCVersion)
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
+
+func mergeFacts(dst map[string]string, srcs ...map[string]string) map[string]string {
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	for _, src := range srcs {
+		maps.Copy(dst, src)
+	}
+	return dst
+}

@@ -1,0 +1,182 @@
+//go:build cuda
+
+package cudabackend
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/sdk"
+)
+
+// sampler takes the samples of one Run on the CUDA thread.
+//
+// Kernel time, per sample (docs/measurement.md):
+//
+//	stream: [spin] [L2 flush if cold] (start) [attention] (stop)
+//	host:   queue all of it, synchronise on stop, read stop − start
+//
+// Call time, per sample: host clock around one launch and a context
+// synchronisation, with nothing holding the stream (after an untimed flush
+// and synchronisation when cold).
+type sampler struct {
+	b    *Backend
+	c    *deviceCase
+	cold bool
+
+	retries   int // samples retaken with a longer spin
+	uncovered int // samples whose spin was still too short at maxSpin
+}
+
+func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, error) {
+	if err := s.prime(); err != nil {
+		return sdk.Samples{}, err
+	}
+	s.b.timer.ResetClocks()
+	kernelTimes, err := sdk.CollectSamples(ctx, m, s.kernelSample)
+	if err != nil {
+		return sdk.Samples{}, err
+	}
+	clocks, err := s.b.timer.Clocks(len(kernelTimes))
+	if err != nil {
+		return sdk.Samples{}, err
+	}
+	callTimes, err := s.callSamples(ctx, m.CallSamples)
+	if err != nil {
+		return sdk.Samples{}, err
+	}
+	return sdk.Samples{
+		KernelTimes: kernelTimes,
+		CallTimes:   callTimes,
+		Method:      MethodCUDAEventsSpin,
+		SMClockMHz:  medianClock(clocks),
+		Diagnostics: s.diagnostics(),
+		Facts:       s.facts(),
+	}, nil
+}
+
+// prime does, untimed, what the first sample would otherwise do between
+// its spin and its events: load the kernel's code (the driver loads modules
+// lazily) and, when cold, allocate the flush buffer. Without it the first
+// sample outlasts its spin and the spin grows for the whole run.
+func (s *sampler) prime() error {
+	if s.cold {
+		if err := s.b.timer.FlushL2(); err != nil {
+			return err
+		}
+	}
+	if err := s.c.run(); err != nil {
+		return err
+	}
+	return gpu.Synchronize()
+}
+
+func (s *sampler) kernelSample(ctx context.Context) (time.Duration, error) {
+	spin := s.b.spin.of(s.cold)
+	for {
+		d, queued, err := s.timeOnce(*spin)
+		if err != nil || spinCovered(*spin, queued) {
+			return d, err
+		}
+		longer, ok := longerSpin(*spin)
+		if !ok {
+			s.uncovered++
+			return d, nil
+		}
+		s.retries++
+		*spin = longer
+	}
+}
+
+// timeOnce queues one kernel-time sample behind a spin of length spin and
+// returns the event time and how long the host took to queue the sample.
+func (s *sampler) timeOnce(spin time.Duration) (elapsed, queued time.Duration, err error) {
+	t := s.b.timer
+	if err := t.Spin(spin); err != nil {
+		return 0, 0, err
+	}
+	begin := time.Now()
+	if s.cold {
+		if err := t.FlushL2(); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := s.b.startEv.Record(); err != nil {
+		return 0, 0, err
+	}
+	if err := s.c.run(); err != nil {
+		return 0, 0, err
+	}
+	if err := s.b.stopEv.Record(); err != nil {
+		return 0, 0, err
+	}
+	queued = time.Since(begin)
+	if err := s.b.stopEv.Synchronize(); err != nil {
+		return 0, 0, err
+	}
+	elapsed, err = gpu.Elapsed(s.b.startEv, s.b.stopEv)
+	return elapsed, queued, err
+}
+
+func (s *sampler) callSamples(ctx context.Context, n int) ([]time.Duration, error) {
+	times := make([]time.Duration, 0, n)
+	for range n {
+		if err := ctx.Err(); err != nil {
+			return times, err
+		}
+		if s.cold {
+			if err := s.b.timer.FlushL2(); err != nil {
+				return times, err
+			}
+			if err := gpu.Synchronize(); err != nil {
+				return times, err
+			}
+		}
+		begin := time.Now()
+		if err := s.c.run(); err != nil {
+			return times, err
+		}
+		if err := gpu.Synchronize(); err != nil {
+			return times, err
+		}
+		times = append(times, time.Since(begin))
+	}
+	return times, nil
+}
+
+func (s *sampler) diagnostics() []sdk.Diagnostic {
+	if s.uncovered == 0 {
+		return nil
+	}
+	return []sdk.Diagnostic{{
+		Severity: sdk.Warning,
+		Summary:  fmt.Sprintf("%d kernel-time samples may include host launch gaps", s.uncovered),
+		Detail:   fmt.Sprintf("the host took longer to queue them than the longest spin (%v)", maxSpin),
+	}}
+}
+
+func (s *sampler) facts() map[string]string {
+	facts := map[string]string{
+		FactSpinMicroseconds:  strconv.FormatInt(s.b.spin.of(s.cold).Microseconds(), 10),
+		FactSpinRetries:       strconv.Itoa(s.retries),
+		FactTimingKernelsHash: s.b.timer.Manifest().SourceSHA256,
+	}
+	if s.cold {
+		facts[FactL2FlushBytes] = strconv.FormatInt(s.b.timer.FlushBytes(), 10)
+	}
+	return facts
+}
+
+// medianClock is the median of the positive clock readings, 0 without any.
+func medianClock(clocks []float64) float64 {
+	valid := slices.DeleteFunc(slices.Clone(clocks), func(c float64) bool { return !(c > 0) })
+	if len(valid) == 0 {
+		return 0
+	}
+	slices.Sort(valid)
+	return sdk.MedianSorted(valid)
+}

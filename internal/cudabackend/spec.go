@@ -1,0 +1,159 @@
+package cudabackend
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/internal/gpu/kernels"
+	"github.com/flashcore/bench/sdk"
+)
+
+// Spec is what one CUDA plugin tells the shared backend.
+type Spec struct {
+	Name    string      // backend name, e.g. "cuda-v8"
+	Version string      // plugin version
+	Variant sdk.Variant // the one variant the plugin offers
+	Kernel  KernelFiles
+	// Plan maps a case (inside the capabilities) and its resolved tunables
+	// to the kernel function and launch geometry. An error means the plugin
+	// cannot run this case; it is reported as unsupported.
+	Plan func(shape sdk.Shape, tunables map[string]string) (Launch, error)
+}
+
+// KernelFiles are the embedded build outputs and sources of a plugin.
+type KernelFiles struct {
+	Fatbin   []byte            // nil in builds without the cuda tag
+	Manifest []byte            // the fatbin's manifest (gpu.Manifest)
+	Sources  map[string][]byte // the sources, keyed by repository path
+}
+
+// Launch is how one case runs: every attention kernel takes the same
+// parameters (see KernelArgs).
+type Launch struct {
+	Function           string
+	Grid, Block        gpu.Dim3
+	DynamicSharedBytes int
+}
+
+// Sources returns the shared kernel sources (internal/gpu/kernels) plus one
+// plugin's kernel source at path, keyed by repository path: what a plugin's
+// manifest is verified against.
+func Sources(path string, kernelSource []byte) map[string][]byte {
+	files := kernels.Sources()
+	files[path] = kernelSource
+	return files
+}
+
+// KernelName is the extern "C" name of an attention kernel:
+// attn_fwd_<dtype>_d<head dim>, then each of suffix joined by "_", e.g.
+// attn_fwd_fp16_d64_n32_s2.
+func KernelName(dtype sdk.DType, headDim int, suffix ...string) string {
+	return strings.Join(append([]string{"attn_fwd", string(dtype), fmt.Sprintf("d%d", headDim)}, suffix...), "_")
+}
+
+// Grid limits of CUDA launches: y and z (heads and batch here).
+const maxGridYZ = 65535
+
+// AttentionGrid is the grid every attention kernel uses: one block per
+// rowsPerBlock query rows, per head, per batch.
+func AttentionGrid(shape sdk.Shape, rowsPerBlock int) (gpu.Dim3, error) {
+	if rowsPerBlock <= 0 {
+		return gpu.Dim3{}, fmt.Errorf("rows per block %d must be positive", rowsPerBlock)
+	}
+	if shape.Heads > maxGridYZ || shape.Batch > maxGridYZ {
+		return gpu.Dim3{}, fmt.Errorf("%d heads × batch %d exceeds the CUDA grid limit of %d", shape.Heads, shape.Batch, maxGridYZ)
+	}
+	tiles := (shape.SeqQ + rowsPerBlock - 1) / rowsPerBlock
+	return gpu.Dim3{X: tiles, Y: shape.Heads, Z: shape.Batch}, nil
+}
+
+// KernelArgs are the parameters of every attention kernel, in order:
+// q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale·log2(e).
+func KernelArgs(q, k, v, o gpu.Arg, shape sdk.Shape) []gpu.Arg {
+	causal := int32(0)
+	if shape.Causal {
+		causal = 1
+	}
+	return []gpu.Arg{q, k, v, o,
+		gpu.Int32(int32(shape.Heads)), gpu.Int32(int32(shape.KVHeads)),
+		gpu.Int32(int32(shape.SeqQ)), gpu.Int32(int32(shape.SeqK)),
+		gpu.Int32(causal), gpu.Float32(float32(shape.Scale() * math.Log2E)),
+	}
+}
+
+// ResolveTunables fills the declared defaults and applies the requested
+// values, rejecting unknown names and values that are not declared.
+func ResolveTunables(declared []sdk.Tunable, requested map[string]string) (map[string]string, error) {
+	resolved := make(map[string]string, len(declared))
+	byName := make(map[string]sdk.Tunable, len(declared))
+	for _, t := range declared {
+		resolved[t.Name] = t.Default
+		byName[t.Name] = t
+	}
+	for _, name := range slices.Sorted(maps.Keys(requested)) {
+		t, ok := byName[name]
+		if !ok {
+			known := slices.Sorted(maps.Keys(byName))
+			return nil, fmt.Errorf("unknown tunable %q (this variant has: %s)", name, listOrNone(known))
+		}
+		if value := requested[name]; !slices.Contains(t.Values, value) {
+			return nil, fmt.Errorf("tunable %s: %q is not one of %s", name, value, strings.Join(t.Values, ", "))
+		}
+		resolved[name] = requested[name]
+	}
+	return resolved, nil
+}
+
+func listOrNone(items []string) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	return strings.Join(items, ", ")
+}
+
+// CheckShape returns why caps do not cover shape, or nil.
+func CheckShape(caps sdk.Capabilities, shape sdk.Shape) error {
+	switch {
+	case shape.Batch <= 0 || shape.Heads <= 0 || shape.KVHeads <= 0 || shape.SeqQ <= 0 || shape.SeqK <= 0 || shape.HeadDim <= 0:
+		return fmt.Errorf("shape %s has a size that is not positive", shape)
+	case shape.Heads%shape.KVHeads != 0:
+		return fmt.Errorf("heads %d is not a multiple of kv heads %d", shape.Heads, shape.KVHeads)
+	case !slices.Contains(caps.DTypes, shape.DType):
+		return fmt.Errorf("dtype %s is not supported (supported: %s)", shape.DType, joinDTypes(caps.DTypes))
+	case len(caps.HeadDims) > 0 && !slices.Contains(caps.HeadDims, shape.HeadDim):
+		return fmt.Errorf("head dim %d is not supported (supported: %s)", shape.HeadDim, joinInts(caps.HeadDims))
+	case shape.Causal && !caps.Causal:
+		return fmt.Errorf("causal masking is not supported")
+	case !shape.Causal && !caps.NonCausal:
+		return fmt.Errorf("attention without causal masking is not supported")
+	case shape.KVHeads != shape.Heads && !caps.GroupedQueryHeads:
+		return fmt.Errorf("grouped-query heads (%d/%d) are not supported", shape.Heads, shape.KVHeads)
+	case shape.SeqQ != shape.SeqK && !caps.UnequalSeqLens:
+		return fmt.Errorf("unequal sequence lengths (%d×%d) are not supported", shape.SeqQ, shape.SeqK)
+	case caps.MaxSeqLen > 0 && max(shape.SeqQ, shape.SeqK) > caps.MaxSeqLen:
+		return fmt.Errorf("sequence length %d exceeds the maximum %d", max(shape.SeqQ, shape.SeqK), caps.MaxSeqLen)
+	case caps.MaxElements > 0 && max(shape.QElements(), shape.KVElements()) > caps.MaxElements:
+		return fmt.Errorf("%d elements per tensor exceed the maximum %d", max(shape.QElements(), shape.KVElements()), caps.MaxElements)
+	}
+	return nil
+}
+
+func joinDTypes(ds []sdk.DType) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = string(d)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,193 @@
+package cudabackend
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/sdk"
+)
+
+var testTunables = []sdk.Tunable{
+	{Name: "tile_n", Values: []string{"32", "64"}, Default: "32"},
+	{Name: "kv_stages", Values: []string{"1", "2"}, Default: "2"},
+}
+
+func TestResolveTunables(t *testing.T) {
+	tests := []struct {
+		name      string
+		requested map[string]string
+		want      map[string]string
+		err       string
+	}{
+		{"defaults", nil, map[string]string{"tile_n": "32", "kv_stages": "2"}, ""},
+		{"one set", map[string]string{"kv_stages": "1"}, map[string]string{"tile_n": "32", "kv_stages": "1"}, ""},
+		{"unknown name", map[string]string{"tile_m": "48"}, nil, `unknown tunable "tile_m" (this variant has: kv_stages, tile_n)`},
+		{"undeclared value", map[string]string{"tile_n": "128"}, nil, `tunable tile_n: "128" is not one of 32, 64`},
+	}
+	for _, tc := range tests {
+		got, err := ResolveTunables(testTunables, tc.requested)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || len(got) != len(tc.want) || got["tile_n"] != tc.want["tile_n"] || got["kv_stages"] != tc.want["kv_stages"] {
+			t.Errorf("%s: %v %v, want %v", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func TestCheckShape(t *testing.T) {
+	all := sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16, sdk.BF16}, HeadDims: []int{64, 128}, Causal: true, NonCausal: true,
+		GroupedQueryHeads: true, UnequalSeqLens: true}
+	narrow := sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16}, Causal: true, MaxSeqLen: 1024, MaxElements: 1 << 20}
+	ok := sdk.Shape{Batch: 1, Heads: 4, KVHeads: 4, SeqQ: 128, SeqK: 128, HeadDim: 64, DType: sdk.FP16, Causal: true}
+	with := func(f func(*sdk.Shape)) sdk.Shape { s := ok; f(&s); return s }
+	tests := []struct {
+		name  string
+		caps  sdk.Capabilities
+		shape sdk.Shape
+		want  string // part of the reason; "" when supported
+	}{
+		{"supported", all, ok, ""},
+		{"gqa supported", all, with(func(s *sdk.Shape) { s.KVHeads = 2 }), ""},
+		{"fp32", all, with(func(s *sdk.Shape) { s.DType = sdk.FP32 }), "dtype fp32 is not supported (supported: fp16, bf16)"},
+		{"head dim", all, with(func(s *sdk.Shape) { s.HeadDim = 96 }), "head dim 96 is not supported (supported: 64, 128)"},
+		{"heads not multiple", all, with(func(s *sdk.Shape) { s.KVHeads = 3 }), "not a multiple"},
+		{"zero batch", all, with(func(s *sdk.Shape) { s.Batch = 0 }), "not positive"},
+		{"non-causal", narrow, with(func(s *sdk.Shape) { s.Causal = false }), "without causal masking"},
+		{"gqa", narrow, with(func(s *sdk.Shape) { s.KVHeads = 2 }), "grouped-query"},
+		{"unequal", narrow, with(func(s *sdk.Shape) { s.SeqK = 64 }), "unequal sequence lengths"},
+		{"too long", narrow, with(func(s *sdk.Shape) { s.SeqQ, s.SeqK = 2048, 2048 }), "exceeds the maximum 1024"},
+		{"too many elements", narrow, with(func(s *sdk.Shape) { s.Batch = 1024 }), "elements per tensor"},
+	}
+	for _, tc := range tests {
+		err := CheckShape(tc.caps, tc.shape)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want a reason with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestAttentionGridAndName(t *testing.T) {
+	s := sdk.Shape{Batch: 3, Heads: 7, KVHeads: 7, SeqQ: 97, SeqK: 5, HeadDim: 128, DType: sdk.BF16}
+	g, err := AttentionGrid(s, 48)
+	if err != nil || g != (gpu.Dim3{X: 3, Y: 7, Z: 3}) {
+		t.Errorf("AttentionGrid = %+v, %v", g, err)
+	}
+	if _, err := AttentionGrid(sdk.Shape{Batch: 70000, Heads: 1, SeqQ: 1}, 16); err == nil {
+		t.Error("a batch beyond the grid limit was accepted")
+	}
+	if got := KernelName(sdk.BF16, 128, "n32", "s2"); got != "attn_fwd_bf16_d128_n32_s2" {
+		t.Errorf("KernelName = %s", got)
+	}
+	if got := KernelName(sdk.FP16, 64); got != "attn_fwd_fp16_d64" {
+		t.Errorf("KernelName without suffix = %s", got)
+	}
+}
+
+// The kernels read int and float parameters from the low 4 bytes of their
+// slots; the order is the one attention.cuh documents.
+func TestKernelArgs(t *testing.T) {
+	s := sdk.Shape{Batch: 2, Heads: 8, KVHeads: 2, SeqQ: 77, SeqK: 131, HeadDim: 64, DType: sdk.FP16, Causal: true}
+	args := KernelArgs(gpu.Pointer(0x1000), gpu.Pointer(0x2000), gpu.Pointer(0x3000), gpu.Pointer(0x4000), s)
+	want := []uint64{0x1000, 0x2000, 0x3000, 0x4000, 8, 2, 77, 131, 1}
+	if len(args) != len(want)+1 {
+		t.Fatalf("%d args, want %d", len(args), len(want)+1)
+	}
+	for i, w := range want {
+		if uint64(args[i]) != w {
+			t.Errorf("arg %d = %#x, want %#x", i, uint64(args[i]), w)
+		}
+	}
+	var slot [8]byte
+	binary.LittleEndian.PutUint64(slot[:], uint64(args[9]))
+	scale := math.Float32frombits(binary.LittleEndian.Uint32(slot[:4]))
+	if want := float32(math.Log2E / 8); scale != want {
+		t.Errorf("scale·log2(e) = %v, want %v", scale, want)
+	}
+}
+
+func TestSpinGrowsOnlyWhenTheHostOutlastsIt(t *testing.T) {
+	if !spinCovered(100*time.Microsecond, 10*time.Microsecond) {
+		t.Error("10 µs of queueing behind a 100 µs spin is covered")
+	}
+	if spinCovered(100*time.Microsecond, 80*time.Microsecond) {
+		t.Error("80 µs of queueing behind a 100 µs spin is too close to be covered")
+	}
+	spin, ok := longerSpin(hotSpin)
+	if !ok || spin != 2*hotSpin {
+		t.Errorf("longerSpin(%v) = %v %v", hotSpin, spin, ok)
+	}
+	if spin, ok := longerSpin(4 * time.Millisecond); !ok || spin != maxSpin {
+		t.Errorf("longerSpin(4ms) = %v %v, want the cap", spin, ok)
+	}
+	if _, ok := longerSpin(maxSpin); ok {
+		t.Error("the spin grew past maxSpin")
+	}
+	s := defaultSpinLengths()
+	*s.of(true) = time.Millisecond
+	if s.hot != hotSpin || s.cold != time.Millisecond {
+		t.Errorf("growing the cold spin changed %+v", s)
+	}
+}
+
+func TestReadInputsChecksSizesAndHashes(t *testing.T) {
+	dir := t.TempDir()
+	s := sdk.Shape{Batch: 1, Heads: 2, KVHeads: 1, SeqQ: 3, SeqK: 4, HeadDim: 2, DType: sdk.FP16}
+	write := func(name string, n int) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(strings.Repeat("x", n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	files := sdk.Tensors{Q: write("q", 24), K: write("k", 16), V: write("v", 16)}
+	in, err := readInputs(files, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := sha256.Sum256([]byte(strings.Repeat("x", 24+16+16)))
+	if want := hex.EncodeToString(all[:]); in.sha256 != want {
+		t.Errorf("hash %s, want the hash of Q, K and V concatenated, %s", in.sha256, want)
+	}
+	files.V = write("v-short", 15)
+	_, err = readInputs(files, s)
+	if err == nil || !strings.Contains(err.Error(), "V input") || !strings.Contains(err.Error(), "has 15 bytes, want 16") {
+		t.Errorf("short V: %v", err)
+	}
+}
+
+func TestFacts(t *testing.T) {
+	m := gpu.Manifest{SourceSHA256: "abcdef0123456789", NVCCVersion: "Cuda compilation tools, release 11.8, V11.8.89",
+		Flags: []string{"-O3"}, Gencode: []string{"arch=compute_90,code=sm_90"}, Cubins: []string{"sm_90"}, PTX: []string{"compute_90"}}
+	facts := mergeFacts(buildFacts(m, gpu.Target{Arch: "sm_90"}), launchFacts(
+		Launch{Function: "attn_fwd_fp16_d64_n32_s2", Grid: gpu.Dim3{X: 11, Y: 8, Z: 1}, Block: gpu.Dim3{X: 192, Y: 1, Z: 1}, DynamicSharedBytes: 36480},
+		gpu.FuncResources{Registers: 80, LocalBytes: 8, StaticSharedBytes: 0, MaxThreadsPerBlock: 768, BinaryVersion: 90, PTXVersion: 78},
+		2, map[string]string{"tile_n": "32"}))
+	want := map[string]string{
+		FactKernelTarget: "sm_90 cubin", FactCompilerFlags: "-O3 -gencode arch=compute_90,code=sm_90", FactFatbinArchs: "sm_90,compute_90",
+		FactRegisters: "80", FactSpillBytes: "8", FactDynamicShared: "36480", FactBinaryVersion: "9.0", FactPTXVersion: "7.8",
+		FactOccupancy: "2", FactGrid: "11x8x1", FactBlock: "192x1x1", "tunable.tile_n": "32",
+	}
+	for k, v := range want {
+		if facts[k] != v {
+			t.Errorf("fact %s = %q, want %q", k, facts[k], v)
+		}
+	}
+	if got := buildString(m); got != "kernels abcdef012345, Cuda compilation tools, release 11.8, V11.8.89" {
+		t.Errorf("build string %q", got)
+	}
+}

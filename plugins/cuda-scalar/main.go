@@ -1,0 +1,7 @@
+// Command flashcore-backend-cuda-scalar is the cuda-scalar plugin: attention
+// with an online softmax in plain fp32 arithmetic, no tensor cores.
+package main
+
+import "github.com/flashcore/bench/sdk"
+
+func main() { sdk.Serve(New) }

@@ -1,0 +1,83 @@
+package main
+
+import (
+	_ "embed"
+	"fmt"
+	"strconv"
+
+	"github.com/flashcore/bench/internal/cudabackend"
+	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/sdk"
+)
+
+const (
+	name    = "cuda-wmma"
+	version = "0.1.0"
+	// kernelPath is kernel.cu's repository path, as the manifest names it.
+	kernelPath = "plugins/cuda-wmma/kernel.cu"
+	// warpsPerBlock is the tunable: warps per block, 16 query rows each.
+	warpsPerBlock = "warps"
+)
+
+//go:embed kernel.cu
+var kernelSource []byte
+
+// New is the plugin's backend.
+func New() sdk.Backend { return cudabackend.New(spec()) }
+
+func spec() cudabackend.Spec {
+	return cudabackend.Spec{
+		Name:    name,
+		Version: version,
+		Variant: sdk.Variant{
+			Name:         name,
+			Description:  "WMMA 16x16x16 tensor cores for Q·Kᵀ and P·V, 16 query rows per warp, 32-key tiles",
+			Capabilities: capabilities,
+			Tunables:     tunables,
+		},
+		Kernel: cudabackend.KernelFiles{
+			Fatbin:   fatbin,
+			Manifest: manifest,
+			Sources:  cudabackend.Sources(kernelPath, kernelSource),
+		},
+		Plan: plan,
+	}
+}
+
+// capabilities: fp16 and bf16 at head dims 64 and 128, with every masking
+// and shape option. Not supported: fp32 inputs (WMMA takes half and bf16
+// operands) and other head dims (instantiated for 64 and 128 only).
+var capabilities = sdk.Capabilities{
+	DTypes:            []sdk.DType{sdk.FP16, sdk.BF16},
+	HeadDims:          []int{64, 128},
+	Causal:            true,
+	NonCausal:         true,
+	GroupedQueryHeads: true,
+	UnequalSeqLens:    true,
+	NeedsGPU:          true,
+}
+
+var tunables = []sdk.Tunable{{
+	Name:        warpsPerBlock,
+	Values:      []string{"4", "8"},
+	Default:     "4",
+	Description: "warps per block, 16 query rows each (64 or 128 rows per block)",
+}}
+
+// plan: each warp owns 16 query rows; static shared memory only (under
+// 48 KB for every instantiation).
+func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
+	warps, err := strconv.Atoi(t[warpsPerBlock])
+	if err != nil {
+		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", warpsPerBlock, err)
+	}
+	grid, err := cudabackend.AttentionGrid(shape, 16*warps)
+	if err != nil {
+		return cudabackend.Launch{}, err
+	}
+	return cudabackend.Launch{
+		Function: cudabackend.KernelName(shape.DType, shape.HeadDim, "warps"+t[warpsPerBlock]),
+		Grid:     grid,
+		Block:    gpu.Dim3{X: warps * 32, Y: 1, Z: 1},
+	}, nil
+}
