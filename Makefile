@@ -70,15 +70,19 @@ lint: $(if $(HAVE_CUDA),cuda-kernels)
 # dist/ carries everything a GPU machine without Go needs: flashcore, every
 # plugin built with CUDA (kernels embedded, worker scripts embedded), the
 # suites and the GPU check scripts.
+# Binaries there are stripped (-s -w; panics still name their functions) to
+# keep dist/ small enough to copy around.
+DIST_FLAGS := -trimpath -ldflags "$(LDFLAGS) -s -w"
+
 dist: cuda-kernels
 	rm -rf dist && mkdir -p dist/suites dist/scripts
-	$(GO) build -ldflags "$(LDFLAGS)" -o dist/flashcore ./cmd/flashcore
+	$(GO) build $(DIST_FLAGS) -o dist/flashcore ./cmd/flashcore
 	@for p in $(filter-out $(CUDA_PLUGINS),$(PLUGINS)); do \
-		$(GO) build -ldflags "$(LDFLAGS)" -o dist/flashcore-backend-$$p ./plugins/$$p || exit 1; done
+		$(GO) build $(DIST_FLAGS) -o dist/flashcore-backend-$$p ./plugins/$$p || exit 1; done
 	@for p in $(CUDA_PLUGINS); do \
-		$(GO) build -tags cuda -ldflags "$(LDFLAGS)" -o dist/flashcore-backend-$$p ./plugins/$$p || exit 1; done
+		$(GO) build -tags cuda $(DIST_FLAGS) -o dist/flashcore-backend-$$p ./plugins/$$p || exit 1; done
 	cp suites/*.toml dist/suites/
-	cp scripts/gpu-*.sh dist/scripts/ 2>/dev/null || true
+	cp scripts/gpu-verify.sh scripts/ncu_crosscheck.py dist/scripts/
 	@du -sh dist
 
 clean:

@@ -22,6 +22,7 @@ Usage:
   flashcore list [--suite FILE]
   flashcore describe BACKEND [--suite FILE]
   flashcore report FILE [--format F] [--baseline BACKEND]
+  flashcore compare OLD NEW [NEWER...] [--format F] [--threshold 0.05] [--labels a,b] [--fail-on-regression]
   flashcore version
 
 Formats: table (default), markdown, csv, json.
@@ -46,6 +47,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return describeCommand(ctx, rest, stdout, stderr)
 	case "report":
 		return reportCommand(rest, stdout, stderr)
+	case "compare":
+		return compareCommand(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "flashcore %s %s\n", Version, GitCommit)
 		return nil

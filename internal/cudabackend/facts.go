@@ -31,6 +31,7 @@ const (
 	FactTunablePrefix     = "tunable."
 	FactSpinMicroseconds  = "spin_us"
 	FactSpinRetries       = "spin_retries"
+	FactCallsPerSample    = "calls_per_sample"
 	FactL2FlushBytes      = "l2_flush_bytes"
 	FactTimingKernelsHash = "timing_source_sha256"
 )

@@ -191,3 +191,22 @@ func TestFacts(t *testing.T) {
 		t.Errorf("build string %q", got)
 	}
 }
+
+func TestHotBatchLastsAbout100Microseconds(t *testing.T) {
+	tests := []struct {
+		single time.Duration
+		want   int
+	}{
+		{7400 * time.Nanosecond, 14},
+		{30 * time.Microsecond, 4},
+		{100 * time.Microsecond, 1},
+		{2 * time.Millisecond, 1},
+		{time.Microsecond, 32},
+		{0, 32},
+	}
+	for _, tt := range tests {
+		if got := hotBatch(tt.single); got != tt.want {
+			t.Errorf("hotBatch(%v) = %d, want %d", tt.single, got, tt.want)
+		}
+	}
+}

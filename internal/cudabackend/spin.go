@@ -17,6 +17,23 @@ const (
 	spinMarginNum, spinMarginDen = 3, 4
 )
 
+// Hot-mode samples time a batch of back-to-back launches lasting about
+// hotBatchTarget, at most hotBatchMax launches (docs/measurement.md).
+const (
+	hotBatchTarget = 100 * time.Microsecond
+	hotBatchMax    = 32
+)
+
+// hotBatch is the number of launches one hot sample times, given the time
+// of a single launch.
+func hotBatch(single time.Duration) int {
+	if single <= 0 {
+		return hotBatchMax
+	}
+	n := int((hotBatchTarget + single - 1) / single)
+	return max(1, min(hotBatchMax, n))
+}
+
 // spinLengths are the current spin lengths per L2 mode. They only grow.
 type spinLengths struct{ hot, cold time.Duration }
 

@@ -1,0 +1,186 @@
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/sdk"
+)
+
+// Source is one results file to compare.
+type Source struct {
+	// Path is the file as the user named it; the header shows it.
+	Path string
+	Run  *results.Run
+}
+
+// Options control Compare.
+type Options struct {
+	// Threshold is the smallest relative change that counts, as a fraction
+	// (0.05 is 5%). Zero leaves only the noise to decide.
+	Threshold float64
+	// Labels name the runs in the tables, one per source; nil means each
+	// run's suite name, tool version and start date.
+	Labels []string
+}
+
+// Comparison is the runs set side by side, ready to render.
+type Comparison struct {
+	Runs []RunInfo
+	// Mode is the L2 mode whose kernel medians are compared: the first
+	// run's primary mode.
+	Mode      sdk.L2Mode
+	Threshold float64
+	// Rows are every row of any run, cases in order of first appearance
+	// and rows within a case likewise.
+	Rows []Row
+	// Warnings say what makes the runs hard to compare; they head every
+	// output.
+	Warnings []string
+	// Notes qualify single rows (unknown noise, duplicate rows); they
+	// follow the table.
+	Notes   []string
+	Summary []SummaryRow
+}
+
+// RunInfo is one compared run.
+type RunInfo struct {
+	Source
+	Label string
+}
+
+// Row is one (case, row name) across the runs.
+type Row struct {
+	CaseID string
+	// Name is the row's label, prefixed with its backend ("backend/label")
+	// when another backend has a row with the same label.
+	Name    string
+	Backend string
+	// Measures has one entry per run, in run order.
+	Measures []Measure
+	// Changes has one entry per later run: Changes[i-1] sets run i against
+	// the first run.
+	Changes []Change
+}
+
+// Compare sets the runs side by side: every later run against the first.
+func Compare(sources []Source, opts Options) (*Comparison, error) {
+	if err := validate(sources, opts); err != nil {
+		return nil, err
+	}
+	runs := make([]*results.Run, len(sources))
+	for i, s := range sources {
+		runs[i] = s.Run
+	}
+	c := &Comparison{Mode: primaryMode(runs[0]), Threshold: opts.Threshold}
+	labels := opts.Labels
+	if labels == nil {
+		labels = defaultLabels(sources)
+	}
+	for i, s := range sources {
+		c.Runs = append(c.Runs, RunInfo{Source: s, Label: labels[i]})
+	}
+	var duplicates []string
+	c.Rows, duplicates = matchRows(runs, labels, c.Mode)
+	for i := range c.Rows {
+		c.Rows[i].judge(c.Threshold)
+	}
+	c.Warnings = headerWarnings(c)
+	c.Notes = append(noiseNotes(c), duplicates...)
+	c.Summary = summarize(c.Rows, len(runs))
+	return c, nil
+}
+
+func validate(sources []Source, opts Options) error {
+	if len(sources) < 2 {
+		return errors.New("compare: need at least two results files")
+	}
+	for i, s := range sources {
+		if s.Run == nil {
+			return fmt.Errorf("compare: run %d (%s) is missing", i+1, s.Path)
+		}
+	}
+	if !finite(opts.Threshold) || opts.Threshold < 0 || opts.Threshold >= 1 {
+		return fmt.Errorf("compare: threshold %v: want a fraction from 0 up to 1, e.g. 0.05 for 5%%", opts.Threshold)
+	}
+	return validateLabels(opts.Labels, len(sources))
+}
+
+func validateLabels(labels []string, runs int) error {
+	if labels == nil {
+		return nil
+	}
+	if len(labels) != runs {
+		return fmt.Errorf("compare: %d %s for %d results files; give one per file", len(labels), plural(len(labels), "label"), runs)
+	}
+	seen := map[string]bool{}
+	for _, l := range labels {
+		if l == "" {
+			return errors.New("compare: empty label")
+		}
+		if seen[l] {
+			return fmt.Errorf("compare: label %q given twice", l)
+		}
+		seen[l] = true
+	}
+	return nil
+}
+
+// primaryMode is the run's first L2 mode, else the first one timed.
+func primaryMode(run *results.Run) sdk.L2Mode {
+	if len(run.Suite.L2Modes) > 0 {
+		return run.Suite.L2Modes[0]
+	}
+	for _, r := range run.Results {
+		if t, ok := r.Primary(); ok {
+			return t.L2
+		}
+	}
+	return sdk.L2Hot
+}
+
+// measure reads r's kernel median and noise in mode.
+func measure(r *results.Result, mode sdk.L2Mode) Measure {
+	m := Measure{Result: r, KernelNs: math.NaN(), RelNoise: math.NaN()}
+	if t, ok := r.TimingFor(mode); ok && t.Kernel.N > 0 {
+		m.KernelNs, m.RelNoise = t.Kernel.MedianNs, t.Kernel.RelNoise
+	}
+	return m
+}
+
+// judge sets every later run's measure against the first run's.
+func (r *Row) judge(threshold float64) {
+	r.Changes = make([]Change, len(r.Measures)-1)
+	for i := 1; i < len(r.Measures); i++ {
+		r.Changes[i-1] = judge(r.Measures[0], r.Measures[i], threshold)
+	}
+}
+
+// Failed reports whether a later run has a REGRESSION or a slower row:
+// what --fail-on-regression turns into a non-zero exit.
+func (c *Comparison) Failed() bool {
+	t := c.Total()
+	return t.Regressions > 0 || t.Slower > 0
+}
+
+// Total adds up the verdicts of every row and later run.
+func (c *Comparison) Total() Counts {
+	var t Counts
+	for _, s := range c.Summary {
+		t.addAll(s.Counts)
+	}
+	return t
+}
+
+// pair reports whether the comparison is old against new (two runs),
+// rather than an ablation.
+func (c *Comparison) pair() bool { return len(c.Runs) == 2 }
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

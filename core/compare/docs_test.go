@@ -1,0 +1,44 @@
+package compare
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDocExampleIsTheOutput keeps the example in docs/compare.md what the
+// command prints for the fixtures, saved under the names the doc uses.
+// With -update it rewrites the example.
+func TestDocExampleIsTheOutput(t *testing.T) {
+	sources := load(t, oldRun, newRun)
+	sources[0].Path, sources[1].Path = "results-0.1.0.json", "results-0.2.0.json"
+	c, err := Compare(sources, Options{Threshold: DefaultThreshold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Render(&out, c, FormatMarkdown); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "..", "docs", "compare.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, rest, found := strings.Cut(string(doc), "```markdown\n")
+	example, after, closed := strings.Cut(rest, "```\n")
+	if !found || !closed {
+		t.Fatalf("%s has no ```markdown example", path)
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(before+"```markdown\n"+out.String()+"```\n"+after), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if example != out.String() {
+		t.Errorf("the example in %s is not what compare prints (rerun with -update):\n%s", path, lineDiff(example, out.String()))
+	}
+}

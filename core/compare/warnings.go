@@ -1,0 +1,178 @@
+package compare
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/sdk"
+)
+
+// headerWarnings lists what makes the runs hard to compare, so that no
+// ratio between an H100 run and an L4 run, or between different inputs,
+// is read without saying so.
+func headerWarnings(c *Comparison) []string {
+	var warnings []string
+	if listing, differ := perRun(c.Runs, devicesOf); differ {
+		warnings = append(warnings, "runs were measured on different devices ("+listing+"); ratios compare the hardware as well as the code")
+	}
+	warnings = append(warnings, suiteWarnings(c.Runs)...)
+	warnings = append(warnings, modeWarnings(c)...)
+	warnings = append(warnings, inputWarnings(c)...)
+	return append(warnings, statusWarnings(c.Runs)...)
+}
+
+// perRun lists value(run) for every run as "label: value; ..." and says
+// whether the values differ.
+func perRun(runs []RunInfo, value func(*results.Run) string) (string, bool) {
+	var parts, seen []string
+	for _, r := range runs {
+		v := value(r.Run)
+		parts = append(parts, r.Label+": "+v)
+		if !slices.Contains(seen, v) {
+			seen = append(seen, v)
+		}
+	}
+	return strings.Join(parts, "; "), len(seen) > 1
+}
+
+// devicesOf names the GPUs of a run, or its CPU when it had none.
+func devicesOf(run *results.Run) string {
+	var names []string
+	for _, d := range run.Environment.GPUs {
+		names = append(names, d.Name)
+	}
+	switch {
+	case len(names) > 0:
+		return strings.Join(names, ", ")
+	case run.Environment.CPU != "":
+		return "no GPU, CPU " + run.Environment.CPU
+	}
+	return "no GPU"
+}
+
+func suiteWarnings(runs []RunInfo) []string {
+	var warnings []string
+	if listing, differ := perRun(runs, func(r *results.Run) string { return r.Suite.Name }); differ {
+		warnings = append(warnings, "runs followed different suites ("+listing+"); cases of one suite only show as added or removed")
+	} else if listing, differ := perRun(runs, func(r *results.Run) string { return shortHash(r.Suite.SHA256) }); differ {
+		warnings = append(warnings, "the suite file changed between runs (SHA-256 "+listing+")")
+	}
+	for _, f := range measurementFields {
+		listing, differ := perRun(runs, func(r *results.Run) string { return f.value(r.Suite.Measurement) })
+		if differ {
+			warnings = append(warnings, fmt.Sprintf("measurement setting %s differs (%s); the rows were not timed alike", f.key, listing))
+		}
+	}
+	return warnings
+}
+
+// measurementFields are the settings of the measurement contract, by
+// their suite keys, whose difference the header names.
+var measurementFields = []struct {
+	key   string
+	value func(sdk.Measurement) string
+}{
+	{"warmup_runs", func(m sdk.Measurement) string { return fmt.Sprint(m.WarmupRuns) }},
+	{"warmup_time", func(m sdk.Measurement) string { return m.WarmupTime.String() }},
+	{"min_samples", func(m sdk.Measurement) string { return fmt.Sprint(m.MinSamples) }},
+	{"max_samples", func(m sdk.Measurement) string { return fmt.Sprint(m.MaxSamples) }},
+	{"target_noise", func(m sdk.Measurement) string { return fmt.Sprint(m.TargetNoise) }},
+	{"time_cap", func(m sdk.Measurement) string { return m.TimeCap.String() }},
+	{"call_samples", func(m sdk.Measurement) string { return fmt.Sprint(m.CallSamples) }},
+}
+
+// modeWarnings names the runs whose primary L2 mode is not the compared
+// one.
+func modeWarnings(c *Comparison) []string {
+	var warnings []string
+	for _, r := range c.Runs[1:] {
+		if m := primaryMode(r.Run); m != c.Mode {
+			warnings = append(warnings, fmt.Sprintf("%s measured L2 %s first; every run is compared in L2 %s, the first run's primary mode", r.Label, m, c.Mode))
+		}
+	}
+	return warnings
+}
+
+// inputWarnings names every case whose inputs hash differently between
+// runs: its rows were measured on different data.
+func inputWarnings(c *Comparison) []string {
+	var warnings []string
+	for _, id := range caseIDs(c.Rows) {
+		listing, differ := perRun(c.Runs, func(run *results.Run) string { return shortHash(inputOf(run, id)) })
+		if differ {
+			warnings = append(warnings, fmt.Sprintf("inputs differ for case %s (SHA-256 %s); its rows were measured on different data", id, listing))
+		}
+	}
+	return warnings
+}
+
+func caseIDs(rows []Row) []string {
+	var ids []string
+	for _, r := range rows {
+		if len(ids) == 0 || ids[len(ids)-1] != r.CaseID {
+			ids = append(ids, r.CaseID)
+		}
+	}
+	return ids
+}
+
+// inputOf is the input hash a run records for a case: from its case list,
+// else from its first row of the case that has one; "" when none.
+func inputOf(run *results.Run, caseID string) string {
+	for _, c := range run.Cases {
+		if c.ID == caseID && c.InputSHA256 != "" {
+			return c.InputSHA256
+		}
+	}
+	for _, r := range run.Results {
+		if r.CaseID == caseID && r.InputSHA256 != "" {
+			return r.InputSHA256
+		}
+	}
+	return ""
+}
+
+// statusWarnings names the runs that did not finish.
+func statusWarnings(runs []RunInfo) []string {
+	var warnings []string
+	for _, r := range runs {
+		if r.Run.Status != results.RunComplete {
+			warnings = append(warnings, fmt.Sprintf("%s did not finish (status %s); rows it did not reach show as added or removed",
+				r.Label, statusOrUnknown(r.Run.Status)))
+		}
+	}
+	return warnings
+}
+
+func statusOrUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// noiseNotes name every timed row whose noise was unknown and counted as
+// 0, once per row and run.
+func noiseNotes(c *Comparison) []string {
+	var notes []string
+	for _, row := range c.Rows {
+		for i, ch := range row.Changes {
+			if !ch.NoiseUnknown {
+				continue
+			}
+			for _, run := range []int{0, i + 1} {
+				if knownNoiseOK(row.Measures[run].RelNoise) {
+					continue
+				}
+				note := fmt.Sprintf("noise of %s in case %s is not known in %s; counted as 0, so the verdict may call noise a change",
+					row.Name, row.CaseID, c.Runs[run].Label)
+				if !slices.Contains(notes, note) {
+					notes = append(notes, note)
+				}
+			}
+		}
+	}
+	return notes
+}

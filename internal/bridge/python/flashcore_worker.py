@@ -1,0 +1,859 @@
+"""The shared core of FlashCore bench's Python workers.
+
+Where to start: ``serve`` is the worker's loop. The Go bridge
+(internal/bridge) starts ``worker_main.py``, which imports torch and one
+backend module (the plugin's own, e.g. ``sdpa_backend``), then calls
+``serve``. Every request is answered in turn:
+
+1. ``describe``: the device and the backend's variants.
+2. ``prepare``: check the shape against the variant's capabilities, load
+   Q, K and V from the host's files, hash the bytes loaded, and let the
+   backend build a ``Kernel`` (which may answer ``Unsupported``).
+3. ``fetch``: poison the kernel's output buffer (when it owns one), run once,
+   write the output file.
+4. ``run``: the measurement contract (docs/measurement.md): warm-up and the
+   stopping rule of ``sdk.CollectSamples``, replicated exactly here, for
+   kernel time; then host-inclusive call time; then, on a GPU, a CUPTI
+   cross-check through torch.profiler.
+5. ``release``: forget the case.
+
+The protocol is one JSON object per frame, each frame a 4-byte big-endian
+length and the UTF-8 JSON body, on two pipes the host opens for the worker
+(not stdout: torch and triton print there). This module imports only the
+standard library at load time, so its protocol and statistics are testable
+without torch; everything that needs torch imports it where it is used.
+"""
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import platform
+import struct
+import sys
+import time
+import traceback
+import warnings
+
+PROTOCOL_VERSION = 1
+_HEADER = struct.Struct(">I")
+MAX_FRAME_BYTES = 64 << 20
+
+# The stopping rule re-evaluates the noise every CHECK_EVERY samples, as
+# sdk/sampling.go's checkEvery does.
+CHECK_EVERY = 5
+
+POISON_BYTE = 0xFF
+
+# The sleep kernel that holds the stream must outlast the host's queueing of
+# everything after it. It is at least MIN_SLEEP_NS and at least twice the
+# slowest queueing time seen in a probe.
+MIN_SLEEP_NS = 100_000
+MAX_SLEEP_NS = 20_000_000
+SAMPLE_ATTEMPTS = 3
+# Hot-mode samples time a batch of back-to-back calls between one event pair
+# and divide by the batch, so the event pair's own latency (about 2 µs on an
+# H100) is spread over the batch: the batch is sized to last about
+# HOT_BATCH_TARGET_NS, at most HOT_BATCH_MAX calls (docs/measurement.md).
+HOT_BATCH_TARGET_NS = 100_000
+HOT_BATCH_MAX = 32
+CROSS_CHECK_CALLS = 20
+
+
+# ---------------------------------------------------------------- protocol
+
+
+class ProtocolError(Exception):
+    """The byte stream is not a sequence of frames."""
+
+
+def write_frame(stream, message):
+    """Writes message as one frame: length, then compact JSON."""
+    body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+    if len(body) > MAX_FRAME_BYTES:
+        raise ProtocolError(f"frame of {len(body)} bytes exceeds {MAX_FRAME_BYTES}")
+    stream.write(_HEADER.pack(len(body)) + body)
+    stream.flush()
+
+
+def read_frame(stream):
+    """Reads one frame. Returns None at a clean end of stream."""
+    header = _read_exactly(stream, _HEADER.size)
+    if header is None:
+        return None
+    (length,) = _HEADER.unpack(header)
+    if length > MAX_FRAME_BYTES:
+        raise ProtocolError(f"frame of {length} bytes exceeds {MAX_FRAME_BYTES}")
+    body = _read_exactly(stream, length)
+    if body is None:
+        raise ProtocolError(f"stream ended inside a frame of {length} bytes")
+    return json.loads(body)
+
+
+def _read_exactly(stream, n):
+    chunks, got = [], 0
+    while got < n:
+        chunk = stream.read(n - got)
+        if not chunk:
+            if got == 0:
+                return None
+            raise ProtocolError(f"stream ended after {got} of {n} bytes")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+# ---------------------------------------------------------------- statistics
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """sdk.Measurement as it arrives: durations in nanoseconds."""
+
+    warmup_runs: int = 10
+    warmup_time_ns: int = 50_000_000
+    min_samples: int = 20
+    max_samples: int = 2000
+    target_noise: float = 0.005
+    time_cap_ns: int = 2_000_000_000
+    l2: str = "hot"
+    call_samples: int = 20
+
+    @classmethod
+    def from_json(cls, m):
+        return cls(
+            warmup_runs=int(m.get("warmup_runs", 0)),
+            warmup_time_ns=int(m.get("warmup_time", 0)),
+            min_samples=int(m.get("min_samples", 0)),
+            max_samples=int(m.get("max_samples", 0)),
+            target_noise=float(m.get("target_noise", 0)),
+            time_cap_ns=int(m.get("time_cap", 0)),
+            l2=m.get("l2") or "hot",
+            call_samples=int(m.get("call_samples", 0)),
+        )
+
+
+def median_sorted(values):
+    """The median of an ascending list (sdk.MedianSorted)."""
+    n = len(values)
+    if n == 0:
+        return math.nan
+    if n % 2 == 1:
+        return values[n // 2]
+    return (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def relative_noise(samples):
+    """sdk.RelativeNoise: the half-width of the distribution-free 95%
+    confidence interval of the median (order statistics at ranks
+    n/2 ± 0.98·√n), over the median. +inf below 6 samples."""
+    n = len(samples)
+    if n < 6:
+        return math.inf
+    ordered = sorted(float(s) for s in samples)
+    half = 0.98 * math.sqrt(n)
+    lo = max(math.floor(n / 2 - half), 0)
+    hi = min(math.ceil(n / 2 + half), n - 1)
+    median = median_sorted(ordered)
+    if median <= 0:
+        return math.inf
+    return (ordered[hi] - ordered[lo]) / 2 / median
+
+
+def collect_samples(m, sample, clock=time.perf_counter_ns):
+    """sdk.CollectSamples, step for step: warm up until both warmup_runs
+    and warmup_time are reached, then sample until min_samples are taken and
+    the noise (checked every CHECK_EVERY samples) is below target_noise, or
+    max_samples are taken, or time_cap has passed since the first sample.
+    sample() returns nanoseconds."""
+    _warm_up(m, sample, clock)
+    min_samples = max(m.min_samples, 1)
+    max_samples = max(m.max_samples, min_samples)
+    samples = []
+    start = clock()
+    while len(samples) < max_samples:
+        samples.append(sample())
+        if len(samples) < min_samples:
+            continue
+        if m.time_cap_ns > 0 and clock() - start >= m.time_cap_ns:
+            break
+        if len(samples) % CHECK_EVERY == 0 and relative_noise(samples) < m.target_noise:
+            break
+    return samples
+
+
+def _warm_up(m, sample, clock):
+    start = clock()
+    runs = 0
+    while runs < m.warmup_runs or clock() - start < m.warmup_time_ns:
+        sample()
+        runs += 1
+
+
+# ---------------------------------------------------------------- cases
+
+
+class Unsupported(Exception):
+    """Raised by a backend that will not run a case: the row is a skip."""
+
+    def __init__(self, summary, detail=""):
+        super().__init__(summary)
+        self.summary = summary
+        self.detail = detail
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """sdk.Shape. Tensors are [batch, heads, seq, head_dim]."""
+
+    batch: int
+    heads: int
+    kv_heads: int
+    seq_q: int
+    seq_k: int
+    head_dim: int
+    causal: bool
+    dtype: str
+
+    @classmethod
+    def from_json(cls, s):
+        return cls(
+            batch=int(s["batch"]),
+            heads=int(s["heads"]),
+            kv_heads=int(s.get("kv_heads") or s["heads"]),
+            seq_q=int(s["seq_q"]),
+            seq_k=int(s["seq_k"]),
+            head_dim=int(s["head_dim"]),
+            causal=bool(s.get("causal", False)),
+            dtype=s["dtype"],
+        )
+
+    @property
+    def q_shape(self):
+        return (self.batch, self.heads, self.seq_q, self.head_dim)
+
+    @property
+    def kv_shape(self):
+        return (self.batch, self.kv_heads, self.seq_k, self.head_dim)
+
+    @property
+    def scale(self):
+        return 1 / math.sqrt(self.head_dim)
+
+    @property
+    def grouped(self):
+        return self.kv_heads != self.heads
+
+    def __str__(self):
+        heads = f"H{self.heads}" if not self.grouped else f"H{self.heads}/{self.kv_heads}"
+        seq = f"S{self.seq_q}" if self.seq_q == self.seq_k else f"S{self.seq_q}x{self.seq_k}"
+        text = f"B{self.batch} {heads} {seq} D{self.head_dim} {self.dtype}"
+        return text + (" causal" if self.causal else "")
+
+
+DTYPE_SIZES = {"fp16": 2, "bf16": 2, "fp32": 4}
+
+
+def torch_dtype(name):
+    import torch
+
+    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[name]
+
+
+def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
+                 unequal_seq_lens=True, head_dims=(), max_seq_len=0, max_elements=0,
+                 needs_gpu=False):
+    """An sdk.Capabilities as JSON."""
+    return {
+        "dtypes": list(dtypes),
+        "head_dims": list(head_dims),
+        "causal": causal,
+        "non_causal": non_causal,
+        "grouped_query_heads": grouped_query_heads,
+        "unequal_seq_lens": unequal_seq_lens,
+        "max_seq_len": max_seq_len,
+        "max_elements": max_elements,
+        "needs_gpu": needs_gpu,
+    }
+
+
+def capability_gap(caps, shape, on_gpu):
+    """The reason shape falls outside caps, or None when it fits."""
+    checks = [
+        (caps["needs_gpu"] and not on_gpu, "needs a CUDA GPU; this machine has none"),
+        (shape.dtype not in caps["dtypes"], f"dtype {shape.dtype} not supported (supports {', '.join(caps['dtypes'])})"),
+        (caps["head_dims"] and shape.head_dim not in caps["head_dims"],
+         f"head dim {shape.head_dim} not supported (supports {caps['head_dims']})"),
+        (shape.causal and not caps["causal"], "causal masking not supported"),
+        (not shape.causal and not caps["non_causal"], "only causal attention supported"),
+        (shape.grouped and not caps["grouped_query_heads"], "grouped-query heads not supported"),
+        (shape.seq_q != shape.seq_k and not caps["unequal_seq_lens"], "seq_q != seq_k not supported"),
+        (caps["max_seq_len"] and max(shape.seq_q, shape.seq_k) > caps["max_seq_len"],
+         f"sequence length above {caps['max_seq_len']}"),
+        (caps["max_elements"] and max(math.prod(shape.q_shape), math.prod(shape.kv_shape)) > caps["max_elements"],
+         f"more than {caps['max_elements']} elements per tensor"),
+    ]
+    for failed, reason in checks:
+        if failed:
+            return reason
+    return None
+
+
+@dataclasses.dataclass
+class Case:
+    """One prepared case as a backend sees it: inputs already on the device."""
+
+    case_id: str
+    variant: str
+    shape: Shape
+    tunables: dict
+    device: object  # torch.device
+    q: object
+    k: object
+    v: object
+
+
+class Kernel:
+    """What a backend's prepare returns: one runnable attention.
+
+    run() computes the attention once and returns the output tensor. When
+    the kernel writes into a buffer it owns, that buffer is ``output`` and
+    the core poisons it before the checked run; when the library allocates
+    its own result (torch SDPA), ``output`` is None and the result is written
+    as returned. session() is entered around every fetch and run (SDPA uses
+    it to pin the backend once, outside the timed region)."""
+
+    def __init__(self, run, facts=None, output=None, session=None):
+        self.run = run
+        self.facts = dict(facts or {})
+        self.output = output
+        self._session = session
+
+    def session(self):
+        return self._session() if self._session else contextlib.nullcontext()
+
+
+@dataclasses.dataclass
+class PreparedCase:
+    """A case the worker holds between prepare and release."""
+
+    kernel: Kernel
+    shape: Shape
+    output_path: str
+
+
+# ---------------------------------------------------------------- tensors
+
+
+def load_inputs(files, shape, device):
+    """Reads Q, K and V from the host's files and returns them on device,
+    with the hex SHA-256 of the bytes loaded, Q then K then V."""
+    import numpy
+    import torch
+
+    digest = hashlib.sha256()
+    dtype = torch_dtype(shape.dtype)
+    tensors = []
+    for key, dims in (("Q", shape.q_shape), ("K", shape.kv_shape), ("V", shape.kv_shape)):
+        path = files[key]
+        raw = numpy.fromfile(path, dtype=numpy.uint8)
+        want = math.prod(dims) * DTYPE_SIZES[shape.dtype]
+        if raw.size != want:
+            raise ValueError(f"{path}: {raw.size} bytes, want {want} for {key} of {shape}")
+        digest.update(raw)
+        tensor = torch.from_numpy(raw).view(dtype).reshape(dims)
+        tensors.append(tensor.to(device))
+    return tensors, digest.hexdigest()
+
+
+def poison(tensor):
+    """Fills tensor's bytes with POISON_BYTE (a NaN no arithmetic makes)."""
+    import torch
+
+    tensor.view(torch.uint8).fill_(POISON_BYTE)
+
+
+def write_tensor(path, tensor):
+    """Writes tensor's raw little-endian bytes to path."""
+    import torch
+
+    raw = tensor.detach().contiguous().cpu().view(torch.uint8).numpy()
+    raw.tofile(path)
+
+
+# ---------------------------------------------------------------- timing
+
+
+class WallClockTimer:
+    """CPU timing: no host/device split, both times are wall-clock."""
+
+    method = "wall-clock"
+
+    def __init__(self, flush_bytes):
+        self.flush_bytes = flush_bytes
+        self._flush_buffer = None
+
+    def flush(self):
+        import torch
+
+        if self._flush_buffer is None:
+            self._flush_buffer = torch.empty(self.flush_bytes, dtype=torch.uint8)
+        self._flush_buffer.fill_(POISON_BYTE)
+
+    def prepare_sampling(self, fn, cold):
+        return {}
+
+    def kernel_sample(self, fn, cold):
+        if cold:
+            self.flush()
+        start = time.perf_counter_ns()
+        fn()
+        return time.perf_counter_ns() - start
+
+    call_sample = kernel_sample
+
+    def sampling_report(self):
+        return 0.0, {}, []
+
+
+class CudaTimer:
+    """GPU kernel time with host launch gaps excluded (docs/measurement.md).
+
+    Per sample the stream gets: a sleep kernel long enough to cover the
+    host's queueing of everything after it; the L2 flush in cold mode; the
+    start event; the attention; the end event. The interval between the
+    events then holds the attention alone, not Python's dispatch. In hot
+    mode the attention is called `batch` times back to back between the
+    events and the interval divided by the batch, so the events' own
+    latency (about 2 µs on an H100) is spread over the batch; cold samples
+    are single calls, each after its own flush."""
+
+    method = "cuda-events+sleep"
+
+    def __init__(self, torch, device):
+        self.torch = torch
+        props = torch.cuda.get_device_properties(device)
+        self.flush_bytes = 2 * int(getattr(props, "L2_cache_size", 0) or (50 << 20))
+        self._flush_buffer = None
+        self.start, self.end, self._mark = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+        self.cycles_per_ns = self._calibrate()
+        self.sleep_ns = MIN_SLEEP_NS
+        self.batch = 1
+        self._short = self._retaken = self._samples = 0
+
+    def _calibrate(self):
+        """Cycles of torch.cuda._sleep per nanosecond, roughly (it sizes
+        sleeps; the clock reported comes from sm_clock_mhz)."""
+        cycles = 1_000_000
+        rates = []
+        for _ in range(5):
+            self.start.record()
+            self.torch.cuda._sleep(cycles)
+            self.end.record()
+            self.end.synchronize()
+            rates.append(cycles / (self.start.elapsed_time(self.end) * 1e6))
+        return median_sorted(sorted(rates[1:]))
+
+    def cycles(self, ns):
+        return int(ns * self.cycles_per_ns)
+
+    def flush(self):
+        if self._flush_buffer is None:
+            self._flush_buffer = self.torch.empty(self.flush_bytes, dtype=self.torch.uint8, device="cuda")
+        self._flush_buffer.fill_(POISON_BYTE)
+
+    def prepare_sampling(self, fn, cold):
+        """Sizes the hot batch from a few single-call probes, then the sleep
+        from the slowest queueing time of a few probes of the chosen batch."""
+        self.sleep_ns = MAX_SLEEP_NS // 4
+        self.batch = 1
+        singles = []
+        for _ in range(3):
+            self._queue(fn, cold)
+            self.end.synchronize()
+            singles.append(self.start.elapsed_time(self.end) * 1e6)
+        self.batch = 1 if cold else hot_batch(median_sorted(sorted(singles)))
+        queued = [self._queue(fn, cold) for _ in range(5)]
+        self.torch.cuda.synchronize()
+        self.sleep_ns = min(max(MIN_SLEEP_NS, 2 * max(queued)), MAX_SLEEP_NS)
+        self._short = self._retaken = self._samples = 0
+        return {"sleep_us": f"{self.sleep_ns / 1000:.0f}", "host_queue_us": f"{max(queued) / 1000:.1f}",
+                "calls_per_sample": str(self.batch)}
+
+    def _queue(self, fn, cold):
+        """Queues one sample; returns how long the host took after the sleep."""
+        self.torch.cuda._sleep(self.cycles(self.sleep_ns))
+        queue_start = time.perf_counter_ns()
+        if cold:
+            self.flush()
+        self.start.record()
+        for _ in range(self.batch):
+            fn()
+        self.end.record()
+        return time.perf_counter_ns() - queue_start
+
+    def kernel_sample(self, fn, cold):
+        """One kernel time. A sample whose queueing outlasted the sleep may
+        hold a host gap (the device reached the start event before the
+        work was queued): it is taken again, up to SAMPLE_ATTEMPTS times,
+        and counted as short if it never fits."""
+        for _ in range(SAMPLE_ATTEMPTS):
+            queued = self._queue(fn, cold)
+            self.end.synchronize()
+            if queued < self.sleep_ns:
+                break
+            self._retaken += 1
+        else:
+            self._short += 1
+        self._samples += 1
+        return int(round(self.start.elapsed_time(self.end) * 1e6 / self.batch))
+
+    def call_sample(self, fn, cold):
+        if cold:
+            self.flush()
+            self.torch.cuda.synchronize()
+        start = time.perf_counter_ns()
+        fn()
+        self.torch.cuda.synchronize()
+        return time.perf_counter_ns() - start
+
+    def sm_clock_mhz(self):
+        """The SM clock now, from the slope of sleep cycles over event time:
+        a short and a long sleep between events, queued behind a blocker so
+        no host gap and no fixed latency enters the difference."""
+        short, long = 100_000, 400_000  # ns
+        estimates = []
+        for _ in range(3):
+            self.torch.cuda._sleep(self.cycles(MIN_SLEEP_NS))
+            self._mark.record()
+            self.torch.cuda._sleep(self.cycles(short))
+            self.start.record()
+            self.torch.cuda._sleep(self.cycles(long))
+            self.end.record()
+            self.end.synchronize()
+            extra_ms = self.start.elapsed_time(self.end) - self._mark.elapsed_time(self.start)
+            if extra_ms > 0:
+                estimates.append((self.cycles(long) - self.cycles(short)) / (extra_ms * 1000))
+        return median_sorted(sorted(estimates)) if estimates else 0.0
+
+    def sampling_report(self):
+        """The SM clock seen at the end of sampling, facts and diagnostics.
+        The clock is NVML's (torch.cuda.clock_rate) where pynvml is
+        installed, else the sleep-kernel estimate; the facts carry both."""
+        measured = self.sm_clock_mhz()
+        nvml = nvml_sm_clock_mhz(self.torch)
+        facts = {"sleep_clock_mhz": f"{measured:.0f}",
+                 "sm_clock_source": "NVML (torch.cuda.clock_rate)" if nvml else
+                 "sleep kernel: clock64 cycles over CUDA event time"}
+        if nvml:
+            facts["nvml_sm_clock_mhz"] = f"{nvml:.0f}"
+        diagnostics = []
+        if self._retaken:
+            facts["samples_retaken"] = f"{self._retaken} (host queueing outlasted the sleep)"
+        if self._short:
+            facts["sleep_short_samples"] = f"{self._short}/{self._samples}"
+            if self._short * 20 > self._samples:
+                diagnostics.append(diagnostic(
+                    "warning", f"host queueing outlasted the {self.sleep_ns / 1000:.0f} µs sleep in "
+                    f"{self._short} of {self._samples} samples",
+                    "those samples may include host launch gaps"))
+        return (nvml or measured), facts, diagnostics
+
+
+def hot_batch(single_call_ns):
+    """How many back-to-back calls one hot sample times: enough to last
+    about HOT_BATCH_TARGET_NS, between 1 and HOT_BATCH_MAX."""
+    if single_call_ns <= 0:
+        return HOT_BATCH_MAX
+    return max(1, min(HOT_BATCH_MAX, -(-HOT_BATCH_TARGET_NS // int(single_call_ns))))
+
+
+def nvml_sm_clock_mhz(torch):
+    """The current SM clock through NVML (torch.cuda.clock_rate), or 0."""
+    try:
+        return float(torch.cuda.clock_rate())
+    except Exception:  # pynvml missing or NVML unavailable
+        return 0.0
+
+
+def cupti_call_times(torch, fn, calls=CROSS_CHECK_CALLS):
+    """Times fn by CUPTI through torch.profiler: the summed device durations
+    of the kernels (and memsets or copies) of each call. Returns the
+    per-call times in ns, one call's device activities as (name, median ns
+    over the calls), and a note when the calls could not be told apart."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with warnings.catch_warnings():
+        # "Profiler clears events at the end of each cycle": expected, once per Run.
+        warnings.simplefilter("ignore", UserWarning)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+    events = [e for e in prof.profiler.kineto_results.events() if e.device_type() == DeviceType.CUDA]
+    events.sort(key=lambda e: e.start_ns())
+    if not events:
+        return [], [], "the profiler recorded no device activity"
+    if len(events) % calls != 0:
+        total = sum(e.duration_ns() for e in events)
+        return [total // calls], [], f"{len(events)} device events over {calls} calls: reported the mean only"
+    per_call = len(events) // calls
+    durations = [[e.duration_ns() for e in events[i:i + per_call]] for i in range(0, len(events), per_call)]
+    activities = [(events[k].name(), median_sorted(sorted(call[k] for call in durations))) for k in range(per_call)]
+    return [sum(call) for call in durations], activities, ""
+
+
+# ---------------------------------------------------------------- device
+
+
+def pick_device():
+    import torch
+
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def describe_device(device):
+    """sdk.Device as JSON for the device the worker measures on."""
+    import torch
+
+    if device.type == "cuda":
+        return _describe_gpu(torch, device)
+    return {
+        "kind": "cpu",
+        "name": _cpu_name(),
+        "cores": os.cpu_count() or 0,
+        "runtime": f"torch {torch.__version__} (CPU, {torch.get_num_threads()} threads)",
+    }
+
+
+def _describe_gpu(torch, device):
+    props = torch.cuda.get_device_properties(device)
+    runtime = f"torch {torch.__version__}, CUDA {torch.version.cuda}"
+    if torch.backends.cudnn.is_available():
+        runtime += f", cuDNN {torch.backends.cudnn.version()}"
+    out = {
+        "kind": "gpu",
+        "name": props.name,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "multiprocessors": props.multi_processor_count,
+        "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
+        "memory_bytes": int(props.total_memory),
+        "runtime": runtime,
+    }
+    for field, attr, scale in (("sm_clock_mhz", "clock_rate", 1e-3), ("mem_clock_mhz", "memory_clock_rate", 1e-3),
+                               ("mem_bus_width_bits", "memory_bus_width", 1)):
+        value = getattr(props, attr, 0)
+        if value:
+            out[field] = value * scale if scale != 1 else int(value)
+    return out
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cpu_flush_bytes():
+    """Twice the last-level cache, read from sysfs; 64 MiB when unknown."""
+    sizes = []
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    with contextlib.suppress(OSError):
+        for index in os.listdir(base):
+            with contextlib.suppress(OSError, ValueError), open(f"{base}/{index}/size") as f:
+                text = f.read().strip()
+                sizes.append(int(text[:-1]) * 1024 if text.endswith("K") else int(text))
+    return 2 * max(sizes) if sizes else 64 << 20
+
+
+# ---------------------------------------------------------------- worker
+
+
+def diagnostic(severity, summary, detail=""):
+    out = {"severity": severity, "summary": summary}
+    if detail:
+        out["detail"] = detail
+    return out
+
+
+class Worker:
+    """Answers the host's requests for one backend.
+
+    A backend is an object with ``version``, ``build``, ``variants()`` (a
+    list of sdk.Variant as JSON) and ``prepare(case) -> Kernel``."""
+
+    def __init__(self, backend, device):
+        self.backend = backend
+        self.device = device
+        self.cases = {}
+        self._timer = None
+        self._variants = {v["name"]: v for v in backend.variants()}
+
+    def handle(self, method, params):
+        handler = {
+            "describe": self.describe,
+            "prepare": self.prepare,
+            "fetch": self.fetch,
+            "run": self.run,
+            "release": self.release,
+        }.get(method)
+        if handler is None:
+            raise ValueError(f"unknown method {method!r}")
+        return handler(params or {})
+
+    def describe(self, _params):
+        return {
+            "version": self.backend.version,
+            "build": self.backend.build,
+            "device": describe_device(self.device),
+            "variants": list(self._variants.values()),
+        }
+
+    def prepare(self, params):
+        case_id = params["case_id"]
+        self.cases.pop(case_id, None)
+        variant = self._variants.get(params["variant"])
+        if variant is None:
+            raise ValueError(f"unknown variant {params['variant']!r} (have {', '.join(self._variants)})")
+        shape = Shape.from_json(params["shape"])
+        gap = capability_gap(variant["capabilities"], shape, self.device.type == "cuda")
+        if gap:
+            return {"loaded_sha256": "", "diagnostics": [diagnostic("unsupported", f"{variant['name']}: {gap}")]}
+        (q, k, v), loaded = load_inputs(params["files"], shape, self.device)
+        case = Case(case_id, variant["name"], shape, params.get("tunables") or {}, self.device, q, k, v)
+        try:
+            kernel = self.backend.prepare(case)
+        except Unsupported as refused:
+            return {"loaded_sha256": loaded, "diagnostics": [diagnostic("unsupported", refused.summary, refused.detail)]}
+        self.cases[case_id] = PreparedCase(kernel, shape, params["files"]["Output"])
+        return {"loaded_sha256": loaded, "facts": kernel.facts}
+
+    def _case(self, params):
+        case = self.cases.get(params["case_id"])
+        if case is None:
+            raise KeyError(f"case {params['case_id']!r} is not prepared")
+        return case
+
+    def fetch(self, params):
+        case = self._case(params)
+        kernel = case.kernel
+        with kernel.session():
+            if kernel.output is not None:
+                poison(kernel.output)
+            out = kernel.run()
+            self._synchronize()
+        if tuple(out.shape) != case.shape.q_shape:
+            raise ValueError(f"output shape {tuple(out.shape)}, want {case.shape.q_shape}")
+        write_tensor(case.output_path, out)
+        return {}
+
+    def run(self, params):
+        kernel = self._case(params).kernel
+        m = Measurement.from_json(params.get("measurement") or {})
+        cold = m.l2 == "cold"
+        timer = self.timer()
+        with kernel.session():
+            facts = dict(timer.prepare_sampling(kernel.run, cold))
+            kernel_times = collect_samples(m, lambda: timer.kernel_sample(kernel.run, cold))
+            clock, timer_facts, diagnostics = timer.sampling_report()
+            call_times = [timer.call_sample(kernel.run, cold) for _ in range(m.call_samples)]
+            cross = self._cross_check(kernel, facts)
+        facts.update(timer_facts)
+        if cold:
+            facts["l2_flush_bytes"] = str(timer.flush_bytes)
+        return {
+            "kernel_times": kernel_times,
+            "call_times": call_times,
+            "cross_check_times": cross,
+            "method": timer.method,
+            "sm_clock_mhz": clock,
+            "diagnostics": diagnostics,
+            "facts": facts,
+        }
+
+    def _cross_check(self, kernel, facts):
+        if self.device.type != "cuda":
+            return []
+        import torch
+
+        times, activities, note = cupti_call_times(torch, kernel.run)
+        if activities:
+            facts["kernels"] = "; ".join(f"{name} ({ns / 1000:.2f} µs)" for name, ns in activities)
+        if note:
+            facts["cross_check_note"] = note
+        facts["cross_check_method"] = "CUPTI device durations via torch.profiler, summed per call"
+        return times
+
+    def release(self, params):
+        self.cases.pop(params["case_id"], None)
+        if self.device.type == "cuda":
+            import torch
+
+            torch.cuda.empty_cache()
+        return {}
+
+    def timer(self):
+        if self._timer is None:
+            if self.device.type == "cuda":
+                import torch
+
+                self._timer = CudaTimer(torch, self.device)
+            else:
+                self._timer = WallClockTimer(cpu_flush_bytes())
+        return self._timer
+
+    def _synchronize(self):
+        if self.device.type == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+
+
+def error_payload(exc):
+    """The error frame for an exception: kind "oom" for out of memory."""
+    message = f"{type(exc).__name__}: {exc}".strip()
+    kind = "oom" if _is_out_of_memory(exc) else "error"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        message += f" ({os.path.basename(last.filename)}:{last.lineno} in {last.name})"
+    return {"kind": kind, "message": message}
+
+
+def _is_out_of_memory(exc):
+    name = type(exc).__name__
+    return name == "OutOfMemoryError" or "out of memory" in str(exc).lower()
+
+
+def serve(worker, rfile, wfile):
+    """Answers frames from rfile on wfile until the host closes rfile."""
+    while True:
+        request = read_frame(rfile)
+        if request is None:
+            return
+        reply = {"id": request.get("id", 0)}
+        try:
+            reply["result"] = worker.handle(request.get("method"), request.get("params"))
+        except Exception as exc:  # every failure goes back to the host as an error frame
+            traceback.print_exc(file=sys.stderr)
+            reply["error"] = error_payload(exc)
+            if reply["error"]["kind"] == "oom":
+                worker.cases.pop((request.get("params") or {}).get("case_id"), None)
+                _free_cuda_cache()
+        write_frame(wfile, reply)
+
+
+def _free_cuda_cache():
+    with contextlib.suppress(Exception):
+        import torch
+
+        torch.cuda.empty_cache()

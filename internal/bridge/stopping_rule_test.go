@@ -1,0 +1,212 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/stopping_rule.json's expected figures from sdk")
+
+// stoppingRuleFixture is testdata/stopping_rule.json, which the Python
+// worker's tests (python/tests/test_sampling.py) read too: both languages
+// must take the same samples and compute the same noise.
+type stoppingRuleFixture struct {
+	Comment string         `json:"comment"`
+	Collect []collectCase  `json:"collect"`
+	Noise   []noiseFixture `json:"noise"`
+}
+
+type collectCase struct {
+	Name        string          `json:"name"`
+	Measurement sdk.Measurement `json:"measurement"`
+	SamplesNS   []int64         `json:"samples_ns"` // fed in order, warm-up first
+	WantTaken   int             `json:"want_taken"` // timed samples kept
+	WantNoise   float64         `json:"want_noise"` // RelativeNoise of those
+}
+
+type noiseFixture struct {
+	SamplesNS []int64 `json:"samples_ns"`
+	Want      float64 `json:"want"` // -1 stands for +Inf (JSON has no Inf)
+}
+
+const fixturePath = "testdata/stopping_rule.json"
+
+func TestStoppingRuleFixtureMatchesSDK(t *testing.T) {
+	fixture := readFixture(t)
+	if *update {
+		fixture = newFixture()
+	}
+	for i, c := range fixture.Collect {
+		taken, noise := collect(t, c)
+		if *update {
+			fixture.Collect[i].WantTaken, fixture.Collect[i].WantNoise = taken, jsonFloat(noise)
+			continue
+		}
+		if taken != c.WantTaken || !sameFloat(jsonFloat(noise), c.WantNoise) {
+			t.Errorf("%s: sdk took %d samples with noise %v, fixture says %d and %v",
+				c.Name, taken, noise, c.WantTaken, c.WantNoise)
+		}
+	}
+	for i, n := range fixture.Noise {
+		got := jsonFloat(sdk.RelativeNoise(durations(n.SamplesNS)))
+		if *update {
+			fixture.Noise[i].Want = got
+			continue
+		}
+		if !sameFloat(got, n.Want) {
+			t.Errorf("RelativeNoise(%d samples) = %v, fixture says %v", len(n.SamplesNS), got, n.Want)
+		}
+	}
+	if *update {
+		writeFixture(t, fixture)
+	}
+}
+
+// Figures the fixture must show whatever -update wrote: a steady sample
+// stops at the first check after min_samples, a noisy one runs to
+// max_samples.
+func TestStoppingRuleFixtureCoversTheRule(t *testing.T) {
+	want := map[string]int{"steady": 20, "steady, min 7": 10, "alternating": 40, "max below min": 12, "min 0": 10}
+	for _, c := range readFixture(t).Collect {
+		if taken, ok := want[c.Name]; ok && c.WantTaken != taken {
+			t.Errorf("%s: fixture says %d samples, the rule gives %d", c.Name, c.WantTaken, taken)
+		}
+	}
+}
+
+// collect runs sdk.CollectSamples over the case's fixed samples.
+func collect(t *testing.T, c collectCase) (int, float64) {
+	t.Helper()
+	next := 0
+	sample := func(context.Context) (time.Duration, error) {
+		if next == len(c.SamplesNS) {
+			t.Fatalf("%s: the rule wants more than the fixture's %d samples", c.Name, len(c.SamplesNS))
+		}
+		next++
+		return time.Duration(c.SamplesNS[next-1]), nil
+	}
+	samples, err := sdk.CollectSamples(context.Background(), c.Measurement, sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(samples), sdk.RelativeNoise(samples)
+}
+
+func newFixture() stoppingRuleFixture {
+	rule := func(warmups, minSamples, maxSamples int, target float64) sdk.Measurement {
+		// No warm-up time and no time cap: the rule then depends on the
+		// samples alone, so both languages must agree exactly.
+		return sdk.Measurement{WarmupRuns: warmups, MinSamples: minSamples, MaxSamples: maxSamples, TargetNoise: target}
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	return stoppingRuleFixture{
+		Comment: "Written by `go test ./internal/bridge -run StoppingRule -update`; read by python/tests/test_sampling.py.",
+		Collect: []collectCase{
+			{Name: "steady", Measurement: rule(3, 20, 40, 0.01), SamplesNS: steady(60, 7400)},
+			{Name: "steady, min 7", Measurement: rule(2, 7, 40, 0.01), SamplesNS: steady(60, 7400)},
+			{Name: "alternating", Measurement: rule(0, 20, 40, 0.01), SamplesNS: alternating(60, 7000, 9000)},
+			{Name: "max below min", Measurement: rule(1, 12, 5, 0.01), SamplesNS: steady(60, 212000)},
+			{Name: "min 0", Measurement: rule(0, 0, 40, 0.01), SamplesNS: steady(60, 3500)},
+			{Name: "noisy settling", Measurement: rule(5, 20, 400, 0.005), SamplesNS: settling(rng, 420)},
+			{Name: "noisy to max", Measurement: rule(5, 20, 120, 0.001), SamplesNS: noisy(rng, 130, 10000, 0.05)},
+		},
+		Noise: []noiseFixture{
+			{SamplesNS: noisy(rng, 5, 1000, 0.1)},
+			{SamplesNS: noisy(rng, 6, 1000, 0.1)},
+			{SamplesNS: noisy(rng, 7, 1000, 0.1)},
+			{SamplesNS: noisy(rng, 20, 7400, 0.02)},
+			{SamplesNS: noisy(rng, 101, 212000, 0.03)},
+			{SamplesNS: steady(10, 0)},
+		},
+	}
+}
+
+func steady(n int, ns int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = ns
+	}
+	return out
+}
+
+func alternating(n int, a, b int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = a
+		if i%2 == 1 {
+			out[i] = b
+		}
+	}
+	return out
+}
+
+func noisy(rng *rand.Rand, n int, median int64, spread float64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(float64(median) * (1 + spread*rng.NormFloat64()))
+	}
+	return out
+}
+
+// settling is noise that narrows: a rule with a tight target stops part way.
+func settling(rng *rand.Rand, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		spread := 0.2 / (1 + float64(i)/20)
+		out[i] = int64(10000 * (1 + spread*rng.NormFloat64()))
+	}
+	return out
+}
+
+func durations(ns []int64) []time.Duration {
+	out := make([]time.Duration, len(ns))
+	for i, n := range ns {
+		out[i] = time.Duration(n)
+	}
+	return out
+}
+
+// jsonFloat writes +Inf as -1, which no noise figure can be.
+func jsonFloat(x float64) float64 {
+	if math.IsInf(x, 1) {
+		return -1
+	}
+	return x
+}
+
+func sameFloat(a, b float64) bool { return a == b || math.Abs(a-b) <= 1e-12*math.Abs(b) }
+
+func readFixture(t *testing.T) stoppingRuleFixture {
+	t.Helper()
+	var f stoppingRuleFixture
+	raw, err := os.ReadFile(fixturePath)
+	if err != nil {
+		if *update {
+			return f
+		}
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatalf("%s: %v", fixturePath, err)
+	}
+	return f
+}
+
+func writeFixture(t *testing.T, f stoppingRuleFixture) {
+	t.Helper()
+	raw, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fixturePath, append(raw, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,20 @@
+package main
+
+import (
+	"embed"
+
+	"github.com/flashcore/bench/internal/bridge"
+	"github.com/flashcore/bench/sdk"
+)
+
+// scripts is this plugin's side of the Python worker: the backend module
+// and the kernel.
+//
+//go:embed triton_backend.py triton_attention.py
+var scripts embed.FS
+
+// New is the plugin's backend: the shared Python bridge running this
+// plugin's worker module. It starts nothing until the first call.
+func New() sdk.Backend {
+	return bridge.New(bridge.Config{Name: "triton", Module: "triton_backend", Scripts: scripts})
+}

@@ -1,0 +1,62 @@
+"""What the Python tests share: cases written as the host writes them and
+a float64 reference."""
+
+import hashlib
+import math
+
+import torch
+
+import flashcore_worker as core
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+TOLERANCE = {"fp16": 1e-2, "bf16": 4e-2, "fp32": 1e-4}
+
+
+def shape(batch, heads, kv_heads, seq_q, seq_k, head_dim, causal, dtype):
+    return core.Shape(batch, heads, kv_heads, seq_q, seq_k, head_dim, causal, dtype)
+
+
+def shape_json(s):
+    return {"batch": s.batch, "heads": s.heads, "kv_heads": s.kv_heads, "seq_q": s.seq_q, "seq_k": s.seq_k,
+            "head_dim": s.head_dim, "causal": s.causal, "dtype": s.dtype}
+
+
+def make_case(tmp_path, s, variant, seed=0, case_id="case"):
+    """Writes Q, K and V for s into tmp_path; returns the prepare params, the
+    tensors and the SHA-256 of the bytes written."""
+    gen = torch.Generator().manual_seed(seed)
+    tensors = [torch.randn(dims, generator=gen).to(DTYPES[s.dtype]) for dims in (s.q_shape, s.kv_shape, s.kv_shape)]
+    files, digest = {}, hashlib.sha256()
+    for key, tensor in zip("QKV", tensors):
+        path = tmp_path / f"{key.lower()}.bin"
+        raw = tensor.contiguous().view(torch.uint8).numpy().tobytes()
+        path.write_bytes(raw)
+        digest.update(raw)
+        files[key] = str(path)
+    files["Output"] = str(tmp_path / "out.bin")
+    params = {"case_id": case_id, "variant": variant, "shape": shape_json(s), "files": files}
+    return params, tensors, digest.hexdigest()
+
+
+def reference(q, k, v, causal):
+    """softmax(Q·Kᵀ/√D)·V in float64, top-left causal, grouped-query heads."""
+    q, k, v = (t.double() for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        rows = torch.arange(q.shape[2])[:, None]
+        cols = torch.arange(k.shape[2])[None, :]
+        scores = scores.masked_fill(cols > rows, float("-inf"))
+    return torch.softmax(scores, -1) @ v
+
+
+def read_output(path, s):
+    raw = torch.from_file(str(path), size=math.prod(s.q_shape) * core.DTYPE_SIZES[s.dtype], dtype=torch.uint8)
+    return raw.view(DTYPES[s.dtype]).reshape(s.q_shape)
+
+
+def assert_close(got, want, dtype):
+    assert not torch.isnan(got.double()).any(), "output has NaN (poison left?)"
+    err = (got.double() - want).abs().max().item()
+    assert err <= TOLERANCE[dtype], f"max error {err:.3g} > {TOLERANCE[dtype]}"

@@ -1,0 +1,80 @@
+"""The worker's copy of sdk.CollectSamples against the fixture the Go tests
+check sdk itself with (internal/bridge/testdata/stopping_rule.json)."""
+
+import json
+import math
+import pathlib
+
+import pytest
+
+import flashcore_worker as core
+
+FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "internal" / "bridge" / "testdata" / "stopping_rule.json"
+CASES = json.loads(FIXTURE.read_text())
+
+
+def as_json_noise(x):
+    return -1 if math.isinf(x) else x
+
+
+@pytest.mark.parametrize("case", CASES["collect"], ids=lambda c: c["name"])
+def test_collect_samples_takes_what_go_takes(case):
+    samples = iter(case["samples_ns"])
+    taken = core.collect_samples(core.Measurement.from_json(case["measurement"]), lambda: next(samples))
+    assert len(taken) == case["want_taken"]
+    assert as_json_noise(core.relative_noise(taken)) == pytest.approx(case["want_noise"], rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("case", CASES["noise"], ids=lambda c: f"n={len(c['samples_ns'])}")
+def test_relative_noise_equals_go(case):
+    assert as_json_noise(core.relative_noise(case["samples_ns"])) == pytest.approx(case["want"], rel=1e-12, abs=0)
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0
+
+    def __call__(self):
+        return self.now
+
+
+def test_warm_up_lasts_both_runs_and_time():
+    clock, runs = FakeClock(), []
+
+    def sample():
+        clock.now += 20_000_000  # 20 ms per run
+        runs.append(1)
+        return 1000
+
+    m = core.Measurement(warmup_runs=1, warmup_time_ns=50_000_000, min_samples=1, max_samples=1,
+                         target_noise=0, time_cap_ns=0)
+    core.collect_samples(m, sample, clock=clock)
+    assert len(runs) == 3 + 1  # warm-up until 60 ms, then one sample
+
+
+def test_time_cap_stops_sampling():
+    clock = FakeClock()
+
+    def sample():
+        clock.now += 1_000_000
+        return 1000 + clock.now % 7  # noisy enough never to settle
+
+    m = core.Measurement(warmup_runs=0, warmup_time_ns=0, min_samples=5, max_samples=10_000,
+                         target_noise=0, time_cap_ns=30_000_000)
+    assert len(core.collect_samples(m, sample, clock=clock)) == 30
+
+
+def test_median_sorted():
+    assert math.isnan(core.median_sorted([]))
+    assert core.median_sorted([1, 2, 9]) == 2
+    assert core.median_sorted([1, 2, 4, 9]) == 3
+
+
+def test_hot_batch_spreads_event_latency_over_about_100us():
+    import flashcore_worker as fw
+    assert fw.hot_batch(7_400) == 14      # a small kernel: 14 calls per sample
+    assert fw.hot_batch(30_000) == 4
+    assert fw.hot_batch(100_000) == 1     # large kernels are timed one call at a time
+    assert fw.hot_batch(500_000) == 1
+    assert fw.hot_batch(1_000) == 32      # capped
+    assert fw.hot_batch(0) == 32

@@ -1,0 +1,148 @@
+"""The worker core against the bridge's probe backend
+(internal/bridge/testdata/probe_backend.py), on the CPU."""
+
+import hashlib
+import io
+
+import pytest
+import torch
+
+import flashcore_worker as core
+import probe_backend
+from helpers import assert_close, make_case, read_output, reference, shape
+
+QUICK = {"warmup_runs": 1, "warmup_time": 0, "min_samples": 3, "max_samples": 6, "target_noise": 0.5,
+         "time_cap": 5_000_000_000, "l2": "hot", "call_samples": 2}
+
+
+@pytest.fixture
+def worker():
+    device = torch.device("cpu")
+    return core.Worker(probe_backend.Backend(device), device)
+
+
+def test_load_inputs_hashes_the_bytes_loaded_in_order(tmp_path):
+    s = shape(1, 4, 2, 5, 7, 8, False, "bf16")
+    params, tensors, digest = make_case(tmp_path, s, "math")
+    loaded, loaded_digest = core.load_inputs(params["files"], s, torch.device("cpu"))
+    assert loaded_digest == digest
+    for got, want in zip(loaded, tensors):
+        assert torch.equal(got, want)
+
+
+def test_load_inputs_names_a_file_of_the_wrong_size(tmp_path):
+    s = shape(1, 2, 2, 4, 4, 8, False, "fp16")
+    params, _, _ = make_case(tmp_path, s, "math")
+    with open(params["files"]["K"], "ab") as f:
+        f.write(b"\0\0")
+    with pytest.raises(ValueError, match=r"k\.bin: 130 bytes, want 128"):
+        core.load_inputs(params["files"], s, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_poison_fills_every_byte(dtype):
+    t = torch.zeros(3, 5, dtype=dtype)
+    core.poison(t)
+    assert bool((t.view(torch.uint8) == 0xFF).all())
+    assert bool(torch.isnan(t).all())
+
+
+def test_write_tensor_writes_raw_little_endian(tmp_path):
+    t = torch.tensor([1.0, -2.0], dtype=torch.bfloat16)
+    core.write_tensor(tmp_path / "t.bin", t)
+    assert (tmp_path / "t.bin").read_bytes() == bytes([0x80, 0x3F, 0x00, 0xC0])
+
+
+GAPS = [
+    ({"needs_gpu": True}, shape(1, 1, 1, 8, 8, 64, False, "fp16"), "needs a CUDA GPU"),
+    ({}, shape(1, 1, 1, 8, 8, 64, False, "bf16"), "dtype bf16 not supported"),
+    ({"head_dims": (64, 128)}, shape(1, 1, 1, 8, 8, 96, False, "fp16"), "head dim 96"),
+    ({"causal": False}, shape(1, 1, 1, 8, 8, 64, True, "fp16"), "causal masking"),
+    ({"non_causal": False}, shape(1, 1, 1, 8, 8, 64, False, "fp16"), "only causal"),
+    ({"grouped_query_heads": False}, shape(1, 4, 2, 8, 8, 64, False, "fp16"), "grouped-query"),
+    ({"unequal_seq_lens": False}, shape(1, 1, 1, 8, 9, 64, False, "fp16"), "seq_q != seq_k"),
+    ({"max_seq_len": 256}, shape(1, 1, 1, 8, 257, 64, False, "fp16"), "above 256"),
+    ({"max_elements": 1000}, shape(1, 1, 1, 16, 16, 64, False, "fp16"), "more than 1000"),
+    ({}, shape(1, 4, 2, 8, 9, 64, True, "fp16"), None),
+]
+
+
+@pytest.mark.parametrize("caps, s, reason", GAPS)
+def test_capability_gap(caps, s, reason):
+    gap = core.capability_gap(core.capabilities(("fp16", "fp32"), **caps), s, on_gpu=False)
+    assert gap == reason if reason is None else reason in gap
+
+
+def test_prepare_fetch_run_release(worker, tmp_path):
+    s = shape(2, 4, 2, 13, 21, 16, True, "fp32")
+    params, (q, k, v), digest = make_case(tmp_path, s, "math")
+    prepared = worker.handle("prepare", params)
+    assert prepared["loaded_sha256"] == digest
+    assert prepared["facts"]["probe"] == "yes"
+    assert worker.handle("fetch", {"case_id": "case"}) == {}
+    assert_close(read_output(params["files"]["Output"], s), reference(q, k, v, True), "fp32")
+    samples = worker.handle("run", {"case_id": "case", "measurement": QUICK})
+    assert samples["method"] == "wall-clock"
+    assert 3 <= len(samples["kernel_times"]) <= 6 and len(samples["call_times"]) == 2
+    assert all(isinstance(t, int) and t > 0 for t in samples["kernel_times"] + samples["call_times"])
+    worker.handle("release", {"case_id": "case"})
+    with pytest.raises(KeyError, match="not prepared"):
+        worker.handle("fetch", {"case_id": "case"})
+
+
+def test_fetch_poisons_before_running(worker, tmp_path):
+    s = shape(1, 2, 2, 4, 4, 8, False, "fp16")
+    params, _, _ = make_case(tmp_path, s, "untouched")
+    worker.handle("prepare", params)
+    worker.handle("fetch", {"case_id": "case"})
+    raw = (tmp_path / "out.bin").read_bytes()
+    assert raw == b"\xff" * len(raw)
+
+
+def test_refusals_are_unsupported_rows(worker, tmp_path):
+    params, _, digest = make_case(tmp_path, shape(1, 2, 2, 4, 4, 8, False, "fp16"), "refuse")
+    prepared = worker.handle("prepare", params)
+    assert prepared["loaded_sha256"] == digest
+    assert prepared["diagnostics"] == [core.diagnostic("unsupported", "probe refuses this case", "because the test asked")]
+    params, _, _ = make_case(tmp_path, shape(1, 2, 2, 4, 4, 8, False, "bf16"), "math")
+    (diag,) = worker.handle("prepare", params)["diagnostics"]
+    assert diag["severity"] == "unsupported" and "dtype bf16" in diag["summary"]
+
+
+def test_serve_answers_errors_as_frames(worker, tmp_path):
+    params, _, _ = make_case(tmp_path, shape(1, 2, 2, 4, 4, 8, False, "fp16"), "oom")
+    requests = io.BytesIO()
+    for i, (method, p) in enumerate([("describe", None), ("prepare", params), ("nonsense", {})], 1):
+        core.write_frame(requests, {"id": i, "method": method, "params": p})
+    requests.seek(0)
+    replies = io.BytesIO()
+    core.serve(worker, requests, replies)
+    replies.seek(0)
+    described, oom, unknown = (core.read_frame(replies) for _ in range(3))
+    assert described["id"] == 1 and described["result"]["device"]["kind"] == "cpu"
+    assert oom["id"] == 2 and oom["error"]["kind"] == "oom" and "CUDA out of memory" in oom["error"]["message"]
+    assert unknown["error"] == {"kind": "error", "message": unknown["error"]["message"]}
+    assert "unknown method 'nonsense'" in unknown["error"]["message"]
+
+
+def test_error_payload_names_the_exception_and_place():
+    try:
+        raise ValueError("bad shape")
+    except ValueError as exc:
+        payload = core.error_payload(exc)
+    assert payload["kind"] == "error"
+    assert payload["message"].startswith("ValueError: bad shape (test_worker.py:")
+
+
+def test_describe_reports_variants_and_device(worker):
+    described = worker.handle("describe", {})
+    assert described["version"] == "probe-1"
+    assert [v["name"] for v in described["variants"]][:2] == ["math", "untouched"]
+    assert described["device"]["kind"] == "cpu" and described["device"]["cores"] >= 1
+
+
+def test_hash_is_sha256_of_concatenation(tmp_path):
+    s = shape(1, 1, 1, 2, 3, 8, False, "fp32")
+    params, _, digest = make_case(tmp_path, s, "math")
+    whole = b"".join(open(params["files"][k], "rb").read() for k in "QKV")
+    assert digest == hashlib.sha256(whole).hexdigest()

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Verify FlashCore bench on a GPU machine from a dist/ folder (see README):
+# the suites on every backend, kernel times against Nsight Compute, and
+# compute-sanitizer on the CUDA kernels. Logs and results go to $OUT_DIR.
+#
+#   scripts/gpu-verify.sh seed     # seed suite, ncu cross-check, sanitizer
+#   scripts/gpu-verify.sh llm      # the llm suite
+#
+# Needs: nvidia-smi, ncu and compute-sanitizer on PATH (or in
+# /usr/local/cuda/bin), python3 with torch and triton.
+set -uo pipefail
+DIST=$(cd "$(dirname "$0")/.." && pwd)
+OUT_DIR=${OUT_DIR:-$PWD/gpu-verify-out}
+mkdir -p "$OUT_DIR"
+export PATH=$PATH:/usr/local/cuda/bin
+FC="$DIST/flashcore"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+env_info() {
+  {
+    date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
+    nvcc --version | tail -1; ncu --version | tail -1; python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
+    "$FC" version
+  } 2>&1 | tee "$OUT_DIR/env.txt"
+  "$FC" list 2>&1 | tee "$OUT_DIR/list.txt"
+}
+
+one_case_suite() { # name l2
+  cat > "$TMP/$1.toml" <<TOML
+name = "$1"
+seed = 20251022
+[measurement]
+warmup_runs = 5
+min_samples = 20
+max_samples = 40
+time_cap = "1s"
+call_samples = 5
+l2 = ["$2"]
+[[cases]]
+batch = 1
+heads = 8
+seq_q = 512
+head_dim = 64
+dtype = "fp16"
+TOML
+}
+
+ncu_crosscheck() { # backend l2 cache-control
+  local b=$1 mode=$2 cache=$3
+  one_case_suite "ncu-$b-$mode" "$mode"
+  ncu --clock-control none --cache-control "$cache" --metrics gpu__time_duration.sum \
+      --target-processes all -k regex:'^attn_fwd' --launch-count 40 --csv \
+      --log-file "$OUT_DIR/ncu-$b-$mode.csv" \
+      "$FC" run --suite "$TMP/ncu-$b-$mode.toml" --backends "$b" --out "$TMP/profiled.json" --format csv >/dev/null 2>"$TMP/ncu-stderr.txt" \
+    || { echo "ncu run failed for $b"; tail -5 "$TMP/ncu-stderr.txt"; }
+  python3 "$DIST/scripts/ncu_crosscheck.py" --ncu "$OUT_DIR/ncu-$b-$mode.csv" --results "$OUT_DIR/seed.json" \
+      --kernel-regex '^attn_fwd' --backend "$b" --case b1-h8-s512-d64-fp16 --mode "$mode"
+}
+
+sanitize() {
+  cat > "$TMP/sanitize.toml" <<'TOML'
+name = "sanitize"
+[measurement]
+warmup_runs = 1
+warmup_time = "0s"
+min_samples = 2
+max_samples = 2
+call_samples = 1
+call_timeout = "600s"
+[check]
+repeat = 1
+[[cases]]   # small
+batch = 1
+heads = 2
+seq_q = 64
+head_dim = 64
+[[cases]]   # odd: GQA, Sq != Sk, no tile multiples, causal, D128, bf16
+batch = 2
+heads = 4
+kv_heads = 2
+seq_q = 77
+seq_k = 131
+head_dim = 128
+dtype = "bf16"
+causal = true
+TOML
+  for b in cuda-scalar cuda-wmma cuda-v8; do
+    compute-sanitizer --tool memcheck --target-processes all --print-limit 20 \
+      "$FC" run --suite "$TMP/sanitize.toml" --backends "$b" --out "$TMP/san.json" --format csv \
+      >"$OUT_DIR/sanitizer-$b.txt" 2>&1
+    echo "$b memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$OUT_DIR/sanitizer-$b.txt" | sort | uniq -c | tr '\n' ' ')"
+  done
+}
+
+case "${1:-seed}" in
+  seed)
+    env_info
+    "$FC" run --suite "$DIST/suites/seed.toml" --out "$OUT_DIR/seed.json" --format markdown --keep-going \
+      >"$OUT_DIR/seed.md" 2>"$OUT_DIR/seed.log"; echo "seed run exit $?"
+    "$FC" report "$OUT_DIR/seed.json"
+    for b in cuda-scalar cuda-wmma cuda-v8; do
+      ncu_crosscheck "$b" hot none
+      ncu_crosscheck "$b" cold all
+    done
+    sanitize
+    ;;
+  llm)
+    "$FC" run --suite "$DIST/suites/llm.toml" --out "$OUT_DIR/llm.json" --format markdown --keep-going \
+      >"$OUT_DIR/llm.md" 2>"$OUT_DIR/llm.log"; echo "llm run exit $?"
+    "$FC" report "$OUT_DIR/llm.json" | tail -40
+    ;;
+esac
