@@ -5,6 +5,7 @@
 #
 #   scripts/gpu-verify.sh seed     # seed suite, ncu cross-check, sanitizer
 #   scripts/gpu-verify.sh llm      # the llm suite
+#   SEED_JSON=seed.json scripts/gpu-verify.sh ncu-bridges   # ncu on the bridges' kernels only
 #
 # Needs: nvidia-smi, ncu and compute-sanitizer on PATH (or in
 # /usr/local/cuda/bin), python3 with torch and triton.
@@ -49,13 +50,27 @@ TOML
 ncu_crosscheck() { # backend l2 cache-control
   local b=$1 mode=$2 cache=$3
   one_case_suite "ncu-$b-$mode" "$mode"
-  ncu --clock-control none --cache-control "$cache" --metrics gpu__time_duration.sum \
-      --target-processes all -k regex:'^attn_fwd' --launch-count 40 --csv \
-      --log-file "$OUT_DIR/ncu-$b-$mode.csv" \
-      "$FC" run --suite "$TMP/ncu-$b-$mode.toml" --backends "$b" --out "$TMP/profiled.json" --format csv >/dev/null 2>"$TMP/ncu-stderr.txt" \
+  # ncu wraps the plugin itself (FLASHCORE_PLUGIN_WRAPPER): profilers follow
+  # children through libc's exec, which Go does not use.
+  FLASHCORE_PLUGIN_WRAPPER="ncu --clock-control none --cache-control $cache --metrics gpu__time_duration.sum -k regex:^attn_fwd --launch-count 40 --csv --log-file $OUT_DIR/ncu-$b-$mode.csv" \
+    "$FC" run --suite "$TMP/ncu-$b-$mode.toml" --backends "$b" --out "$TMP/profiled.json" --format csv >/dev/null 2>"$TMP/ncu-stderr.txt" \
     || { echo "ncu run failed for $b"; tail -5 "$TMP/ncu-stderr.txt"; }
   python3 "$DIST/scripts/ncu_crosscheck.py" --ncu "$OUT_DIR/ncu-$b-$mode.csv" --results "$OUT_DIR/seed.json" \
       --kernel-regex '^attn_fwd' --backend "$b" --case b1-h8-s512-d64-fp16 --mode "$mode"
+}
+
+ncu_bridges() {
+  local seed=${SEED_JSON:-$OUT_DIR/seed.json}
+  local config
+  config=$(python3 -c 'import json,sys; print(next(r["facts"]["config"] for r in json.load(open(sys.argv[1]))["results"] if r["backend"]=="triton" and r["case_id"]=="b1-h8-s512-d64-fp16"))' "$seed")
+  echo "triton config of the seed run: $config"
+  ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+      --log-file "$OUT_DIR/ncu-bridges.csv" python3 "$DIST/scripts/ncu_bridge_probe.py" "$DIST/scripts/triton_attention.py" "$config" \
+      2>"$TMP/ncu-bridges-stderr.txt" || tail -5 "$TMP/ncu-bridges-stderr.txt"
+  python3 "$DIST/scripts/ncu_crosscheck.py" --ncu "$OUT_DIR/ncu-bridges.csv" --results "$seed" \
+      --kernel-regex 'cudnn_generated_fort_native_sdpa' --backend pytorch-sdpa --label sdpa --case b1-h8-s512-d64-fp16 --mode hot
+  python3 "$DIST/scripts/ncu_crosscheck.py" --ncu "$OUT_DIR/ncu-bridges.csv" --results "$seed" \
+      --kernel-regex '_attention_forward' --backend triton --case b1-h8-s512-d64-fp16 --mode hot
 }
 
 sanitize() {
@@ -86,10 +101,10 @@ dtype = "bf16"
 causal = true
 TOML
   for b in cuda-scalar cuda-wmma cuda-v8; do
-    compute-sanitizer --tool memcheck --target-processes all --print-limit 20 \
+    FLASHCORE_PLUGIN_WRAPPER="compute-sanitizer --tool memcheck --print-limit 20 --log-file $OUT_DIR/sanitizer-$b.txt" \
       "$FC" run --suite "$TMP/sanitize.toml" --backends "$b" --out "$TMP/san.json" --format csv \
-      >"$OUT_DIR/sanitizer-$b.txt" 2>&1
-    echo "$b memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$OUT_DIR/sanitizer-$b.txt" | sort | uniq -c | tr '\n' ' ')"
+      >"$OUT_DIR/sanitizer-run-$b.txt" 2>&1
+    echo "$b memcheck: flashcore exit $?, $(grep -E 'ERROR SUMMARY' "$OUT_DIR/sanitizer-$b.txt" | sort | uniq -c | tr '\n' ' ')$(grep -cE '^\[.*PASS' "$OUT_DIR/sanitizer-run-$b.txt") rows PASS"
   done
 }
 
@@ -103,7 +118,11 @@ case "${1:-seed}" in
       ncu_crosscheck "$b" hot none
       ncu_crosscheck "$b" cold all
     done
+    ncu_bridges
     sanitize
+    ;;
+  ncu-bridges)   # SEED_JSON=results of an earlier seed run
+    ncu_bridges
     ;;
   llm)
     "$FC" run --suite "$DIST/suites/llm.toml" --out "$OUT_DIR/llm.json" --format markdown --keep-going \

@@ -56,7 +56,7 @@ func (e *StartError) Unwrap() error { return e.Err }
 // Start launches p and connects to it. The plugin gets its own process
 // group and SIGKILL when the host dies, so no plugin outlives the host.
 func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
-	cmd := exec.Command(p.Path)
+	cmd := pluginCommand(p.Path, os.Getenv(WrapperEnv))
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stderr := newTailBuffer(stderrTailBytes)
@@ -87,6 +87,24 @@ func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
 		<-started
 		return nil, &StartError{Plugin: p.Name, Reason: "interrupted while starting", Err: ctx.Err()}
 	}
+}
+
+// WrapperEnv names a command prefix that every plugin is started under, e.g.
+// FLASHCORE_PLUGIN_WRAPPER="compute-sanitizer --log-file san.%p.txt". Tools
+// that follow child processes through libc's exec cannot follow Go's, so
+// profilers and sanitizers must wrap the plugin itself. The wrapper must
+// leave the plugin's stdout alone (send its own output to a log file): that
+// is where the go-plugin handshake travels.
+const WrapperEnv = "FLASHCORE_PLUGIN_WRAPPER"
+
+// pluginCommand is the command that starts the plugin at path, under the
+// wrapper when one is given (split on white space).
+func pluginCommand(path, wrapper string) *exec.Cmd {
+	prefix := strings.Fields(wrapper)
+	if len(prefix) == 0 {
+		return exec.Command(path)
+	}
+	return exec.Command(prefix[0], append(prefix[1:], path)...)
 }
 
 // Backend is the plugin's interface. Calls on it go to the plugin process.

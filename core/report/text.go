@@ -255,6 +255,9 @@ func timingLine(v *view) string {
 	for _, m := range v.extra {
 		line += fmt.Sprintf("; %s = the same with L2 %s", modeTitle(m), m)
 	}
+	if v.crossChecked {
+		line += "; Cross-check = an independent kernel time where the backend has one (CUPTI durations for the Python bridges)"
+	}
 	return line + "; Call = host-inclusive median"
 }
 
@@ -283,6 +286,9 @@ func caseGrid(v *view, c caseBlock) grid {
 	for _, m := range v.extra {
 		g.column(modeTitle(m), tw.AlignRight)
 	}
+	if v.crossChecked {
+		g.column("Cross-check", tw.AlignRight)
+	}
 	for _, title := range []string{"Call", "Speedup", "TFLOP/s", "% peak", "Rel err"} {
 		g.column(title, tw.AlignRight)
 	}
@@ -301,6 +307,13 @@ func caseRow(v *view, r row) []string {
 	}
 	for _, m := range v.extra {
 		cells = append(cells, extraCell(r.Result, m))
+	}
+	if v.crossChecked {
+		cross := missing
+		if timed && primary.CrossCheck != nil {
+			cross = medianCell(*primary.CrossCheck)
+		}
+		cells = append(cells, cross)
 	}
 	call := missing
 	if timed {

@@ -12,6 +12,9 @@ import (
 // view is the run arranged for the tables, the same for every text format.
 type view struct {
 	run *results.Run
+	// crossChecked is true when some row carries an independent kernel
+	// time (e.g. CUPTI) in the primary mode; the tables then show it.
+	crossChecked bool
 	// primary is the L2 mode of the Kernel column and of the speedups;
 	// extra are the other modes some row was timed in.
 	primary  sdk.L2Mode
@@ -74,6 +77,7 @@ func (c *counts) add(s results.Status) {
 func buildView(run *results.Run, requestedBaseline string) *view {
 	v := &view{run: run, primary: primaryMode(run)}
 	v.extra = extraModes(run, v.primary)
+	v.crossChecked = anyCrossCheck(run, v.primary)
 	if requestedBaseline == "" {
 		requestedBaseline = run.Suite.Baseline
 	}
@@ -327,4 +331,14 @@ func geomean(xs []float64) float64 {
 		sum += math.Log(x)
 	}
 	return math.Exp(sum / float64(len(xs)))
+}
+
+// anyCrossCheck reports whether some row has a cross-check in mode.
+func anyCrossCheck(run *results.Run, mode sdk.L2Mode) bool {
+	for i := range run.Results {
+		if t, ok := run.Results[i].TimingFor(mode); ok && t.CrossCheck != nil {
+			return true
+		}
+	}
+	return false
 }

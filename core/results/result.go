@@ -101,6 +101,9 @@ type Timing struct {
 	CrossCheck *Stats `json:"cross_check,omitempty"`
 	// SMClockMHz is the SM clock seen while sampling; 0 when unknown.
 	SMClockMHz float64 `json:"sm_clock_mhz,omitempty"`
+	// Facts are what the backend said about this set of samples, such as
+	// calls_per_sample or the spin length; they differ between L2 modes.
+	Facts map[string]string `json:"facts,omitempty"`
 }
 
 // Stats summarise one set of timed samples. Times are nanoseconds, held as

@@ -101,6 +101,7 @@ func timingRecord(mode sdk.L2Mode, s sdk.Samples) results.Timing {
 		Method:     s.Method,
 		Kernel:     statsRecord(s.KernelTimes),
 		SMClockMHz: s.SMClockMHz,
+		Facts:      s.Facts,
 	}
 	if len(s.CallTimes) > 0 {
 		t.Call = statsRecord(s.CallTimes)

@@ -162,7 +162,6 @@ func (r *runner) measure(ctx context.Context, b *backend, c suite.Case, res *res
 			r.failRow(res, b, fmt.Sprintf("run (L2 %s)", mode), err)
 			return
 		}
-		addFacts(res, samples.Facts)
 		res.Diagnostics = append(res.Diagnostics, samples.Diagnostics...)
 		if applyDiagnostics(res, samples.Diagnostics) {
 			return

@@ -136,9 +136,11 @@ _attention_forward_tuned = triton.autotune(
 )(_attention_forward)
 
 
-def attention(q, k, v, out, causal, tuned=True):
+def attention(q, k, v, out, causal, tuned=True, config=None):
     """Writes softmax(Q·Kᵀ/√D)·V into out. All tensors are contiguous
-    [batch, heads, seq, head_dim]; k and v may have fewer heads (GQA)."""
+    [batch, heads, seq, head_dim]; k and v may have fewer heads (GQA).
+    config, a string as chosen_config() returns, runs that one config
+    untuned (to reproduce a tuned run, e.g. under a profiler)."""
     batch, heads, seq_q, head_dim = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
     grid = lambda meta: (triton.cdiv(seq_q, meta["BLOCK_M"]), batch * heads)  # noqa: E731
@@ -154,11 +156,21 @@ def attention(q, k, v, out, causal, tuned=True):
     # the interpreter computes in fp32 anyway.
     precision = "tf32" if q.element_size() != 4 else ("tf32x3" if tuned else "ieee")
     constants = {"HEAD_DIM": head_dim, "CAUSAL": causal, "PRECISION": precision}
-    if tuned:
+    if config:
+        _attention_forward[grid](*args, **constants, **parse_config(config))
+    elif tuned:
         _attention_forward_tuned[grid](*args, **constants)
     else:
         _attention_forward[grid](*args, **constants, **INTERPRETER_CONFIG)
     return out
+
+
+def parse_config(text):
+    """The launch options of a config string "BLOCK_M=64 BLOCK_N=64 warps=4
+    stages=3" (the form chosen_config() returns)."""
+    names = {"BLOCK_M": "BLOCK_M", "BLOCK_N": "BLOCK_N", "warps": "num_warps", "stages": "num_stages"}
+    pairs = dict(item.split("=", 1) for item in text.split())
+    return {names[key]: int(value) for key, value in pairs.items()}
 
 
 def chosen_config():

@@ -79,3 +79,9 @@ def test_pruning_drops_tiles_that_cannot_fit(dtype, head_dim, kept, dropped):
             for c in triton_attention.prune_by_shared_memory(configs, {"Q": q}, HEAD_DIM=head_dim)}
     assert kept in left
     assert dropped is None or dropped not in left
+
+
+def test_parse_config_reads_chosen_config_strings():
+    import triton_attention
+    assert triton_attention.parse_config("BLOCK_M=64 BLOCK_N=32 warps=4 stages=3") == {
+        "BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}

@@ -649,7 +649,44 @@ def _describe_gpu(torch, device):
         value = getattr(props, attr, 0)
         if value:
             out[field] = value * scale if scale != 1 else int(value)
+    out.update({k: v for k, v in _nvml_maxima(device).items() if v})
+    out.update(device_peaks(props.major, props.minor, props.multi_processor_count, out.get("sm_clock_mhz", 0),
+                            out.get("mem_clock_mhz", 0), out.get("mem_bus_width_bits", 0)))
     return out
+
+
+# Dense fp16 tensor-core FLOP per clock per SM, by compute capability: the
+# same table as the Go CUDA plugins (internal/gpu), so % of peak means the
+# same in every row (A100: 312 TF at 108 SMs and 1410 MHz; L4: 121 TF at 58
+# SMs and 2040 MHz; H100 SXM: 989 TF at 132 SMs and 1830 MHz).
+DENSE_FP16_FLOP_PER_CLOCK = {(8, 0): 2048, (8, 6): 1024, (8, 9): 1024, (9, 0): 4096}
+
+
+def device_peaks(major, minor, sms, max_sm_clock_mhz, max_mem_clock_mhz, bus_width_bits):
+    """Peak dense fp16 TFLOP/s (SMs x max SM clock x FLOP/clock/SM) and
+    memory GB/s (two transfers per memory clock x bus width); 0 if unknown."""
+    per_clock = DENSE_FP16_FLOP_PER_CLOCK.get((major, minor), 0)
+    return {
+        "peak_tflops": sms * max_sm_clock_mhz * 1e6 * per_clock / 1e12,
+        "peak_gbps": 2 * max_mem_clock_mhz * 1e6 * bus_width_bits / 8 / 1e9,
+    }
+
+
+def _nvml_maxima(device):
+    """Maximum SM and memory clocks and the bus width from NVML, where
+    pynvml is installed; an empty dict otherwise."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+        return {
+            "sm_clock_mhz": float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+            "mem_clock_mhz": float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)),
+            "mem_bus_width_bits": int(pynvml.nvmlDeviceGetMemoryBusWidth(handle)),
+        }
+    except Exception:  # pynvml missing, NVML unavailable, or an old driver
+        return {}
 
 
 def _cpu_name():

@@ -1,0 +1,45 @@
+package host
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestPluginCommandWrapsWhenAsked(t *testing.T) {
+	tests := []struct {
+		wrapper string
+		want    []string
+	}{
+		{"", []string{"/bin/plugin"}},
+		{"  ", []string{"/bin/plugin"}},
+		{"compute-sanitizer --log-file s.txt", []string{"compute-sanitizer", "--log-file", "s.txt", "/bin/plugin"}},
+	}
+	for _, tt := range tests {
+		if got := pluginCommand("/bin/plugin", tt.wrapper).Args; !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("wrapper %q: args %q, want %q", tt.wrapper, got, tt.want)
+		}
+	}
+}
+
+func TestClassifyStart(t *testing.T) {
+	tests := []struct {
+		name, err, stderr string
+		reason            string
+		unavailable       bool
+	}{
+		{"cu init", "Unrecognized remote plugin message: Error in initialization ... NoDevice", "", "no CUDA device", true},
+		{"no driver", "plugin exited before we could connect", "error while loading shared libraries: libcuda.so.1: cannot open shared object file", "no usable CUDA driver: error while loading shared libraries: libcuda.so.1: cannot open shared object file", true},
+		{"stdout", "Unrecognized remote plugin message: hello\nThis usually means...", "", "plugin wrote to stdout before the handshake: hello", false},
+		{"exit", "plugin exited before we could connect", "panic: boom", "plugin exited during start-up: panic: boom", false},
+		{"version", "Incompatible API version with plugin. Plugin version: 2, Client versions: [1]", "", "plugin speaks another protocol version; rebuild it against this flashcore", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			se := classifyStart("p", errors.New(tt.err), tt.stderr)
+			if se.Reason != tt.reason || se.Unavailable != tt.unavailable {
+				t.Errorf("got %q unavailable=%t, want %q unavailable=%t", se.Reason, se.Unavailable, tt.reason, tt.unavailable)
+			}
+		})
+	}
+}
