@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/results"
@@ -134,6 +136,29 @@ func backendRecord(b *backend) results.Backend {
 		Device:            d.Device,
 		Variants:          d.Variants,
 	}
+}
+
+// driverVersions picks the driver version (e.g. "580.159.04", as NVML
+// tells the Python bridges) and the CUDA version the driver supports (e.g.
+// "13.0", as the CUDA plugins write "CUDA 13.0") out of the backends' GPU
+// descriptions; either is "" when no backend said.
+func driverVersions(gpus []sdk.Device) (driver, cuda string) {
+	for _, d := range gpus {
+		if v, ok := strings.CutPrefix(d.Driver, "CUDA "); ok {
+			cuda = cmp.Or(cuda, v)
+		} else if d.Driver != "" {
+			driver = cmp.Or(driver, d.Driver)
+		}
+	}
+	return driver, cuda
+}
+
+func devicesOf(backends []*backend) []sdk.Device {
+	devices := make([]sdk.Device, len(backends))
+	for i, b := range backends {
+		devices[i] = b.description.Device
+	}
+	return devices
 }
 
 // gpusOf lists the distinct GPUs the backends reported.

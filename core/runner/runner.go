@@ -49,6 +49,7 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 
 	r.startBackends(ctx)
 	r.run.Environment.GPUs = gpusOf(r.backends)
+	r.run.Environment.Driver, r.run.Environment.CUDA = driverVersions(devicesOf(r.backends))
 	rows, err := plan(r.backends, cfg.Suite.Backends)
 	if err != nil {
 		return r.finish("failed", err)

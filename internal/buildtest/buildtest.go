@@ -23,8 +23,18 @@ var (
 // flashcore-backend-<name> and returns its path. Binaries of one test
 // process share a directory, so after building several plugins,
 // filepath.Dir of any of them is a plugin path holding them all.
+//
+// When $FLASHCORE_BIN names a directory holding that plugin (make test sets
+// it to bin/, built just before), that binary is used instead: it is built
+// the way users build it, with the cuda tag where CUDA is installed.
 func Plugin(t testing.TB, name, pkg string) string {
 	t.Helper()
+	if dir := os.Getenv("FLASHCORE_BIN"); dir != "" {
+		path := filepath.Join(dir, "flashcore-backend-"+name)
+		if _, err := os.Stat(path); err == nil {
+			return path
+		}
+	}
 	return build(t, "flashcore-backend-"+name, pkg)
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/internal/bridge"
+	"github.com/flashcore/bench/internal/buildtest"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -214,24 +215,7 @@ func QuickMeasurement() sdk.Measurement {
 // a fresh `go build` of ./plugins/<name> in a temporary directory.
 func Plugin(t testing.TB, name string) string {
 	t.Helper()
-	if dir := os.Getenv("FLASHCORE_BIN"); dir != "" {
-		binary := filepath.Join(dir, "flashcore-backend-"+name)
-		if _, err := os.Stat(binary); err != nil {
-			t.Fatalf("FLASHCORE_BIN=%s: %v", dir, err)
-		}
-		return binary
-	}
-	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-	if err != nil {
-		t.Fatalf("find the module root: %v", err)
-	}
-	binary := filepath.Join(t.TempDir(), "flashcore-backend-"+name)
-	cmd := exec.Command("go", "build", "-o", binary, "./plugins/"+name)
-	cmd.Dir = strings.TrimSpace(string(root))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./plugins/%s: %v\n%s", name, err, out)
-	}
-	return binary
+	return buildtest.Plugin(t, name, "plugins/"+name)
 }
 
 // StartPlugin runs binary as a go-plugin plugin, exactly as the host does,

@@ -672,6 +672,10 @@ def device_peaks(major, minor, sms, max_sm_clock_mhz, max_mem_clock_mhz, bus_wid
     }
 
 
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _nvml_maxima(device):
     """Maximum SM and memory clocks and the bus width from NVML, where
     pynvml is installed; an empty dict otherwise."""
@@ -684,6 +688,7 @@ def _nvml_maxima(device):
             "sm_clock_mhz": float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
             "mem_clock_mhz": float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)),
             "mem_bus_width_bits": int(pynvml.nvmlDeviceGetMemoryBusWidth(handle)),
+            "driver": _text(pynvml.nvmlSystemGetDriverVersion()),
         }
     except Exception:  # pynvml missing, NVML unavailable, or an old driver
         return {}
