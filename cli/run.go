@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -151,5 +150,3 @@ func pluginNames(ps []host.Plugin) string {
 	}
 	return strings.Join(names, ", ")
 }
-
-var _ = os.Stdout

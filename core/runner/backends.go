@@ -55,7 +55,6 @@ func (r *runner) describe(ctx context.Context, b *backend) sdk.Description {
 // `flashcore list` and `flashcore describe` use.
 func Describe(ctx context.Context, p host.Plugin, opts host.Options) sdk.Description {
 	r := &runner{cfg: Config{HostOptions: opts}}
-	r.cfg.Suite = nil
 	b := &backend{plugin: p}
 	if err := r.ensureStarted(ctx, b); err != nil {
 		return unavailable(p.Name, err)

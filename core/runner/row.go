@@ -14,7 +14,6 @@ import (
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/results"
-	"github.com/flashcore/bench/core/stats"
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/sdk"
 )
@@ -310,5 +309,3 @@ func formatDuration(d time.Duration) string {
 	}
 	return fmt.Sprintf("%.1f µs", us)
 }
-
-var _ = stats.FLOPs

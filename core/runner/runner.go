@@ -13,7 +13,6 @@ import (
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/suite"
-	"github.com/flashcore/bench/sdk"
 )
 
 // Config is everything one run needs.
@@ -149,5 +148,3 @@ func makeWorkDir(dir string) (string, error) {
 	}
 	return os.MkdirTemp(dir, "flashcore-run-")
 }
-
-var _ = sdk.ProtocolVersion
