@@ -1,6 +1,8 @@
 package check
 
 import (
+	crand "crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -37,13 +39,34 @@ type Report struct {
 	RowsChecked, RowsTotal int
 	// Sampled is true when not every row was compared.
 	Sampled bool
+	// RowSeed drew the sampled rows (reference.Rows); CheckWithSeed with the
+	// same seed compares the same rows again. 0 when every row was checked.
+	RowSeed uint64
+	// OutOfRange counts output elements outside the range of V over the
+	// keys their row sees (the whole-output bound, see boundViolations).
+	OutOfRange int
 }
 
 // Check compares output, the raw bytes a backend wrote for the case of t,
-// with the reference. The reason of a FAIL is the first of: wrong output
-// size; unwritten elements; NaN or Inf elements; an all-zero output; a
+// with the reference. When the case is too large to compare every row, the
+// rows are drawn from a fresh random seed, here, after the output exists,
+// so a backend cannot know them in advance; the seed is in the Report.
+//
+// The reason of a FAIL is the first of: wrong output size; unwritten
+// elements; NaN or Inf elements; an all-zero output; elements outside the
+// range of V over their visible keys (checked over the whole output); a
 // relative L2 error above tol.RelL2; elements outside atol + rtol·|r|.
 func Check(t *inputs.Tensors, output []byte, settings suite.CheckSettings, tol suite.Tolerance) Report {
+	var seed uint64
+	if reference.Sampled(t.Shape, settings) {
+		seed = freshSeed()
+	}
+	return CheckWithSeed(t, output, settings, tol, seed)
+}
+
+// CheckWithSeed is Check with the row seed given: it re-checks a saved
+// output on the rows a recorded seed drew.
+func CheckWithSeed(t *inputs.Tensors, output []byte, settings suite.CheckSettings, tol suite.Tolerance, seed uint64) Report {
 	s := t.Shape
 	r := Report{Verdict: Pass, RowsTotal: s.Batch * s.Heads * s.SeqQ}
 	if want := s.QElements() * s.DType.Size(); len(output) != want {
@@ -51,9 +74,14 @@ func Check(t *inputs.Tensors, output []byte, settings suite.CheckSettings, tol s
 	}
 	census := countSpecial(output, s.DType)
 	r.NaN, r.Inf, r.Unwritten = census.nan, census.inf, census.unwritten
-	rows := reference.Rows(s, settings)
+	rows := reference.Rows(s, settings, seed)
 	r.RowsChecked, r.Sampled = len(rows), len(rows) < r.RowsTotal
+	if r.Sampled {
+		r.RowSeed = seed
+	}
 	worst := r.compare(s, output, rows, reference.Compute(t, rows), tol)
+	outside := boundViolations(t, output, tol)
+	r.OutOfRange = outside.count
 	switch {
 	case r.Unwritten > 0:
 		return r.fail("%d of %d output elements unwritten (still %#x poison)", r.Unwritten, s.QElements(), sdk.PoisonByte)
@@ -61,6 +89,9 @@ func Check(t *inputs.Tensors, output []byte, settings suite.CheckSettings, tol s
 		return r.fail("output has %d NaN and %d Inf elements", r.NaN, r.Inf)
 	case census.zero == s.QElements():
 		return r.fail("output is all zeros")
+	case r.OutOfRange > 0:
+		return r.fail("%d of %d output elements lie outside the range of V over the keys their row sees; first %s",
+			r.OutOfRange, s.QElements(), outside.first.describe(s))
 	case !(r.RelL2Err <= tol.RelL2):
 		return r.fail("relative L2 error %.3g exceeds rel_l2 %.3g", r.RelL2Err, tol.RelL2)
 	case r.Violations > 0:
@@ -68,6 +99,15 @@ func Check(t *inputs.Tensors, output []byte, settings suite.CheckSettings, tol s
 			r.Violations, r.RowsChecked*s.HeadDim, worst.describe(s, tol))
 	}
 	return r
+}
+
+// freshSeed is a random seed from the operating system's generator.
+func freshSeed() uint64 {
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		panic("check: no system randomness: " + err.Error())
+	}
+	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
 func (r Report) fail(format string, args ...any) Report {

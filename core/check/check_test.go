@@ -26,7 +26,7 @@ func testCase(b, h, kv, sq, sk, d int, causal bool, dtype sdk.DType, dist suite.
 func correctOutput(t *inputs.Tensors) []float64 {
 	all := suite.CheckSettings{FullCheckMaxPairs: math.MaxInt64, SampledRows: 2}
 	var flat []float64
-	for _, row := range reference.Compute(t, reference.Rows(t.Shape, all)) {
+	for _, row := range reference.Compute(t, reference.Rows(t.Shape, all, 0)) {
 		flat = append(flat, row...)
 	}
 	return flat
@@ -98,27 +98,86 @@ func TestSmallErrorsPass(t *testing.T) {
 	}
 }
 
-// TestSampledCheck shows a large case is checked on a sample of rows, yet
-// an unwritten element outside the sample is still found.
+// TestSampledCheck shows a large case is checked on a sample of rows that
+// covers every head and both ends, yet an unwritten element outside the
+// sample is still found.
 func TestSampledCheck(t *testing.T) {
 	tc := testCase(2, 8, 8, 256, 256, 64, false, sdk.FP16, suite.Normal)
 	sampled := suite.CheckSettings{FullCheckMaxPairs: 1 << 16, SampledRows: 32}
 	output := inputs.Encode(sdk.FP16, correctOutput(tc))
 	r := Check(tc, output, sampled, tolerances[sdk.FP16])
-	if r.Verdict != Pass || !r.Sampled || r.RowsChecked != 32 || r.RowsTotal != 2*8*256 {
+	if r.Verdict != Pass || !r.Sampled || r.RowSeed == 0 || r.RowsChecked < 16 || r.RowsChecked > 34 || r.RowsTotal != 2*8*256 {
 		t.Errorf("%+v", r)
 	}
 	checked := map[int]bool{}
-	for _, row := range reference.Rows(tc.Shape, sampled) {
+	for _, row := range reference.Rows(tc.Shape, sampled, r.RowSeed) {
 		checked[row.Flat(tc.Shape)] = true
 	}
 	unchecked := 1
 	for checked[unchecked] {
 		unchecked++
 	}
-	r = Check(tc, poison(output, 2, unchecked*64+5), sampled, tolerances[sdk.FP16])
+	r = CheckWithSeed(tc, poison(output, 2, unchecked*64+5), sampled, tolerances[sdk.FP16], r.RowSeed)
 	if r.Verdict != Fail || r.Unwritten != 1 {
 		t.Errorf("poison outside the sample: %+v", r)
+	}
+}
+
+// TestPredictedRowsFail is the backend that computes only the rows it
+// expects to be checked and copies them elsewhere: every value it writes
+// is a plausible attention output (inside the range of V), so only rows it
+// could not predict catch it.
+func TestPredictedRowsFail(t *testing.T) {
+	tc := testCase(1, 4, 4, 512, 512, 64, false, sdk.FP16, suite.Normal)
+	sampled := suite.CheckSettings{FullCheckMaxPairs: 1 << 16, SampledRows: 64}
+	good := correctOutput(tc)
+	s, d := tc.Shape, tc.Shape.HeadDim
+	predicted := reference.Rows(s, sampled, 12345)
+	lie := make([]float64, len(good))
+	for flat := range s.Batch * s.Heads * s.SeqQ {
+		// Every row holds some predicted row of its head.
+		p := predicted[flat*len(predicted)/(s.Batch*s.Heads*s.SeqQ)]
+		copy(lie[flat*d:(flat+1)*d], good[p.Flat(s)*d:][:d])
+	}
+	for _, p := range predicted {
+		copy(lie[p.Flat(s)*d:][:d], good[p.Flat(s)*d:][:d])
+	}
+	output := inputs.Encode(sdk.FP16, lie)
+	if r := CheckWithSeed(tc, output, sampled, tolerances[sdk.FP16], 12345); r.Verdict != Pass {
+		t.Fatalf("on the predicted rows the lie should pass: %+v", r)
+	}
+	for try := range 3 {
+		if r := Check(tc, output, sampled, tolerances[sdk.FP16]); r.Verdict != Fail {
+			t.Errorf("try %d: fresh rows passed the lie: %+v", try, r)
+		}
+	}
+}
+
+// TestOutOfRangeFails: one element of a row the sample skips, outside the
+// range of V over its keys, fails the whole-output bound.
+func TestOutOfRangeFails(t *testing.T) {
+	for _, causal := range []bool{false, true} {
+		tc := testCase(1, 2, 1, 256, 256, 32, causal, sdk.FP16, suite.Normal)
+		sampled := suite.CheckSettings{FullCheckMaxPairs: 1 << 10, SampledRows: 4}
+		good := correctOutput(tc)
+		r := Check(tc, inputs.Encode(sdk.FP16, good), sampled, tolerances[sdk.FP16])
+		if r.Verdict != Pass || r.OutOfRange != 0 {
+			t.Fatalf("causal %v: correct output: %+v", causal, r)
+		}
+		checked := map[int]bool{}
+		for _, row := range reference.Rows(tc.Shape, sampled, r.RowSeed) {
+			checked[row.Flat(tc.Shape)] = true
+		}
+		row := 3
+		for checked[row] {
+			row++
+		}
+		// Row 3 of a causal head sees 4 keys; 50 is far outside any V.
+		bad := nudge(good, row*32+7, 50)
+		r = CheckWithSeed(tc, inputs.Encode(sdk.FP16, bad), sampled, tolerances[sdk.FP16], r.RowSeed)
+		if r.Verdict != Fail || r.OutOfRange != 1 || !strings.Contains(r.Reason, "outside the range of V") {
+			t.Errorf("causal %v: %+v", causal, r)
+		}
 	}
 }
 

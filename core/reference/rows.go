@@ -1,6 +1,9 @@
 package reference
 
 import (
+	"math/rand/v2"
+	"slices"
+
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/sdk"
 )
@@ -28,50 +31,47 @@ func Pairs(s sdk.Shape) int64 {
 	return int64(s.Batch) * int64(s.Heads) * int64(s.SeqQ) * int64(s.SeqK)
 }
 
+// Sampled reports whether the shape is checked on a sample of its rows
+// rather than on every row.
+func Sampled(s sdk.Shape, settings suite.CheckSettings) bool {
+	return Pairs(s) > settings.FullCheckMaxPairs && s.Batch*s.Heads*s.SeqQ > settings.SampledRows
+}
+
 // Rows returns the query rows to check, in layout order: every row when
-// the shape has at most settings.FullCheckMaxPairs pairs, else
-// settings.SampledRows rows.
+// the shape has at most settings.FullCheckMaxPairs pairs, else a random
+// sample drawn from seed.
 //
-// Sampled rows are stratified: the B·H·Sq rows are cut into SampledRows
-// equal runs and one row is taken from each, at a position within the run
-// that a hash of the run's number chooses. The sample so covers every part
-// of the batch and of the heads, always includes the first and the last
-// row, and does not fall into step with tile sizes (an even stride would
-// land, say, on row 0 of every 128-row tile and never on a tile's edge).
-func Rows(s sdk.Shape, settings suite.CheckSettings) []RowIndex {
+// The sample is what keeps a backend from computing only the rows that will
+// be checked: the host draws seed at random after the backend's output is
+// in hand, so nothing the backend can see beforehand (the shape, the suite,
+// the command line) predicts the rows. Every (batch, head) gets
+// ceil(SampledRows / (B·H)) draws, at least one, uniform over its Sq rows
+// (a row drawn twice is checked once), and the first and the last row of the output are always among
+// them. The same seed gives the same rows, so a recorded seed re-checks a
+// saved output exactly.
+func Rows(s sdk.Shape, settings suite.CheckSettings, seed uint64) []RowIndex {
 	total := s.Batch * s.Heads * s.SeqQ
-	if Pairs(s) <= settings.FullCheckMaxPairs || total <= settings.SampledRows {
+	if !Sampled(s, settings) {
 		rows := make([]RowIndex, total)
 		for i := range rows {
 			rows[i] = rowAt(s, i)
 		}
 		return rows
 	}
-	n := max(settings.SampledRows, 2)
-	rows := make([]RowIndex, n)
-	for k := range rows {
-		rows[k] = rowAt(s, sampledRow(k, n, total))
+	heads := s.Batch * s.Heads
+	perHead := min(max((settings.SampledRows+heads-1)/heads, 1), s.SeqQ)
+	flat := []int{0, total - 1}
+	for head := range heads {
+		random := rand.New(rand.NewPCG(seed, uint64(head)))
+		for range perHead {
+			flat = append(flat, head*s.SeqQ+random.IntN(s.SeqQ))
+		}
+	}
+	slices.Sort(flat)
+	flat = slices.Compact(flat)
+	rows := make([]RowIndex, len(flat))
+	for i, f := range flat {
+		rows[i] = rowAt(s, f)
 	}
 	return rows
-}
-
-// sampledRow picks the row of run k of n over total rows.
-func sampledRow(k, n, total int) int {
-	switch k {
-	case 0:
-		return 0
-	case n - 1:
-		return total - 1
-	}
-	start := int(int64(k) * int64(total) / int64(n))
-	end := int(int64(k+1) * int64(total) / int64(n))
-	return start + int(scramble(uint64(k))%uint64(end-start))
-}
-
-// scramble is SplitMix64's output function, a cheap fixed hash.
-func scramble(z uint64) uint64 {
-	z += 0x9E3779B97F4A7C15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
 }
