@@ -236,11 +236,11 @@ func fetchedFromProto(p *pb.Fetched) Fetched {
 }
 
 func runRequestToProto(r RunRequest) *pb.RunRequest {
-	return &pb.RunRequest{CaseId: r.CaseID, Measurement: measurementToProto(r.Measurement)}
+	return &pb.RunRequest{CaseId: r.CaseID, Measurement: measurementToProto(r.Measurement), Output: r.Output}
 }
 
 func runRequestFromProto(p *pb.RunRequest) RunRequest {
-	return RunRequest{CaseID: p.GetCaseId(), Measurement: measurementFromProto(p.GetMeasurement())}
+	return RunRequest{CaseID: p.GetCaseId(), Measurement: measurementFromProto(p.GetMeasurement()), Output: p.GetOutput()}
 }
 
 func measurementToProto(m Measurement) *pb.Measurement {
@@ -278,7 +278,23 @@ func samplesToProto(s Samples) *pb.Samples {
 		SmClockMhz:        s.SMClockMHz,
 		Diagnostics:       convertAll(s.Diagnostics, diagnosticToProto),
 		Facts:             cloneOrNil(s.Facts),
+		Before:            deviceStateToProto(s.Before),
+		After:             deviceStateToProto(s.After),
 	}
+}
+
+func deviceStateToProto(d *DeviceState) *pb.DeviceState {
+	if d == nil {
+		return nil
+	}
+	return &pb.DeviceState{SmClockMhz: d.SMClockMHz, TemperatureC: d.TemperatureC, PowerW: d.PowerW}
+}
+
+func deviceStateFromProto(p *pb.DeviceState) *DeviceState {
+	if p == nil {
+		return nil
+	}
+	return &DeviceState{SMClockMHz: p.GetSmClockMhz(), TemperatureC: p.GetTemperatureC(), PowerW: p.GetPowerW()}
 }
 
 func samplesFromProto(p *pb.Samples) Samples {
@@ -290,6 +306,8 @@ func samplesFromProto(p *pb.Samples) Samples {
 		SMClockMHz:      p.GetSmClockMhz(),
 		Diagnostics:     convertAll(p.GetDiagnostics(), diagnosticFromProto),
 		Facts:           cloneOrNil(p.GetFacts()),
+		Before:          deviceStateFromProto(p.GetBefore()),
+		After:           deviceStateFromProto(p.GetAfter()),
 	}
 }
 

@@ -103,6 +103,7 @@ func fixtureRunRequest() RunRequest {
 			L2:          L2Cold,
 			CallSamples: 19,
 		},
+		Output: "/tmp/case-0008/timed.bin",
 	}
 }
 
@@ -115,6 +116,8 @@ func fixtureSamples() Samples {
 		SMClockMHz:      1980,
 		Diagnostics:     fixtureDiagnostics(),
 		Facts:           map[string]string{"kernel": "flash_fwd_sm90"},
+		Before:          &DeviceState{SMClockMHz: 1980, TemperatureC: 41, PowerW: 120},
+		After:           &DeviceState{SMClockMHz: 1755, TemperatureC: 67, PowerW: 690},
 	}
 }
 

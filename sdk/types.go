@@ -223,6 +223,22 @@ type Prepared struct {
 type RunRequest struct {
 	CaseID      string      `json:"case_id"`
 	Measurement Measurement `json:"measurement"`
+	// Output, when set, is a file the backend writes after sampling: the
+	// output buffer exactly as the last timed call left it, in the format
+	// of Fetch's output. The backend poisons the buffer before the first
+	// warm-up run (outside the timed region), so a timed call that writes
+	// nothing, or writes something other than the checked call did, is
+	// found: the host checks this file like the checked run's. A backend
+	// whose library allocates a new output per call writes the last one.
+	Output string `json:"output,omitempty"`
+}
+
+// DeviceState is what a backend can read of its device at one moment.
+// Zero fields are unknown.
+type DeviceState struct {
+	SMClockMHz   float64 `json:"sm_clock_mhz,omitempty"`
+	TemperatureC float64 `json:"temperature_c,omitempty"`
+	PowerW       float64 `json:"power_w,omitempty"`
 }
 
 // Samples is the answer to Run.
@@ -238,7 +254,12 @@ type Samples struct {
 	// Method names how KernelTimes were taken, e.g. "cuda-events+spin".
 	Method string `json:"method"`
 	// SMClockMHz is the SM clock seen during sampling (0 when unknown).
-	SMClockMHz  float64           `json:"sm_clock_mhz,omitempty"`
+	SMClockMHz float64 `json:"sm_clock_mhz,omitempty"`
+	// Before and After are the device's state just before the first timed
+	// sample and just after the last, where the backend can read them; the
+	// host flags a row whose clock fell in between (docs/measurement.md).
+	Before      *DeviceState      `json:"before,omitempty"`
+	After       *DeviceState      `json:"after,omitempty"`
 	Diagnostics []Diagnostic      `json:"diagnostics,omitempty"`
 	Facts       map[string]string `json:"facts,omitempty"`
 }

@@ -40,6 +40,10 @@ type Result struct {
 	InputSHA256  string       `json:"input_sha256,omitempty"`
 	LoadedSHA256 string       `json:"loaded_sha256,omitempty"`
 	Check        *CheckResult `json:"check,omitempty"` // nil when the output was never checked
+	// TimedChecks are the checks of the output the last timed call of each
+	// L2 mode left (RunRequest.Output), in the order of Timings: a kernel
+	// that behaves only in the checked call fails here.
+	TimedChecks []CheckResult `json:"timed_checks,omitempty"`
 	// Timings has one entry per measured L2 mode, the primary mode first.
 	Timings []Timing `json:"timings,omitempty"`
 	// Derived are figures of the primary (first) timing.
@@ -82,6 +86,12 @@ type CheckResult struct {
 	RowsChecked int  `json:"rows_checked"` // query rows compared
 	RowsTotal   int  `json:"rows_total"`   // query rows in the output (B*H*Sq)
 	Sampled     bool `json:"sampled"`      // only a sample of the rows was checked
+	// RowSeed drew the sampled rows, at random, after the output existed;
+	// check.CheckWithSeed re-checks the same rows. 0 when every row was checked.
+	RowSeed uint64 `json:"row_seed,omitempty"`
+	// OutOfRange counts output elements outside the range of V over the
+	// keys their row sees; the bound covers every element.
+	OutOfRange int `json:"out_of_range"`
 	// Tolerance is the tolerance the verdict applied.
 	Tolerance Tolerance `json:"tolerance"`
 }
@@ -101,6 +111,15 @@ type Timing struct {
 	CrossCheck *Stats `json:"cross_check,omitempty"`
 	// SMClockMHz is the SM clock seen while sampling; 0 when unknown.
 	SMClockMHz float64 `json:"sm_clock_mhz,omitempty"`
+	// Before and After are the device's state (SM clock, temperature,
+	// power) at the start and the end of sampling, where the backend could
+	// read them.
+	Before *sdk.DeviceState `json:"before,omitempty"`
+	After  *sdk.DeviceState `json:"after,omitempty"`
+	// Throttled is set when the SM clock fell by more than the documented
+	// threshold during sampling; ThrottleNote says by how much.
+	Throttled    bool   `json:"throttled,omitempty"`
+	ThrottleNote string `json:"throttle_note,omitempty"`
 	// Facts are what the backend said about this set of samples, such as
 	// calls_per_sample or the spin length; they differ between L2 modes.
 	Facts map[string]string `json:"facts,omitempty"`

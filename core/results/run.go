@@ -100,14 +100,19 @@ type Check struct {
 
 // Backend is one plugin as it described itself at the start of the run.
 type Backend struct {
-	Name              string        `json:"name"`
-	Version           string        `json:"version"`
-	Build             string        `json:"build,omitempty"`
-	Path              string        `json:"path,omitempty"` // the plugin binary
-	Available         bool          `json:"available"`
-	UnavailableReason string        `json:"unavailable_reason,omitempty"`
-	Device            sdk.Device    `json:"device"`
-	Variants          []sdk.Variant `json:"variants,omitempty"`
+	Name              string `json:"name"`
+	Version           string `json:"version"`
+	Build             string `json:"build,omitempty"`
+	Path              string `json:"path,omitempty"` // the plugin binary
+	Available         bool   `json:"available"`
+	UnavailableReason string `json:"unavailable_reason,omitempty"`
+	// Fault is set when the backend is unavailable because the plugin
+	// misbehaved (it crashed at start, never completed the handshake, or
+	// failed to describe itself), not because this machine lacks what it
+	// needs (no GPU, no torch). A fault fails the run's exit code.
+	Fault    bool          `json:"fault,omitempty"`
+	Device   sdk.Device    `json:"device"`
+	Variants []sdk.Variant `json:"variants,omitempty"`
 }
 
 // Case is one attention problem of the suite, with the inputs every

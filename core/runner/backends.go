@@ -17,6 +17,9 @@ type backend struct {
 	plugin      host.Plugin
 	instance    *host.Instance
 	description sdk.Description
+	// fault is set when the plugin could not start or describe itself
+	// because it misbehaved, not because the machine lacks something.
+	fault bool
 }
 
 // startBackends starts and describes every plugin. A plugin that cannot
@@ -33,12 +36,15 @@ func (r *runner) startBackends(ctx context.Context) {
 
 func (r *runner) describe(ctx context.Context, b *backend) sdk.Description {
 	if err := r.ensureStarted(ctx, b); err != nil {
+		se, ok := host.IsStartError(err)
+		b.fault = ctx.Err() == nil && !(ok && se.Unavailable)
 		return unavailable(b.plugin.Name, err)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, r.cfg.Suite.CallTimeout)
 	defer cancel()
 	desc, err := b.instance.Backend().Describe(callCtx)
 	if err != nil {
+		b.fault = ctx.Err() == nil
 		r.restart(b)
 		return unavailable(b.plugin.Name, fmt.Errorf("describe: %w", err))
 	}
@@ -132,6 +138,7 @@ func backendRecord(b *backend) results.Backend {
 		Path:              b.plugin.Path,
 		Available:         d.Available,
 		UnavailableReason: d.UnavailableReason,
+		Fault:             b.fault,
 		Device:            d.Device,
 		Variants:          d.Variants,
 	}

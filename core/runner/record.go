@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/core/check"
-	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/stats"
 	"github.com/flashcore/bench/core/suite"
@@ -39,6 +38,11 @@ func newRun(cfg Config) *results.Run {
 			Tolerances:  tolerances,
 			Check:       results.Check{FullCheckMaxPairs: s.Check.FullCheckMaxPairs, SampledRows: s.Check.SampledRows},
 		},
+		// Empty, not null, in a run interrupted before its first row: the
+		// schema promises lists.
+		Backends: []results.Backend{},
+		Cases:    []results.Case{},
+		Results:  []results.Result{},
 	}
 }
 
@@ -69,12 +73,13 @@ func cpuModel() string {
 	return ""
 }
 
-func caseRecord(c suite.Case, t *inputs.Tensors) results.Case {
+// caseRecord describes a case; its input hash is filled in once the inputs
+// exist (a case every row skips never generates them).
+func caseRecord(c suite.Case) results.Case {
 	return results.Case{
 		ID:           c.ID,
 		Shape:        c.Shape,
 		Distribution: string(c.Distribution),
-		InputSHA256:  t.SHA256,
 		FLOPs:        stats.FLOPs(c.Shape),
 		Bytes:        stats.Bytes(c.Shape),
 	}
@@ -91,6 +96,8 @@ func checkRecord(r check.Report, tol suite.Tolerance) *results.CheckResult {
 		RowsChecked: r.RowsChecked,
 		RowsTotal:   r.RowsTotal,
 		Sampled:     r.Sampled,
+		RowSeed:     r.RowSeed,
+		OutOfRange:  r.OutOfRange,
 		Tolerance:   results.Tolerance{Atol: tol.Atol, Rtol: tol.Rtol, RelL2: tol.RelL2},
 	}
 }
@@ -101,8 +108,11 @@ func timingRecord(mode sdk.L2Mode, s sdk.Samples) results.Timing {
 		Method:     s.Method,
 		Kernel:     statsRecord(s.KernelTimes),
 		SMClockMHz: s.SMClockMHz,
+		Before:     s.Before,
+		After:      s.After,
 		Facts:      s.Facts,
 	}
+	t.Throttled, t.ThrottleNote = throttled(s)
 	if len(s.CallTimes) > 0 {
 		t.Call = statsRecord(s.CallTimes)
 	}

@@ -18,40 +18,49 @@ import (
 	"github.com/flashcore/bench/sdk"
 )
 
-// runRow takes one row through the lifecycle on one case. It always returns
-// a result: a skip, a pass or fail with its check, or an error with reason.
-func (r *runner) runRow(ctx context.Context, rw row, c suite.Case, t *inputs.Tensors, files sdk.Tensors) results.Result {
+// runRow takes one row through the lifecycle on one case, in a workspace
+// of its own. It always returns a result: a skip, a pass or fail with its
+// check, or an error with reason.
+func (r *runner) runRow(ctx context.Context, rw row, c suite.Case, in *caseInputs) results.Result {
 	start := time.Now()
 	res := results.Result{
-		CaseID:      c.ID,
-		Backend:     rw.backend.plugin.Name,
-		Variant:     rw.variant.Name,
-		Label:       rw.label,
-		Tunables:    rw.tunables,
-		InputSHA256: t.SHA256,
+		CaseID:   c.ID,
+		Backend:  rw.backend.plugin.Name,
+		Variant:  rw.variant.Name,
+		Label:    rw.label,
+		Tunables: rw.tunables,
 	}
-	if reason := rw.variant.Capabilities.Unsupported(c.Shape); reason != "" {
+	if reason := rowSkipReason(rw, c); reason != "" {
 		res.Status, res.Reason = results.StatusSkip, reason
 		return res
 	}
+	res.InputSHA256 = in.tensors.SHA256
 	if err := r.ensureStarted(ctx, rw.backend); err != nil {
 		r.failRow(&res, rw.backend, "restart", err)
 		return res
 	}
-	r.lifecycle(ctx, rw, c, t, files, &res)
+	ws, err := newWorkspace(in.dir, in.tensors)
+	if err != nil {
+		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
+		return res
+	}
+	defer ws.remove()
+	r.lifecycle(ctx, rw, c, in.tensors, ws, &res)
+	if reason := ws.tampered(in.hashes); reason != "" {
+		res.Status, res.Reason = results.StatusError, reason
+	}
 	res.Duration = time.Since(start)
 	return res
 }
 
 // lifecycle runs Prepare, Fetch, the check, Run per L2 mode and Release.
 // Any call that errors makes the row an error and restarts the plugin.
-func (r *runner) lifecycle(ctx context.Context, rw row, c suite.Case, t *inputs.Tensors, files sdk.Tensors, res *results.Result) {
+func (r *runner) lifecycle(ctx context.Context, rw row, c suite.Case, t *inputs.Tensors, ws *workspace, res *results.Result) {
 	b := rw.backend
 	api := b.instance.Backend()
-	os.Remove(files.Output)
 	prepared, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Prepared, error) {
 		return api.Prepare(ctx, sdk.PrepareRequest{CaseID: c.ID, Variant: rw.variant.Name, Shape: c.Shape,
-			Tunables: rw.tunables, Files: files, InputSHA256: t.SHA256})
+			Tunables: rw.tunables, Files: ws.files, InputSHA256: t.SHA256})
 	})
 	if err != nil {
 		r.failRow(res, b, "prepare", err)
@@ -66,13 +75,13 @@ func (r *runner) lifecycle(ctx context.Context, rw row, c suite.Case, t *inputs.
 	}
 	if prepared.LoadedSHA256 != t.SHA256 {
 		res.Status = results.StatusFail
-		res.Reason = fmt.Sprintf("input hash mismatch: backend loaded %.12s, host wrote %.12s", prepared.LoadedSHA256, t.SHA256)
+		res.Reason = fmt.Sprintf("input hash mismatch: backend loaded %s, host wrote %s", prepared.LoadedSHA256, t.SHA256)
 		return
 	}
-	if !r.checkOutput(ctx, b, c, t, files, res) {
+	if !r.checkOutput(ctx, b, c, t, ws, res) {
 		return
 	}
-	r.measure(ctx, b, c, res)
+	r.measure(ctx, b, c, t, ws, res)
 }
 
 // checkOutput runs the checked run and compares it with the reference. It
@@ -82,8 +91,8 @@ func (r *runner) lifecycle(ctx context.Context, rw row, c suite.Case, t *inputs.
 // The checked run is done Check.Repeat times: every output must be
 // bit-identical to the first (the determinism gate) and no run may crash
 // (the stability gate).
-func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *inputs.Tensors, files sdk.Tensors, res *results.Result) bool {
-	output, ok := r.fetch(ctx, b, c, files, res)
+func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *inputs.Tensors, ws *workspace, res *results.Result) bool {
+	output, ok := r.fetch(ctx, b, c, ws, res)
 	if !ok || output == nil {
 		return ok
 	}
@@ -98,7 +107,7 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *i
 	first := sha256.Sum256(output)
 	addFacts(res, map[string]string{"output_sha256": hex.EncodeToString(first[:])})
 	for run := 2; run <= r.cfg.Suite.Check.Repeat; run++ {
-		again, ok := r.fetch(ctx, b, c, files, res)
+		again, ok := r.fetch(ctx, b, c, ws, res)
 		if !ok || again == nil {
 			return ok
 		}
@@ -112,10 +121,14 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *i
 
 // fetch does one checked run and reads its output. ok is false when the
 // row is finished (a plugin error or a diagnostic); a nil output with ok
-// true means the backend wrote no file, which the row records as a FAIL.
-func (r *runner) fetch(ctx context.Context, b *backend, c suite.Case, files sdk.Tensors, res *results.Result) ([]byte, bool) {
+// true means the output could not be taken (no file, a wrong size, not a
+// regular file), which the row records as a FAIL.
+func (r *runner) fetch(ctx context.Context, b *backend, c suite.Case, ws *workspace, res *results.Result) ([]byte, bool) {
 	api := b.instance.Backend()
-	os.Remove(files.Output)
+	if err := clearPath(ws.files.Output); err != nil {
+		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
+		return nil, false
+	}
 	fetched, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Fetched, error) {
 		return api.Fetch(ctx, sdk.FetchRequest{CaseID: c.ID})
 	})
@@ -127,12 +140,26 @@ func (r *runner) fetch(ctx context.Context, b *backend, c suite.Case, files sdk.
 	if applyDiagnostics(res, fetched.Diagnostics) {
 		return nil, false
 	}
-	output, err := os.ReadFile(files.Output)
-	if err != nil {
-		res.Status, res.Reason = results.StatusFail, "backend wrote no output file: "+err.Error()
+	output, reason := readOutput(ws.files.Output, outputBytes(c.Shape))
+	if reason != "" {
+		res.Status, res.Reason = results.StatusFail, reason
 		return nil, true
 	}
 	return output, true
+}
+
+// outputBytes is the size of the case's output file.
+func outputBytes(s sdk.Shape) int64 {
+	return int64(s.QElements()) * int64(s.DType.Size())
+}
+
+// clearPath removes whatever is at path, a file or a directory a backend
+// left there, so that a stale output is never read as a new one.
+func clearPath(path string) error {
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("clear %s: %w", path, err)
+	}
+	return nil
 }
 
 func differingElements(a, b []byte, size int) int {
@@ -148,14 +175,21 @@ func differingElements(a, b []byte, size int) int {
 	return n
 }
 
-// measure takes the timed samples, once per L2 mode the suite asks for.
-func (r *runner) measure(ctx context.Context, b *backend, c suite.Case, res *results.Result) {
+// measure takes the timed samples, once per L2 mode the suite asks for,
+// and holds each sample set to the host's rules (plausible.go) before it
+// is recorded. After each Run the output the last timed call left is
+// checked like the checked run's, with rows drawn afresh.
+func (r *runner) measure(ctx context.Context, b *backend, c suite.Case, t *inputs.Tensors, ws *workspace, res *results.Result) {
 	api := b.instance.Backend()
 	for _, mode := range r.cfg.Suite.L2Modes {
 		m := r.cfg.Suite.Measurement
 		m.L2 = mode
+		if err := clearPath(ws.timedOutput); err != nil {
+			res.Status, res.Reason = results.StatusError, "host: "+err.Error()
+			return
+		}
 		samples, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Samples, error) {
-			return api.Run(ctx, sdk.RunRequest{CaseID: c.ID, Measurement: m})
+			return api.Run(ctx, sdk.RunRequest{CaseID: c.ID, Measurement: m, Output: ws.timedOutput})
 		})
 		if err != nil {
 			r.failRow(res, b, fmt.Sprintf("run (L2 %s)", mode), err)
@@ -165,14 +199,56 @@ func (r *runner) measure(ctx context.Context, b *backend, c suite.Case, res *res
 		if applyDiagnostics(res, samples.Diagnostics) {
 			return
 		}
-		if reason := insaneSamples(samples, m); reason != "" {
-			res.Status, res.Reason = results.StatusFail, reason
+		if reason := r.refuseSamples(c.Shape, samples, m, b.description.Device); reason != "" {
+			refuse(res, reason)
 			return
 		}
 		res.Timings = append(res.Timings, timingRecord(mode, samples))
+		r.checkTimedOutput(c, t, ws, mode, res)
 	}
 	if len(res.Timings) > 0 {
 		res.Derived = derive(c.Shape, res.Timings[0].Kernel, b.description.Device)
+	}
+}
+
+// refuse records samples the host will not believe. The row becomes an
+// ERROR; a row that already FAILed its check stays a FAIL (it is excluded
+// from speedups either way) with both reasons.
+func refuse(res *results.Result, reason string) {
+	if res.Status == results.StatusFail {
+		res.Reason += "; and its timing was refused: " + reason
+		return
+	}
+	res.Status, res.Reason = results.StatusError, reason
+}
+
+// refuseSamples applies the sample rules, the physical ceilings and the
+// kernel-within-call consistency, in that order; "" accepts the samples.
+func (r *runner) refuseSamples(shape sdk.Shape, s sdk.Samples, m sdk.Measurement, device sdk.Device) string {
+	if reason := sampleRuleViolation(s, m); reason != "" {
+		return "samples refused: " + reason
+	}
+	if reason := physicalViolation(shape, s, m.L2, device, ceilingsFor(device, r.cpuCeilings)); reason != "" {
+		return reason
+	}
+	return consistencyViolation(s)
+}
+
+// checkTimedOutput checks what the last timed call of mode left. A wrong
+// timed output fails a row that passed its checked run: the kernel behaves
+// only when it is being checked.
+func (r *runner) checkTimedOutput(c suite.Case, t *inputs.Tensors, ws *workspace, mode sdk.L2Mode, res *results.Result) {
+	tol := r.cfg.Suite.Tolerances[c.Shape.DType]
+	output, reason := readOutput(ws.timedOutput, outputBytes(c.Shape))
+	var report check.Report
+	if reason == "" {
+		report = check.Check(t, output, r.cfg.Suite.Check, tol)
+		reason = report.Reason
+	}
+	res.TimedChecks = append(res.TimedChecks, *checkRecord(report, tol))
+	if reason != "" && res.Status == results.StatusPass {
+		res.Status = results.StatusFail
+		res.Reason = fmt.Sprintf("the output of the last timed call (L2 %s) is wrong, though the checked call's was right: %s", mode, reason)
 	}
 }
 
@@ -211,20 +287,12 @@ func describeError(err error, timeout time.Duration, stderrTail string) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("no answer within %s (plugin hung); killed", timeout)
 	case errors.Is(err, sdk.ErrPluginDied):
-		if last := lastLineOf(stderrTail); last != "" {
+		if last := meaningfulLine(stderrTail); last != "" {
 			return "plugin crashed: " + last
 		}
 		return "plugin crashed: " + err.Error()
 	}
 	return err.Error()
-}
-
-func lastLineOf(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }
 
 // call runs one plugin call under its own deadline.
@@ -255,20 +323,6 @@ func joinDiag(d sdk.Diagnostic) string {
 		return d.Summary
 	}
 	return d.Summary + ": " + d.Detail
-}
-
-// insaneSamples rejects sample sets that break the contract: too few, or
-// times that are zero, negative or absurd.
-func insaneSamples(s sdk.Samples, m sdk.Measurement) string {
-	if len(s.KernelTimes) == 0 {
-		return "backend returned no kernel-time samples"
-	}
-	for _, d := range s.KernelTimes {
-		if d <= 0 || d > time.Hour {
-			return fmt.Sprintf("backend returned an impossible kernel time %v", d)
-		}
-	}
-	return ""
 }
 
 func addFacts(res *results.Result, facts map[string]string) {

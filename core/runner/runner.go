@@ -39,7 +39,7 @@ var ErrInterrupted = errors.New("run interrupted")
 // Run measures every case of the suite on every plugin. It returns the run
 // even with an error, so that what was measured is never lost.
 func Run(ctx context.Context, cfg Config) (*results.Run, error) {
-	r := &runner{cfg: cfg, progress: cfg.Progress, writer: newWriter(cfg.ResultsPath)}
+	r := &runner{cfg: cfg, progress: cfg.Progress, writer: newWriter(cfg.ResultsPath), cpuCeilings: HostCPUCeilings()}
 	if r.progress == nil {
 		r.progress = io.Discard
 	}
@@ -82,6 +82,8 @@ type runner struct {
 	progress io.Writer
 	writer   *results.Writer
 	rowsDone int
+	// cpuCeilings bound what a CPU backend can claim (plausible.go).
+	cpuCeilings Ceilings
 }
 
 func newWriter(path string) *results.Writer {
@@ -107,24 +109,34 @@ func (r *runner) finish(status string, err error) (*results.Run, error) {
 	return r.run, err
 }
 
-// runCase generates the case's inputs once, writes them for the plugins and
-// runs every row on them.
+// caseInputs are one case's inputs as the host generated them, and the
+// directory the rows' workspaces go in.
+type caseInputs struct {
+	tensors *inputs.Tensors
+	hashes  inputHashes
+	dir     string
+}
+
+// runCase generates the case's inputs once and runs every row on them,
+// each row in a workspace of its own. Inputs are generated only when some
+// row will run: a case every row skips (by declared capabilities, or for
+// want of memory) costs nothing.
 func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []row) error {
-	tensors := inputs.Generate(r.cfg.Suite.Seed, c)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("case %s: %w", c.ID, err)
-	}
-	defer os.RemoveAll(dir)
-	files, err := inputs.WriteFiles(dir, tensors)
-	if err != nil {
-		return fmt.Errorf("case %s: write inputs: %w", c.ID, err)
-	}
-	r.run.Cases = append(r.run.Cases, caseRecord(c, tensors))
+	r.run.Cases = append(r.run.Cases, caseRecord(c))
+	var in *caseInputs
 	for _, rw := range rows {
 		if ctx.Err() != nil {
 			return nil
 		}
-		res := r.runRow(ctx, rw, c, tensors, files)
+		if in == nil && rowSkipReason(rw, c) == "" {
+			var err error
+			if in, err = prepareInputs(r.cfg.Suite.Seed, c, dir); err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			r.run.Cases[len(r.run.Cases)-1].InputSHA256 = in.tensors.SHA256
+		}
+		res := r.runRow(ctx, rw, c, in)
 		if ctx.Err() != nil && res.Status == results.StatusError {
 			// The row was cut short by the interrupt, not by the plugin.
 			return nil
@@ -137,6 +149,15 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 		}
 	}
 	return nil
+}
+
+// prepareInputs generates a case's inputs and makes its directory.
+func prepareInputs(seed uint64, c suite.Case, dir string) (*caseInputs, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("case %s: %w", c.ID, err)
+	}
+	tensors := inputs.Generate(seed, c)
+	return &caseInputs{tensors: tensors, hashes: hashTensors(tensors), dir: dir}, nil
 }
 
 func makeWorkDir(dir string) (string, error) {

@@ -361,16 +361,35 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 	}
 	s := &sampler{b: b, c: c, cold: req.Measurement.L2 == sdk.L2Cold}
 	var samples sdk.Samples
+	var timedOutput []byte
 	err = b.do(func() error {
+		if req.Output != "" {
+			// Poisoned before the first run, so a timed launch that
+			// writes nothing leaves poison for the host to find.
+			if err := c.o.Fill(sdk.PoisonByte); err != nil {
+				return err
+			}
+		}
 		var err error
-		samples, err = s.collect(ctx, req.Measurement)
-		return err
+		if samples, err = s.collect(ctx, req.Measurement); err != nil || req.Output == "" {
+			return err
+		}
+		timedOutput = make([]byte, c.o.Size())
+		if err := gpu.Synchronize(); err != nil {
+			return err
+		}
+		return c.o.Download(timedOutput)
 	})
 	switch {
 	case gpu.IsOutOfMemory(err):
 		return sdk.Samples{}, fmt.Errorf("out of memory: run %s: %w", req.CaseID, err)
 	case err != nil:
 		return sdk.Samples{}, fmt.Errorf("run %s: %w", req.CaseID, err)
+	}
+	if req.Output != "" {
+		if err := writeOutput(req.Output, timedOutput); err != nil {
+			return sdk.Samples{}, fmt.Errorf("run %s: %w", req.CaseID, err)
+		}
 	}
 	return samples, nil
 }

@@ -57,11 +57,14 @@ func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, 
 	if err != nil {
 		return sdk.Samples{}, err
 	}
+	before, after := endClocks(clocks)
 	return sdk.Samples{
 		KernelTimes: kernelTimes,
 		CallTimes:   callTimes,
 		Method:      MethodCUDAEventsSpin,
 		SMClockMHz:  medianClock(clocks),
+		Before:      before,
+		After:       after,
 		Diagnostics: s.diagnostics(),
 		Facts:       s.facts(),
 	}, nil
@@ -207,4 +210,19 @@ func medianClock(clocks []float64) float64 {
 	}
 	slices.Sort(valid)
 	return sdk.MedianSorted(valid)
+}
+
+// endClocks are the device states at the start and the end of sampling: the
+// median SM clock of the first and of the last few samples' spins (the
+// spin reads clock64 over %globaltimer, so it is the clock the kernels ran
+// at). nil when the spins read no clock.
+func endClocks(clocks []float64) (before, after *sdk.DeviceState) {
+	const window = 3
+	valid := slices.DeleteFunc(slices.Clone(clocks), func(c float64) bool { return !(c > 0) })
+	if len(valid) == 0 {
+		return nil, nil
+	}
+	n := min(window, len(valid))
+	return &sdk.DeviceState{SMClockMHz: medianClock(valid[:n])},
+		&sdk.DeviceState{SMClockMHz: medianClock(valid[len(valid)-n:])}
 }

@@ -1172,6 +1172,7 @@ type RunRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CaseId        string                 `protobuf:"bytes,1,opt,name=case_id,json=caseId,proto3" json:"case_id,omitempty"`
 	Measurement   *Measurement           `protobuf:"bytes,2,opt,name=measurement,proto3" json:"measurement,omitempty"`
+	Output        string                 `protobuf:"bytes,3,opt,name=output,proto3" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1220,6 +1221,74 @@ func (x *RunRequest) GetMeasurement() *Measurement {
 	return nil
 }
 
+func (x *RunRequest) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
+}
+
+// DeviceState is sdk.DeviceState.
+type DeviceState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SmClockMhz    float64                `protobuf:"fixed64,1,opt,name=sm_clock_mhz,json=smClockMhz,proto3" json:"sm_clock_mhz,omitempty"`
+	TemperatureC  float64                `protobuf:"fixed64,2,opt,name=temperature_c,json=temperatureC,proto3" json:"temperature_c,omitempty"`
+	PowerW        float64                `protobuf:"fixed64,3,opt,name=power_w,json=powerW,proto3" json:"power_w,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceState) Reset() {
+	*x = DeviceState{}
+	mi := &file_flashcore_v1_backend_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceState) ProtoMessage() {}
+
+func (x *DeviceState) ProtoReflect() protoreflect.Message {
+	mi := &file_flashcore_v1_backend_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceState.ProtoReflect.Descriptor instead.
+func (*DeviceState) Descriptor() ([]byte, []int) {
+	return file_flashcore_v1_backend_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DeviceState) GetSmClockMhz() float64 {
+	if x != nil {
+		return x.SmClockMhz
+	}
+	return 0
+}
+
+func (x *DeviceState) GetTemperatureC() float64 {
+	if x != nil {
+		return x.TemperatureC
+	}
+	return 0
+}
+
+func (x *DeviceState) GetPowerW() float64 {
+	if x != nil {
+		return x.PowerW
+	}
+	return 0
+}
+
 // Samples is sdk.Samples.
 type Samples struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -1230,13 +1299,15 @@ type Samples struct {
 	SmClockMhz        float64                `protobuf:"fixed64,5,opt,name=sm_clock_mhz,json=smClockMhz,proto3" json:"sm_clock_mhz,omitempty"`
 	Diagnostics       []*Diagnostic          `protobuf:"bytes,6,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
 	Facts             map[string]string      `protobuf:"bytes,7,rep,name=facts,proto3" json:"facts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Before            *DeviceState           `protobuf:"bytes,8,opt,name=before,proto3" json:"before,omitempty"`
+	After             *DeviceState           `protobuf:"bytes,9,opt,name=after,proto3" json:"after,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Samples) Reset() {
 	*x = Samples{}
-	mi := &file_flashcore_v1_backend_proto_msgTypes[16]
+	mi := &file_flashcore_v1_backend_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1319,7 @@ func (x *Samples) String() string {
 func (*Samples) ProtoMessage() {}
 
 func (x *Samples) ProtoReflect() protoreflect.Message {
-	mi := &file_flashcore_v1_backend_proto_msgTypes[16]
+	mi := &file_flashcore_v1_backend_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1332,7 @@ func (x *Samples) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Samples.ProtoReflect.Descriptor instead.
 func (*Samples) Descriptor() ([]byte, []int) {
-	return file_flashcore_v1_backend_proto_rawDescGZIP(), []int{16}
+	return file_flashcore_v1_backend_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Samples) GetKernelTimesNs() []int64 {
@@ -1313,6 +1384,20 @@ func (x *Samples) GetFacts() map[string]string {
 	return nil
 }
 
+func (x *Samples) GetBefore() *DeviceState {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+func (x *Samples) GetAfter() *DeviceState {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
 // ReleaseRequest is sdk.ReleaseRequest.
 type ReleaseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1323,7 +1408,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_flashcore_v1_backend_proto_msgTypes[17]
+	mi := &file_flashcore_v1_backend_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1420,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flashcore_v1_backend_proto_msgTypes[17]
+	mi := &file_flashcore_v1_backend_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1433,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_flashcore_v1_backend_proto_rawDescGZIP(), []int{17}
+	return file_flashcore_v1_backend_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReleaseRequest) GetCaseId() string {
@@ -1464,11 +1549,17 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\fFetchRequest\x12\x17\n" +
 	"\acase_id\x18\x01 \x01(\tR\x06caseId\"E\n" +
 	"\aFetched\x12:\n" +
-	"\vdiagnostics\x18\x01 \x03(\v2\x18.flashcore.v1.DiagnosticR\vdiagnostics\"b\n" +
+	"\vdiagnostics\x18\x01 \x03(\v2\x18.flashcore.v1.DiagnosticR\vdiagnostics\"z\n" +
 	"\n" +
 	"RunRequest\x12\x17\n" +
 	"\acase_id\x18\x01 \x01(\tR\x06caseId\x12;\n" +
-	"\vmeasurement\x18\x02 \x01(\v2\x19.flashcore.v1.MeasurementR\vmeasurement\"\xee\x02\n" +
+	"\vmeasurement\x18\x02 \x01(\v2\x19.flashcore.v1.MeasurementR\vmeasurement\x12\x16\n" +
+	"\x06output\x18\x03 \x01(\tR\x06output\"m\n" +
+	"\vDeviceState\x12 \n" +
+	"\fsm_clock_mhz\x18\x01 \x01(\x01R\n" +
+	"smClockMhz\x12#\n" +
+	"\rtemperature_c\x18\x02 \x01(\x01R\ftemperatureC\x12\x17\n" +
+	"\apower_w\x18\x03 \x01(\x01R\x06powerW\"\xd2\x03\n" +
 	"\aSamples\x12&\n" +
 	"\x0fkernel_times_ns\x18\x01 \x03(\x03R\rkernelTimesNs\x12\"\n" +
 	"\rcall_times_ns\x18\x02 \x03(\x03R\vcallTimesNs\x12/\n" +
@@ -1477,7 +1568,9 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\fsm_clock_mhz\x18\x05 \x01(\x01R\n" +
 	"smClockMhz\x12:\n" +
 	"\vdiagnostics\x18\x06 \x03(\v2\x18.flashcore.v1.DiagnosticR\vdiagnostics\x126\n" +
-	"\x05facts\x18\a \x03(\v2 .flashcore.v1.Samples.FactsEntryR\x05facts\x1a8\n" +
+	"\x05facts\x18\a \x03(\v2 .flashcore.v1.Samples.FactsEntryR\x05facts\x121\n" +
+	"\x06before\x18\b \x01(\v2\x19.flashcore.v1.DeviceStateR\x06before\x12/\n" +
+	"\x05after\x18\t \x01(\v2\x19.flashcore.v1.DeviceStateR\x05after\x1a8\n" +
 	"\n" +
 	"FactsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1503,7 +1596,7 @@ func file_flashcore_v1_backend_proto_rawDescGZIP() []byte {
 	return file_flashcore_v1_backend_proto_rawDescData
 }
 
-var file_flashcore_v1_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_flashcore_v1_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_flashcore_v1_backend_proto_goTypes = []any{
 	(*DescribeRequest)(nil), // 0: flashcore.v1.DescribeRequest
 	(*ReleaseResponse)(nil), // 1: flashcore.v1.ReleaseResponse
@@ -1521,11 +1614,12 @@ var file_flashcore_v1_backend_proto_goTypes = []any{
 	(*FetchRequest)(nil),    // 13: flashcore.v1.FetchRequest
 	(*Fetched)(nil),         // 14: flashcore.v1.Fetched
 	(*RunRequest)(nil),      // 15: flashcore.v1.RunRequest
-	(*Samples)(nil),         // 16: flashcore.v1.Samples
-	(*ReleaseRequest)(nil),  // 17: flashcore.v1.ReleaseRequest
-	nil,                     // 18: flashcore.v1.PrepareRequest.TunablesEntry
-	nil,                     // 19: flashcore.v1.Prepared.FactsEntry
-	nil,                     // 20: flashcore.v1.Samples.FactsEntry
+	(*DeviceState)(nil),     // 16: flashcore.v1.DeviceState
+	(*Samples)(nil),         // 17: flashcore.v1.Samples
+	(*ReleaseRequest)(nil),  // 18: flashcore.v1.ReleaseRequest
+	nil,                     // 19: flashcore.v1.PrepareRequest.TunablesEntry
+	nil,                     // 20: flashcore.v1.Prepared.FactsEntry
+	nil,                     // 21: flashcore.v1.Samples.FactsEntry
 }
 var file_flashcore_v1_backend_proto_depIdxs = []int32{
 	3,  // 0: flashcore.v1.Variant.capabilities:type_name -> flashcore.v1.Capabilities
@@ -1533,29 +1627,31 @@ var file_flashcore_v1_backend_proto_depIdxs = []int32{
 	6,  // 2: flashcore.v1.Description.device:type_name -> flashcore.v1.Device
 	5,  // 3: flashcore.v1.Description.variants:type_name -> flashcore.v1.Variant
 	2,  // 4: flashcore.v1.PrepareRequest.shape:type_name -> flashcore.v1.Shape
-	18, // 5: flashcore.v1.PrepareRequest.tunables:type_name -> flashcore.v1.PrepareRequest.TunablesEntry
+	19, // 5: flashcore.v1.PrepareRequest.tunables:type_name -> flashcore.v1.PrepareRequest.TunablesEntry
 	10, // 6: flashcore.v1.PrepareRequest.files:type_name -> flashcore.v1.Tensors
 	9,  // 7: flashcore.v1.Prepared.diagnostics:type_name -> flashcore.v1.Diagnostic
-	19, // 8: flashcore.v1.Prepared.facts:type_name -> flashcore.v1.Prepared.FactsEntry
+	20, // 8: flashcore.v1.Prepared.facts:type_name -> flashcore.v1.Prepared.FactsEntry
 	9,  // 9: flashcore.v1.Fetched.diagnostics:type_name -> flashcore.v1.Diagnostic
 	8,  // 10: flashcore.v1.RunRequest.measurement:type_name -> flashcore.v1.Measurement
 	9,  // 11: flashcore.v1.Samples.diagnostics:type_name -> flashcore.v1.Diagnostic
-	20, // 12: flashcore.v1.Samples.facts:type_name -> flashcore.v1.Samples.FactsEntry
-	0,  // 13: flashcore.v1.Backend.Describe:input_type -> flashcore.v1.DescribeRequest
-	11, // 14: flashcore.v1.Backend.Prepare:input_type -> flashcore.v1.PrepareRequest
-	13, // 15: flashcore.v1.Backend.Fetch:input_type -> flashcore.v1.FetchRequest
-	15, // 16: flashcore.v1.Backend.Run:input_type -> flashcore.v1.RunRequest
-	17, // 17: flashcore.v1.Backend.Release:input_type -> flashcore.v1.ReleaseRequest
-	7,  // 18: flashcore.v1.Backend.Describe:output_type -> flashcore.v1.Description
-	12, // 19: flashcore.v1.Backend.Prepare:output_type -> flashcore.v1.Prepared
-	14, // 20: flashcore.v1.Backend.Fetch:output_type -> flashcore.v1.Fetched
-	16, // 21: flashcore.v1.Backend.Run:output_type -> flashcore.v1.Samples
-	1,  // 22: flashcore.v1.Backend.Release:output_type -> flashcore.v1.ReleaseResponse
-	18, // [18:23] is the sub-list for method output_type
-	13, // [13:18] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	21, // 12: flashcore.v1.Samples.facts:type_name -> flashcore.v1.Samples.FactsEntry
+	16, // 13: flashcore.v1.Samples.before:type_name -> flashcore.v1.DeviceState
+	16, // 14: flashcore.v1.Samples.after:type_name -> flashcore.v1.DeviceState
+	0,  // 15: flashcore.v1.Backend.Describe:input_type -> flashcore.v1.DescribeRequest
+	11, // 16: flashcore.v1.Backend.Prepare:input_type -> flashcore.v1.PrepareRequest
+	13, // 17: flashcore.v1.Backend.Fetch:input_type -> flashcore.v1.FetchRequest
+	15, // 18: flashcore.v1.Backend.Run:input_type -> flashcore.v1.RunRequest
+	18, // 19: flashcore.v1.Backend.Release:input_type -> flashcore.v1.ReleaseRequest
+	7,  // 20: flashcore.v1.Backend.Describe:output_type -> flashcore.v1.Description
+	12, // 21: flashcore.v1.Backend.Prepare:output_type -> flashcore.v1.Prepared
+	14, // 22: flashcore.v1.Backend.Fetch:output_type -> flashcore.v1.Fetched
+	17, // 23: flashcore.v1.Backend.Run:output_type -> flashcore.v1.Samples
+	1,  // 24: flashcore.v1.Backend.Release:output_type -> flashcore.v1.ReleaseResponse
+	20, // [20:25] is the sub-list for method output_type
+	15, // [15:20] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_flashcore_v1_backend_proto_init() }
@@ -1569,7 +1665,7 @@ func file_flashcore_v1_backend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flashcore_v1_backend_proto_rawDesc), len(file_flashcore_v1_backend_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -417,6 +417,9 @@ class WallClockTimer:
     def sampling_report(self):
         return 0.0, {}, []
 
+    def device_state(self):
+        return None
+
 
 class CudaTimer:
     """GPU kernel time with host launch gaps excluded (docs/measurement.md).
@@ -538,6 +541,16 @@ class CudaTimer:
                 estimates.append((self.cycles(long) - self.cycles(short)) / (extra_ms * 1000))
         return median_sorted(sorted(estimates)) if estimates else 0.0
 
+    def device_state(self):
+        """sdk.DeviceState now: the SM clock (NVML where pynvml is installed,
+        else the sleep-kernel estimate), and NVML's temperature and power
+        where it can read them."""
+        state = {"sm_clock_mhz": nvml_sm_clock_mhz(self.torch) or self.sm_clock_mhz()}
+        for field, read, scale in (("temperature_c", "temperature", 1.0), ("power_w", "power_draw", 1e-3)):
+            with contextlib.suppress(Exception):
+                state[field] = float(getattr(self.torch.cuda, read)()) * scale
+        return {k: v for k, v in state.items() if v and v > 0} or None
+
     def sampling_report(self):
         """The SM clock seen at the end of sampling, facts and diagnostics.
         The clock is NVML's (torch.cuda.clock_rate) where pynvml is
@@ -560,6 +573,18 @@ class CudaTimer:
                     f"{self._short} of {self._samples} samples",
                     "those samples may include host launch gaps"))
         return (nvml or measured), facts, diagnostics
+
+
+def _recording(run):
+    """run wrapped to remember what its latest call returned, and a getter
+    for it. The remembered tensor is the timed output the host checks."""
+    holder = [None]
+
+    def recorded():
+        holder[0] = run()
+        return holder[0]
+
+    return recorded, lambda: holder[0]
 
 
 def hot_batch(single_call_ns):
@@ -799,16 +824,28 @@ class Worker:
         return {}
 
     def run(self, params):
-        kernel = self._case(params).kernel
+        case = self._case(params)
+        kernel = case.kernel
         m = Measurement.from_json(params.get("measurement") or {})
         cold = m.l2 == "cold"
         timer = self.timer()
+        output_path = params.get("output") or ""
+        run, last_output = _recording(kernel.run)
         with kernel.session():
-            facts = dict(timer.prepare_sampling(kernel.run, cold))
-            kernel_times = collect_samples(m, lambda: timer.kernel_sample(kernel.run, cold))
+            if output_path and kernel.output is not None:
+                poison(kernel.output)
+            before = timer.device_state()
+            facts = dict(timer.prepare_sampling(run, cold))
+            kernel_times = collect_samples(m, lambda: timer.kernel_sample(run, cold))
             clock, timer_facts, diagnostics = timer.sampling_report()
-            call_times = [timer.call_sample(kernel.run, cold) for _ in range(m.call_samples)]
+            call_times = [timer.call_sample(run, cold) for _ in range(m.call_samples)]
+            after = timer.device_state()
             cross = self._cross_check(kernel, facts)
+            if output_path:
+                # The cross-check calls ran after the timed ones: write what
+                # the last timed call returned (or left in the kernel's buffer).
+                self._synchronize()
+                write_tensor(output_path, last_output())
         facts.update(timer_facts)
         if cold:
             facts["l2_flush_bytes"] = str(timer.flush_bytes)
@@ -818,6 +855,8 @@ class Worker:
             "cross_check_times": cross,
             "method": timer.method,
             "sm_clock_mhz": clock,
+            "before": before,
+            "after": after,
             "diagnostics": diagnostics,
             "facts": facts,
         }

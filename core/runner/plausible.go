@@ -1,0 +1,225 @@
+package runner
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flashcore/bench/core/stats"
+	"github.com/flashcore/bench/sdk"
+)
+
+// The host's own rules for a Run's samples (docs/measurement.md, "What the
+// host refuses"). A backend reports its samples; these rules decide whether
+// they can be true. A sample set that breaks one makes the row an ERROR with
+// the figures in its reason, and such a row is never a speedup baseline.
+
+// sampleRuleViolation checks the sample counts and values against the
+// measurement the host asked for: at least min_samples and at most
+// max_samples kernel times, call_samples call times, and every time
+// positive and below an hour.
+func sampleRuleViolation(s sdk.Samples, m sdk.Measurement) string {
+	switch n := len(s.KernelTimes); {
+	case n < max(m.MinSamples, 1):
+		return fmt.Sprintf("returned %d kernel-time samples; the suite asks for at least min_samples = %d", n, max(m.MinSamples, 1))
+	case m.MaxSamples > 0 && n > m.MaxSamples:
+		return fmt.Sprintf("returned %d kernel-time samples; the suite allows at most max_samples = %d", n, m.MaxSamples)
+	}
+	if n := len(s.CallTimes); n < m.CallSamples {
+		return fmt.Sprintf("returned %d call-time samples; the suite asks for call_samples = %d", n, m.CallSamples)
+	}
+	for _, set := range []struct {
+		name  string
+		times []time.Duration
+	}{{"kernel", s.KernelTimes}, {"call", s.CallTimes}, {"cross-check", s.CrossCheckTimes}} {
+		for i, d := range set.times {
+			if d <= 0 || d > time.Hour {
+				return fmt.Sprintf("%s-time sample %d is %v: every sample must be positive and under an hour", set.name, i+1, d)
+			}
+		}
+	}
+	return ""
+}
+
+// Ceilings are the fastest a device can possibly be: no correct attention
+// kernel does more FLOP/s, or moves its least traffic faster, than these.
+type Ceilings struct {
+	// TFLOPS is the dense fp16/bf16 tensor peak, in 10^12 FLOP/s.
+	TFLOPS float64
+	// GBps is the memory bandwidth peak, in 10^9 B/s; 0 when none applies.
+	GBps float64
+	// Source says where the figures come from, for reasons.
+	Source string
+}
+
+// Universal ceilings bound any device whose own figures are missing or
+// claimed higher: above every accelerator shipping in 2026 (the fastest
+// dense fp16 peaks are about 2.5 PFLOP/s, the fastest HBM about 8 TB/s).
+const (
+	universalGPUTFLOPS = 5000
+	universalGPUGBps   = 16000
+)
+
+// ceilingsFor bounds a backend's device. The device description comes from
+// the plugin itself, so it can only ever lower the host's own bound: a GPU
+// is bounded by the peaks it reports (computed by the plugin from its SM
+// count and maximum clocks), never above the universal ceiling; a CPU by the
+// host's own estimate of this machine's peak, whatever the plugin says.
+func ceilingsFor(d sdk.Device, cpu Ceilings) Ceilings {
+	if d.Kind != "gpu" || !machineHasGPU() {
+		return cpu
+	}
+	c := Ceilings{TFLOPS: universalGPUTFLOPS, GBps: universalGPUGBps, Source: "the universal accelerator ceiling"}
+	if d.PeakTFLOPS > 0 && d.PeakTFLOPS < c.TFLOPS {
+		c.TFLOPS, c.Source = d.PeakTFLOPS, d.Name+" peak"
+	}
+	if d.PeakGBps > 0 && d.PeakGBps < c.GBps {
+		c.GBps = d.PeakGBps
+	}
+	return c
+}
+
+// machineHasGPU reports whether this machine has a GPU's device nodes; a
+// plugin that claims a GPU on a machine without one is held to the CPU's
+// ceiling.
+func machineHasGPU() bool {
+	for _, node := range []string{"/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg"} {
+		if _, err := os.Stat(node); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// cpuFLOPPerCycle is a generous bound on a core's dense FLOP per cycle for
+// any floating-point type attention uses: 2048 with AMX tiles (bf16), 128
+// with AVX-512 fp16, 64 with AVX-512, 32 with AVX2 and FMA, else 16. Every
+// logical CPU is counted as a full core, so the bound stays generous.
+func cpuFLOPPerCycle(flags string) float64 {
+	has := func(f string) bool { return slices.Contains(strings.Fields(flags), f) }
+	switch {
+	case has("amx_bf16") || has("amx_fp16"):
+		return 2048
+	case has("avx512_fp16"):
+		return 128
+	case has("avx512f"):
+		return 64
+	case has("avx2") && has("fma"):
+		return 32
+	case runtime.GOARCH == "arm64":
+		return 64
+	}
+	return 16
+}
+
+// HostCPUCeilings estimates this machine's CPU peak: logical CPUs × maximum
+// clock × cpuFLOPPerCycle. The clock is cpufreq's maximum, else 1.5 × the
+// fastest clock /proc/cpuinfo shows, else 6 GHz.
+func HostCPUCeilings() Ceilings {
+	flags, mhz := cpuInfo()
+	if max := maxCPUFreqMHz(); max > 0 {
+		mhz = max
+	} else if mhz > 0 {
+		mhz *= 1.5
+	} else {
+		mhz = 6000
+	}
+	perCycle := cpuFLOPPerCycle(flags)
+	tflops := float64(runtime.NumCPU()) * mhz * 1e6 * perCycle / 1e12
+	return Ceilings{TFLOPS: tflops, Source: fmt.Sprintf("this machine's CPU peak (%d CPUs × %.0f MHz × %.0f FLOP/cycle)", runtime.NumCPU(), mhz, perCycle)}
+}
+
+func cpuInfo() (flags string, mhz float64) {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "", 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "flags", "Features":
+			if flags == "" {
+				flags = strings.TrimSpace(v)
+			}
+		case "cpu MHz":
+			if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				mhz = max(mhz, x)
+			}
+		}
+	}
+	return flags, mhz
+}
+
+func maxCPUFreqMHz() float64 {
+	raw, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+	if err != nil {
+		return 0
+	}
+	khz, err := strconv.ParseFloat(strings.TrimSpace(string(raw)), 64)
+	if err != nil {
+		return 0
+	}
+	return khz / 1000
+}
+
+// physicalViolation checks the fastest kernel sample against the device's
+// ceilings: more FLOP/s than the peak is impossible; so is moving the
+// case's least traffic faster than the memory's peak, where the data cannot
+// all sit in the L2 (cold mode, or a working set larger than the L2).
+func physicalViolation(shape sdk.Shape, s sdk.Samples, mode sdk.L2Mode, device sdk.Device, c Ceilings) string {
+	fastest := slices.Min(s.KernelTimes)
+	if tflops := stats.TFLOPS(stats.FLOPs(shape), fastest); c.TFLOPS > 0 && tflops > c.TFLOPS {
+		return fmt.Sprintf("implausible: a %v kernel sample means %.4g TFLOP/s, above %s of %.4g TFLOP/s",
+			fastest, tflops, c.Source, c.TFLOPS)
+	}
+	fromMemory := mode == sdk.L2Cold || (device.L2Bytes > 0 && stats.Bytes(shape) > float64(device.L2Bytes))
+	if gbps := stats.GBps(stats.Bytes(shape), fastest); c.GBps > 0 && fromMemory && gbps > c.GBps {
+		return fmt.Sprintf("implausible: a %v kernel sample moves the case's %.4g bytes at %.4g GB/s, above the memory peak of %.4g GB/s",
+			fastest, stats.Bytes(shape), gbps, c.GBps)
+	}
+	return ""
+}
+
+// consistencyViolation compares kernel time with host-inclusive call time:
+// a call contains its kernel, so kernel time above call time is impossible.
+// Both are noisy, so the rule compares their distributions: the kernel's
+// fastest tenth (p10) slower than the call's slowest tenth (p90).
+func consistencyViolation(s sdk.Samples) string {
+	if len(s.CallTimes) == 0 {
+		return ""
+	}
+	kernel, call := stats.Summarize(s.KernelTimes), stats.Summarize(s.CallTimes)
+	if kernel.P10 > call.P90 {
+		return fmt.Sprintf("inconsistent: kernel time (median %v, p10 %v) exceeds the host-inclusive call time that contains it (median %v, p90 %v)",
+			kernel.Median, kernel.P10, call.Median, call.P90)
+	}
+	return ""
+}
+
+// ThrottleDrop is the fall in SM clock between the start and the end of
+// sampling beyond which a timing is flagged as throttled (nvbench discards
+// such samples with --discard-on-throttle; FlashCore keeps and flags them).
+const ThrottleDrop = 0.10
+
+// throttled says whether, and how, the SM clock fell during sampling.
+func throttled(s sdk.Samples) (bool, string) {
+	if s.Before == nil || s.After == nil || !(s.Before.SMClockMHz > 0) || !(s.After.SMClockMHz > 0) {
+		return false, ""
+	}
+	drop := 1 - s.After.SMClockMHz/s.Before.SMClockMHz
+	if drop <= ThrottleDrop {
+		return false, ""
+	}
+	return true, fmt.Sprintf("SM clock fell from %.0f to %.0f MHz (%.0f%%) during sampling", s.Before.SMClockMHz, s.After.SMClockMHz, 100*drop)
+}

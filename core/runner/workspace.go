@@ -1,0 +1,183 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/sdk"
+)
+
+// TimedOutputFile is the name of the file a row's Run writes: the output of
+// its last timed call.
+const TimedOutputFile = "timed-out.bin"
+
+// workspace is one row's private directory. The host writes fresh,
+// read-only copies of the case's inputs into it from its own memory, names
+// the output files in it, and removes it when the row ends. No two rows
+// share a file, so a backend that rewrites its inputs or replaces its
+// output with something else harms its own row only, and is named for it.
+type workspace struct {
+	dir   string
+	files sdk.Tensors
+	// timedOutput is where Run writes the output of the last timed call.
+	timedOutput string
+}
+
+// inputHashes are the SHA-256 of each input tensor as the host generated it.
+type inputHashes struct{ q, k, v [sha256.Size]byte }
+
+func hashTensors(t *inputs.Tensors) inputHashes {
+	return inputHashes{q: sha256.Sum256(t.Q), k: sha256.Sum256(t.K), v: sha256.Sum256(t.V)}
+}
+
+// newWorkspace makes a row's directory under caseDir and writes the inputs.
+func newWorkspace(caseDir string, t *inputs.Tensors) (*workspace, error) {
+	dir, err := os.MkdirTemp(caseDir, "row-")
+	if err != nil {
+		return nil, fmt.Errorf("row workspace: %w", err)
+	}
+	w := &workspace{
+		dir: dir,
+		files: sdk.Tensors{
+			Q:      filepath.Join(dir, inputs.QFile),
+			K:      filepath.Join(dir, inputs.KFile),
+			V:      filepath.Join(dir, inputs.VFile),
+			Output: filepath.Join(dir, inputs.OutputFile),
+		},
+		timedOutput: filepath.Join(dir, TimedOutputFile),
+	}
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{w.files.Q, t.Q}, {w.files.K, t.K}, {w.files.V, t.V}} {
+		if err := os.WriteFile(f.path, f.data, 0o444); err != nil {
+			w.remove()
+			return nil, fmt.Errorf("write inputs: %w", err)
+		}
+	}
+	return w, nil
+}
+
+// tampered says which input files no longer hold what the host wrote, with
+// both hashes in full; "" when all are intact.
+func (w *workspace) tampered(want inputHashes) string {
+	var changed []string
+	for _, f := range []struct {
+		name, path string
+		want       [sha256.Size]byte
+	}{{inputs.QFile, w.files.Q, want.q}, {inputs.KFile, w.files.K, want.k}, {inputs.VFile, w.files.V, want.v}} {
+		got, err := hashFile(f.path)
+		switch {
+		case err != nil:
+			changed = append(changed, fmt.Sprintf("%s: %v", f.name, err))
+		case got != f.want:
+			changed = append(changed, fmt.Sprintf("%s: sha256 %s, host wrote %s", f.name, hex.EncodeToString(got[:]), hex.EncodeToString(f.want[:])))
+		}
+	}
+	if len(changed) == 0 {
+		return ""
+	}
+	return "the backend modified its read-only input files during the row (" + strings.Join(changed, "; ") + ")"
+}
+
+// hashFile hashes a regular file without following a symbolic link.
+func hashFile(path string) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	f, err := openRegular(path)
+	if err != nil {
+		return sum, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, err
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
+}
+
+// openRegular opens path for reading only if it is a regular file: not a
+// symbolic link (which could point anywhere), a directory, a FIFO (which
+// would block) or a device.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, errors.New("is a symbolic link, not a file")
+		}
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("is a %s, not a regular file", describeMode(info.Mode()))
+	}
+	return f, nil
+}
+
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+// readOutput reads an output file of exactly want bytes. Its size is taken
+// from the open file before anything is read, and nothing beyond want bytes
+// is ever allocated: a backend that writes a huge (or sparse) file, a
+// directory, a link or a pipe gets a reason, not the host's memory. The
+// reason is "" when data is the output.
+func readOutput(path string, want int64) (data []byte, reason string) {
+	f, err := openRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "backend wrote no output file"
+	}
+	if err != nil {
+		return nil, "output file " + filepath.Base(path) + " " + strings.TrimPrefix(err.Error(), "open "+path+": ")
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, "output file: " + err.Error()
+	}
+	if info.Size() != want {
+		return nil, fmt.Sprintf("wrong output size: %d bytes, want %d", info.Size(), want)
+	}
+	data = make([]byte, want)
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, "read output file: " + err.Error()
+	}
+	return data, ""
+}
+
+// remove deletes the workspace, first making writable whatever a backend
+// made read-only inside it.
+func (w *workspace) remove() {
+	_ = filepath.WalkDir(w.dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(path, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(w.dir)
+}
