@@ -13,8 +13,10 @@ backend module (the plugin's own, e.g. ``sdpa_backend``), then calls
    write the output file.
 4. ``run``: the measurement contract (docs/measurement.md): warm-up and the
    stopping rule of ``sdk.CollectSamples``, replicated exactly here, for
-   kernel time; then host-inclusive call time; then, on a GPU, a CUPTI
-   cross-check through torch.profiler.
+   kernel time; then host-inclusive call time; then the cross-check. On a
+   GPU the kernel time comes from CUPTI through torch.profiler
+   (flashcore_cupti) and the cross-check from CUDA events behind a sleep;
+   where CUPTI cannot time the calls, the two swap and a fact says why.
 5. ``release``: forget the case.
 
 The protocol is one JSON object per frame, each frame a 4-byte big-endian
@@ -35,7 +37,8 @@ import struct
 import sys
 import time
 import traceback
-import warnings
+
+import flashcore_cupti as cupti
 
 PROTOCOL_VERSION = 1
 _HEADER = struct.Struct(">I")
@@ -59,6 +62,8 @@ SAMPLE_ATTEMPTS = 3
 # HOT_BATCH_TARGET_NS, at most HOT_BATCH_MAX calls (docs/measurement.md).
 HOT_BATCH_TARGET_NS = 100_000
 HOT_BATCH_MAX = 32
+# The cross-check: CUPTI over this many calls where events time the kernel,
+# events over this many samples where CUPTI does.
 CROSS_CHECK_CALLS = 20
 
 
@@ -162,13 +167,14 @@ def relative_noise(samples):
     return (ordered[hi] - ordered[lo]) / 2 / median
 
 
-def collect_samples(m, sample, clock=time.perf_counter_ns):
+def collect_samples(m, sample, clock=time.perf_counter_ns, warm_up=None):
     """sdk.CollectSamples, step for step: warm up until both warmup_runs
     and warmup_time are reached, then sample until min_samples are taken and
     the noise (checked every CHECK_EVERY samples) is below target_noise, or
     max_samples are taken, or time_cap has passed since the first sample.
-    sample() returns nanoseconds."""
-    _warm_up(m, sample, clock)
+    sample() returns nanoseconds. A warm-up run calls warm_up() where given
+    (an untimed call), else sample()."""
+    _warm_up(m, warm_up or sample, clock)
     min_samples = max(m.min_samples, 1)
     max_samples = max(m.max_samples, min_samples)
     samples = []
@@ -481,9 +487,13 @@ class CudaTimer:
         queued = [self._queue(fn, cold) for _ in range(5)]
         self.torch.cuda.synchronize()
         self.sleep_ns = min(max(MIN_SLEEP_NS, 2 * max(queued)), MAX_SLEEP_NS)
-        self._short = self._retaken = self._samples = 0
+        self.reset_sample_counts()
         return {"sleep_us": f"{self.sleep_ns / 1000:.0f}", "host_queue_us": f"{max(queued) / 1000:.1f}",
                 "calls_per_sample": str(self.batch)}
+
+    def reset_sample_counts(self):
+        """Forgets the retaken and short samples counted so far."""
+        self._short = self._retaken = self._samples = 0
 
     def _queue(self, fn, cold):
         """Queues one sample; returns how long the host took after the sleep."""
@@ -575,6 +585,26 @@ class CudaTimer:
         return (nvml or measured), facts, diagnostics
 
 
+def kernel_times(m, run, cold, timer, sampler, facts):
+    """The kernel-time samples of one Run and their method. With a CUPTI
+    sampler (on a GPU) the samples are CUPTI's; where it cannot time the
+    calls (CuptiUnavailable, before or during sampling) the Run starts
+    over with the timer's own method (CUDA events behind a sleep) and the
+    fact cupti_fallback says why. Either way the stopping rule runs whole,
+    so min_samples is honoured."""
+    if sampler is not None:
+        try:
+            facts.update(sampler.prepare(m.min_samples, m.max_samples))
+            times = collect_samples(m, sampler.sample, warm_up=sampler.warm_up)
+            facts.update(sampler.report())
+            timer.reset_sample_counts()
+            return times, sampler.method
+        except cupti.CuptiUnavailable as why:
+            facts["cupti_fallback"] = str(why)
+    facts.update(timer.prepare_sampling(run, cold))
+    return collect_samples(m, lambda: timer.kernel_sample(run, cold)), timer.method
+
+
 def _recording(run):
     """run wrapped to remember what its latest call returned, and a getter
     for it. The remembered tensor is the timed output the host checks."""
@@ -607,29 +637,19 @@ def cupti_call_times(torch, fn, calls=CROSS_CHECK_CALLS):
     """Times fn by CUPTI through torch.profiler: the summed device durations
     of the kernels (and memsets or copies) of each call. Returns the
     per-call times in ns, one call's device activities as (name, median ns
-    over the calls), and a note when the calls could not be told apart."""
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.cuda.synchronize()
-    with warnings.catch_warnings():
-        # "Profiler clears events at the end of each cycle": expected, once per Run.
-        warnings.simplefilter("ignore", UserWarning)
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(calls):
-                fn()
-            torch.cuda.synchronize()
-    events = [e for e in prof.profiler.kineto_results.events() if e.device_type() == DeviceType.CUDA]
-    events.sort(key=lambda e: e.start_ns())
-    if not events:
-        return [], [], "the profiler recorded no device activity"
-    if len(events) % calls != 0:
-        total = sum(e.duration_ns() for e in events)
-        return [total // calls], [], f"{len(events)} device events over {calls} calls: reported the mean only"
-    per_call = len(events) // calls
-    durations = [[e.duration_ns() for e in events[i:i + per_call]] for i in range(0, len(events), per_call)]
-    activities = [(events[k].name(), median_sorted(sorted(call[k] for call in durations))) for k in range(per_call)]
-    return [sum(call) for call in durations], activities, ""
+    over the calls), and a note when the calls could not be told apart (the
+    mean per call is returned then) or CUPTI gave nothing."""
+    try:
+        activities = cupti.profile_window(torch, lambda: [fn() for _ in range(calls)])
+        groups = cupti.group_calls(activities, calls)
+    except cupti.AttributionError as why:
+        if not activities:
+            return [], [], str(why)
+        total = sum(a.duration_ns for a in activities)
+        return [total // calls], [], f"{why}: reported the mean only"
+    except cupti.CuptiUnavailable as why:
+        return [], [], str(why)
+    return cupti.call_times(groups), cupti.activity_medians(groups), ""
 
 
 # ---------------------------------------------------------------- device
@@ -835,12 +855,12 @@ class Worker:
             if output_path and kernel.output is not None:
                 poison(kernel.output)
             before = timer.device_state()
-            facts = dict(timer.prepare_sampling(run, cold))
-            kernel_times = collect_samples(m, lambda: timer.kernel_sample(run, cold))
+            facts = {}
+            kernel_times, method = self._kernel_times(m, run, cold, facts)
             clock, timer_facts, diagnostics = timer.sampling_report()
             call_times = [timer.call_sample(run, cold) for _ in range(m.call_samples)]
             after = timer.device_state()
-            cross = self._cross_check(kernel, facts)
+            cross = self._cross_check(kernel, method, cold, facts)
             if output_path:
                 # The cross-check calls ran after the timed ones: write what
                 # the last timed call returned (or left in the kernel's buffer).
@@ -853,7 +873,7 @@ class Worker:
             "kernel_times": kernel_times,
             "call_times": call_times,
             "cross_check_times": cross,
-            "method": timer.method,
+            "method": method,
             "sm_clock_mhz": clock,
             "before": before,
             "after": after,
@@ -861,17 +881,37 @@ class Worker:
             "facts": facts,
         }
 
-    def _cross_check(self, kernel, facts):
+    def _kernel_times(self, m, run, cold, facts):
+        sampler = None
+        if self.device.type == "cuda":
+            import torch
+
+            sampler = cupti.CuptiSampler(torch, run, cold, self.timer().flush)
+        return kernel_times(m, run, cold, self.timer(), sampler, facts)
+
+    def _cross_check(self, kernel, method, cold, facts):
+        """An independent kernel time by the other GPU method: events behind
+        a sleep where CUPTI gave the kernel time, CUPTI where events did."""
         if self.device.type != "cuda":
             return []
+        if method == cupti.CuptiSampler.method:
+            return self._events_cross_check(kernel, cold, facts)
         import torch
 
         times, activities, note = cupti_call_times(torch, kernel.run)
         if activities:
-            facts["kernels"] = "; ".join(f"{name} ({ns / 1000:.2f} µs)" for name, ns in activities)
+            facts["kernels"] = cupti.describe_activities(activities)
         if note:
             facts["cross_check_note"] = note
         facts["cross_check_method"] = "CUPTI device durations via torch.profiler, summed per call"
+        return times
+
+    def _events_cross_check(self, kernel, cold, facts):
+        timer = self.timer()
+        setup = timer.prepare_sampling(kernel.run, cold)
+        times = [timer.kernel_sample(kernel.run, cold) for _ in range(CROSS_CHECK_CALLS)]
+        facts.update({f"cross_check_{k}": v for k, v in setup.items()})
+        facts["cross_check_method"] = f"{timer.method}: CUDA events behind torch.cuda._sleep, {len(times)} samples"
         return times
 
     def release(self, params):

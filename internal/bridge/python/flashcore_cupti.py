@@ -1,0 +1,314 @@
+"""Kernel time from CUPTI, through torch.profiler: the Python bridges'
+primary kernel-time method on a CUDA GPU (docs/measurement.md).
+
+Where to start: ``CuptiSampler`` is what the worker uses. Its pipeline:
+
+1. ``prepare``: check that the profiler offers CUDA activity; in cold mode,
+   profile one L2 flush alone, launched on a stream of its own, to learn the
+   profiler's id of that stream (the flush's activities are later excluded
+   by that identity, never by their names); profile a few calls to learn the
+   host time of one call, which sizes the windows.
+2. ``sample``: the stopping rule (``collect_samples``) asks for one sample at
+   a time; ``WindowedSamples`` answers from the calls of a profiled window,
+   running the next window when the last one is used up. A window holds
+   many calls, because starting and stopping the profiler costs
+   milliseconds.
+3. Each window's device activities are sorted by start and grouped into
+   calls by ``group_calls``; one call's sample is the summed duration of its
+   kernels, memsets and copies.
+
+Anything that stops CUPTI from giving a sample (no CUDA activity, an error
+inside the profiler, no device activity, activities that cannot be told
+apart call by call) raises ``CuptiUnavailable`` with the reason; the worker
+then falls back to CUDA events behind a sleep and records the reason.
+
+Like flashcore_worker, this module imports only the standard library at load
+time, so the grouping and the window rule are testable without torch.
+"""
+
+import collections
+import dataclasses
+import time
+import warnings
+
+# The stopping rule re-evaluates the noise every CHECK_EVERY samples
+# (sdk/sampling.go's checkEvery); windows hold at least that many calls.
+CHECK_EVERY = 5
+# How many calls the first profiled window of prepare() holds.
+PROBE_CALLS = 3
+# A window lasts about WINDOW_HOST_NS of host time, and holds at most
+# WINDOW_MAX_CALLS calls: the calls a window holds beyond what the stopping
+# rule takes are wasted, and a window may overrun the time cap by its length.
+WINDOW_HOST_NS = 100_000_000
+WINDOW_MAX_CALLS = 256
+
+
+class CuptiUnavailable(Exception):
+    """CUPTI cannot give kernel times here; str() says why."""
+
+
+class AttributionError(CuptiUnavailable):
+    """A window's device activities cannot be told apart call by call."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Activity:
+    """One device activity (kernel, memset or copy) as CUPTI recorded it.
+    stream is the profiler's id of the stream it ran on."""
+
+    name: str
+    start_ns: int
+    duration_ns: int
+    stream: int
+
+
+# ---------------------------------------------------------------- grouping
+
+
+def group_calls(activities, calls, flush_streams=frozenset()):
+    """The device activities of each of `calls` calls, in order.
+
+    Without flush streams (hot mode) every activity belongs to a call, and
+    every call must launch the same device work: the activities, sorted by
+    start, split into `calls` equal runs whose names repeat. With flush
+    streams (cold mode) the window holds a flush before each call: an
+    activity on a flush stream opens the next call, and the activities up to
+    the next flush are that call's. Raises AttributionError when the
+    activities do not fit."""
+    ordered = sorted(activities, key=lambda a: a.start_ns)
+    if not ordered:
+        raise AttributionError("the profiler recorded no device activity")
+    if flush_streams:
+        return _group_after_flushes(ordered, calls, frozenset(flush_streams))
+    return _group_equal_runs(ordered, calls)
+
+
+def _group_equal_runs(ordered, calls):
+    if len(ordered) % calls:
+        raise AttributionError(f"{len(ordered)} device activities over {calls} calls")
+    per_call = len(ordered) // calls
+    groups = [ordered[i:i + per_call] for i in range(0, len(ordered), per_call)]
+    first = _names(groups[0])
+    for i, group in enumerate(groups[1:], 2):
+        if _names(group) != first:
+            raise AttributionError(f"calls launched different device work: call 1 {list(first)}, "
+                                   f"call {i} {list(_names(group))}")
+    return groups
+
+
+def _group_after_flushes(ordered, calls, flush_streams):
+    groups, in_flush = [], False
+    for activity in ordered:
+        if activity.stream in flush_streams:
+            if not in_flush:
+                groups.append([])
+            in_flush = True
+            continue
+        in_flush = False
+        if not groups:
+            raise AttributionError(f"device activity {activity.name!r} ran before the first L2 flush")
+        groups[-1].append(activity)
+    empty = sum(1 for g in groups if not g)
+    if len(groups) != calls or empty:
+        raise AttributionError(f"{len(groups)} L2 flushes ({empty} with no call activity after them) "
+                               f"over {calls} calls")
+    return groups
+
+
+def _names(group):
+    return tuple(a.name for a in group)
+
+
+def call_times(groups):
+    """Each call's summed device time in ns."""
+    return [sum(a.duration_ns for a in group) for group in groups]
+
+
+def activity_medians(groups):
+    """One call's device activities as (name, median ns over the calls).
+    When calls differ, the first call's activities, as recorded."""
+    first = _names(groups[0])
+    if any(_names(g) != first for g in groups):
+        return [(a.name, a.duration_ns) for a in groups[0]]
+    return [(name, _median(sorted(g[k].duration_ns for g in groups))) for k, name in enumerate(first)]
+
+
+def _median(ordered):
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+# ---------------------------------------------------------------- windows
+
+
+def next_window_calls(previous, taken, min_samples, max_samples, host_ns_per_call):
+    """How many calls the next profiled window holds. The first holds
+    min_samples (the least the stopping rule takes), each later one twice
+    the one before, so a run needs few windows and wastes at most about
+    half its calls; every window at least CHECK_EVERY calls, at most
+    WINDOW_MAX_CALLS, at most about WINDOW_HOST_NS of host time, and never
+    more than the samples the stopping rule may still take."""
+    want = max(min_samples, CHECK_EVERY) if previous == 0 else 2 * previous
+    by_time = max(WINDOW_HOST_NS // max(int(host_ns_per_call), 1), CHECK_EVERY)
+    left = max(max(max_samples, min_samples, 1) - taken, 1)
+    return max(1, min(want, by_time, WINDOW_MAX_CALLS, left))
+
+
+class WindowedSamples:
+    """Maps profiled windows to the stopping rule's samples: sample()
+    returns the next call's time of the current window, and runs the next
+    window (run_window(calls) -> per-call ns) when it is used up. The
+    stopping rule itself is unchanged, so min_samples, max_samples, the
+    noise target and the time cap mean what they mean for every backend;
+    calls left in the last window when it stops are simply not used."""
+
+    def __init__(self, run_window, min_samples, max_samples, host_ns_per_call):
+        self._run_window = run_window
+        self._min, self._max = min_samples, max_samples
+        self.host_ns_per_call = host_ns_per_call
+        self._pending = collections.deque()
+        self.taken = self.windows = self.calls = self._previous = 0
+
+    def sample(self):
+        if not self._pending:
+            calls = next_window_calls(self._previous, self.taken, self._min, self._max, self.host_ns_per_call)
+            times = self._run_window(calls)
+            if len(times) != calls:
+                raise AttributionError(f"a window of {calls} calls gave {len(times)} times")
+            self._pending.extend(times)
+            self._previous = calls
+            self.windows += 1
+            self.calls += calls
+        self.taken += 1
+        return self._pending.popleft()
+
+
+# ---------------------------------------------------------------- profiler
+
+
+def device_activities(events, device_type_cuda):
+    """The device activities among torch.profiler's kineto events: CUDA
+    events that are not user annotations (kernels, memsets, copies)."""
+    out = []
+    for e in events:
+        if e.device_type() != device_type_cuda or e.is_user_annotation():
+            continue
+        out.append(Activity(e.name(), int(e.start_ns()), int(e.duration_ns()), int(e.device_resource_id())))
+    return out
+
+
+def profile_window(torch, body):
+    """Runs body() under torch.profiler with CUDA activity, synchronised
+    before and after, and returns its device activities. An error of the
+    profiler raises CuptiUnavailable; an error of body() propagates."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    if ProfilerActivity.CUDA not in torch.profiler.supported_activities():
+        raise CuptiUnavailable("torch.profiler offers no CUDA activity (torch built without CUPTI)")
+    torch.cuda.synchronize()
+    failed = None
+    try:
+        with warnings.catch_warnings():
+            # "Profiler clears events at the end of each cycle": expected, once per window.
+            warnings.simplefilter("ignore", UserWarning)
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                try:
+                    body()
+                    torch.cuda.synchronize()
+                except Exception as exc:  # the kernel's own error, raised below, not a profiler failure
+                    failed = exc
+        events = prof.profiler.kineto_results.events()
+    except Exception as exc:  # anything the profiler raises means: no CUPTI figures here
+        if failed is None:
+            raise CuptiUnavailable(f"torch.profiler failed: {type(exc).__name__}: {exc}") from exc
+    if failed is not None:
+        raise failed
+    return device_activities(events, DeviceType.CUDA)
+
+
+class CuptiSampler:
+    """Kernel times of one Run from CUPTI (see the module doc).
+
+    fn runs one call; flush writes the L2 flush buffer on the current stream
+    (cold mode runs it on a stream of its own, ordered with the calls by
+    stream waits, so its activities have their own stream id)."""
+
+    method = "cupti"
+
+    def __init__(self, torch, fn, cold, flush, profile=profile_window):
+        self.torch, self.fn, self.cold, self.flush = torch, fn, cold, flush
+        self._profile = profile
+        self._flush_stream = torch.cuda.Stream() if cold else None
+        self._flush_streams = frozenset()
+        self._samples = None
+        self._groups = None
+        self.host_ns_per_call = 0
+
+    def prepare(self, min_samples, max_samples):
+        """Learns the flush's stream and one call's host time; raises
+        CuptiUnavailable when CUPTI cannot time these calls."""
+        if self.cold:
+            self._flush_streams = self._find_flush_streams()
+        self.window(PROBE_CALLS)
+        self._samples = WindowedSamples(self.window, min_samples, max_samples, self.host_ns_per_call)
+        return {}
+
+    def _find_flush_streams(self):
+        activities = self._profile(self.torch, self._flush_on_own_stream)
+        if not activities:
+            raise CuptiUnavailable("the profiler recorded no device activity for the L2 flush")
+        return frozenset(a.stream for a in activities)
+
+    def _flush_on_own_stream(self):
+        compute = self.torch.cuda.current_stream()
+        self._flush_stream.wait_stream(compute)
+        with self.torch.cuda.stream(self._flush_stream):
+            self.flush()
+        compute.wait_stream(self._flush_stream)
+
+    def _calls(self, calls):
+        for _ in range(calls):
+            if self.cold:
+                self._flush_on_own_stream()
+            self.fn()
+
+    def window(self, calls):
+        """Profiles `calls` calls and returns each one's device time in ns."""
+        host = {}
+
+        def body():
+            start = time.perf_counter_ns()
+            self._calls(calls)
+            self.torch.cuda.synchronize()
+            host["ns"] = time.perf_counter_ns() - start
+
+        activities = self._profile(self.torch, body)
+        self._groups = group_calls(activities, calls, self._flush_streams)
+        self.host_ns_per_call = host.get("ns", 0) / calls
+        return call_times(self._groups)
+
+    def warm_up(self):
+        """One untimed call (after a flush in cold mode), waited for."""
+        self._calls(1)
+        self.torch.cuda.synchronize()
+
+    def sample(self):
+        return self._samples.sample()
+
+    def report(self):
+        """Facts about the windows and the activities of one call."""
+        s = self._samples
+        facts = {
+            "kernel_method": "CUPTI (torch.profiler): each call's kernels, memsets and copies, summed",
+            "cupti_windows": f"{s.windows} windows, {s.calls} calls profiled, {s.taken} used",
+            "kernels": describe_activities(activity_medians(self._groups)),
+        }
+        if self.cold:
+            facts["l2_flush"] = "on its own stream, excluded by the profiler's stream id"
+        return facts
+
+
+def describe_activities(medians):
+    """The "kernels" fact: names with their durations."""
+    return "; ".join(f"{name} ({ns / 1000:.2f} µs)" for name, ns in medians)
