@@ -89,7 +89,8 @@ func testLimits(t *testing.T, backend sdk.Backend, d sdk.Description) {
 
 // On a GPU: the seed shape and a large one, fp16 and bf16, hot and cold,
 // with the default contract; the log shows the figures and the autotuner's
-// choice.
+// choice. Kernel time must come from CUPTI, and at the seed shape, hot, the
+// events+sleep cross-check must sit just above it.
 func testGPUFigures(t *testing.T, backend sdk.Backend, d sdk.Description) {
 	if d.Device.Kind != "gpu" {
 		t.Skip("no GPU here")
@@ -115,6 +116,10 @@ func testGPUFigures(t *testing.T, backend sdk.Backend, d sdk.Description) {
 			}
 			t.Logf("%s %s (%.1f s): config %s: %s", s, l2, time.Since(started).Seconds(),
 				out.Prepared.Facts["config"], bridgetest.Figures(out.Samples))
+			bridgetest.CheckCUPTI(t, out.Samples)
+			if s.SeqQ == 512 && l2 == sdk.L2Hot {
+				bridgetest.CheckEventsAboveCUPTI(t, out.Samples)
+			}
 		}
 	}
 }

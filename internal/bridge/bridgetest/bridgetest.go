@@ -361,3 +361,35 @@ func Figures(s sdk.Samples) string {
 		us(Median(s.CrossCheckTimes)), len(s.CrossCheckTimes), us(Median(s.CallTimes)), s.SMClockMHz,
 		strings.Join(facts, "; "))
 }
+
+// EventLatency is the device's own latency between a CUDA event and the
+// kernel after it, which event timing includes and CUPTI does not: on an
+// H100 with torch 2.11, events around a 1.1 µs kernel (x.add_(1)) read
+// 3.3 µs, and around SDPA's 8.1 µs of device work 10.5 µs.
+const EventLatency = 3 * time.Microsecond
+
+// CheckCUPTI fails a Run on a GPU whose kernel time did not come from
+// CUPTI, with the reason the worker gave for falling back.
+func CheckCUPTI(t testing.TB, s sdk.Samples) bool {
+	t.Helper()
+	if s.Method != "cupti" {
+		t.Errorf("kernel time by %q, want cupti; cupti_fallback: %q", s.Method, s.Facts["cupti_fallback"])
+		return false
+	}
+	return true
+}
+
+// CheckEventsAboveCUPTI checks a hot Run on a GPU at a small shape: the
+// events+sleep cross-check lies within 5% below CUPTI's kernel time and
+// within 5% or EventLatency above it.
+func CheckEventsAboveCUPTI(t testing.TB, s sdk.Samples) {
+	t.Helper()
+	if !CheckCUPTI(t, s) {
+		return
+	}
+	cupti, events := Median(s.KernelTimes), Median(s.CrossCheckTimes)
+	slack := max(time.Duration(0.05*float64(cupti)), EventLatency)
+	if events == 0 || events < cupti-time.Duration(0.05*float64(cupti)) || events > cupti+slack {
+		t.Errorf("events+sleep %v vs CUPTI kernel time %v: outside -5%%..+%v", events, cupti, slack)
+	}
+}
