@@ -6,6 +6,7 @@
 #   scripts/gpu-verify.sh seed     # seed suite, ncu cross-check, sanitizer
 #   scripts/gpu-verify.sh llm      # the llm suite
 #   SEED_JSON=seed.json scripts/gpu-verify.sh ncu-bridges   # ncu on the bridges' kernels only
+#   scripts/gpu-verify.sh timing-probe   # where the bridges' kernel time comes from (docs/measurement.md)
 #
 # Needs: nvidia-smi, ncu and compute-sanitizer on PATH (or in
 # /usr/local/cuda/bin), python3 with torch and triton.
@@ -123,6 +124,12 @@ case "${1:-seed}" in
     ;;
   ncu-bridges)   # SEED_JSON=results of an earlier seed run
     ncu_bridges
+    ;;
+  timing-probe)   # CUPTI, events and ncu per call at the seed and llm shapes
+    python3 "$DIST/scripts/timing_probe.py" --shapes seed --cold --ncu --json "$OUT_DIR/timing-probe-seed.json" \
+      2>&1 | tee "$OUT_DIR/timing-probe-seed.txt"
+    python3 "$DIST/scripts/timing_probe.py" --shapes llm --ncu --json "$OUT_DIR/timing-probe-llm.json" \
+      2>&1 | tee "$OUT_DIR/timing-probe-llm.txt"
     ;;
   llm)
     "$FC" run --suite "$DIST/suites/llm.toml" --out "$OUT_DIR/llm.json" --format markdown --keep-going \

@@ -59,7 +59,10 @@ import time
 import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TRITON_KERNEL = ROOT / "plugins" / "triton" / "triton_attention.py"
+# The kernel in a checkout, or beside this script in a dist/ folder.
+TRITON_KERNEL = next((p for p in (ROOT / "plugins" / "triton" / "triton_attention.py",
+                                  pathlib.Path(__file__).with_name("triton_attention.py")) if p.exists()),
+                     ROOT / "plugins" / "triton" / "triton_attention.py")
 
 # (batch, heads, seq, head_dim, dtype, causal), as the suites sweep them.
 SEED_SHAPES = [(1, 8, 512, 64, d, c) for d in ("fp16", "bf16") for c in (False, True)]

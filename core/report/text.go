@@ -256,7 +256,7 @@ func timingLine(v *view) string {
 		line += fmt.Sprintf("; %s = the same with L2 %s", modeTitle(m), m)
 	}
 	if v.crossChecked {
-		line += "; Cross-check = an independent kernel time where the backend has one (CUPTI durations for the Python bridges)"
+		line += "; Cross-check = an independent kernel time by a second method where the backend has one (Python bridges: events+sleep where Kernel is CUPTI, CUPTI where it is events+sleep)"
 	}
 	return line + "; Call = host-inclusive median"
 }
