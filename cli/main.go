@@ -27,8 +27,12 @@ Usage:
 
 Formats: table (default), markdown, csv, json.
 Plugins are found in $FLASHCORE_PLUGIN_PATH, next to the flashcore binary,
-and in the suite's plugin_path. Exit codes: 0 ok, 1 a row FAILed, 2 usage or
-suite error, 3 a plugin crashed or hung, 4 other errors, 130 interrupted.
+and in the suite's plugin_path.
+
+Exit codes: 0 ok; 1 a row FAILed its check; 2 usage or suite error; 3 a row
+is an ERROR (a plugin crashed, hung, broke the contract or reported
+implausible times) or a plugin failed to start or describe itself; 4 other
+errors; 5 a backend named with --backends is unavailable; 130 interrupted.
 `
 
 // Main runs flashcore with args (without the program name).
@@ -37,6 +41,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, usage)
 		return withCode(ExitUsage, errors.New("no command given"))
 	}
+	err := dispatch(ctx, args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		// The help asked for was printed; asking is not an error.
+		return nil
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "run":

@@ -66,12 +66,15 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *keepGoing {
 		return nil
 	}
-	return verdictError(run)
+	return verdictError(run, *backends != "")
 }
 
-// verdictError turns the rows' statuses into the exit code: plugin failures
-// first, then findings.
-func verdictError(run *results.Run) error {
+// verdictError turns the run into the exit code: ERROR rows and plugins
+// that faulted before their first row first, then FAILed rows, then
+// backends named on the command line that turned out unavailable. A
+// backend found but unavailable for a documented reason (no CUDA device,
+// built without CUDA) is not an error unless it was asked for by name.
+func verdictError(run *results.Run, named bool) error {
 	var failed, errored int
 	for _, r := range run.Results {
 		switch r.Status {
@@ -81,11 +84,25 @@ func verdictError(run *results.Run) error {
 			errored++
 		}
 	}
+	var faulted, unavailable []string
+	for _, b := range run.Backends {
+		switch {
+		case b.Fault:
+			faulted = append(faulted, b.Name+" ("+b.UnavailableReason+")")
+		case !b.Available && named:
+			unavailable = append(unavailable, b.Name+" ("+b.UnavailableReason+")")
+		}
+	}
 	switch {
+	case len(faulted) > 0:
+		return withCode(ExitFailures, fmt.Errorf("%d plugin(s) failed before their first row: %s; %d row(s) ERROR, %d FAILed",
+			len(faulted), strings.Join(faulted, "; "), errored, failed))
 	case errored > 0:
-		return withCode(ExitFailures, fmt.Errorf("%d row(s) ended in a plugin error, %d FAILed", errored, failed))
+		return withCode(ExitFailures, fmt.Errorf("%d row(s) ended in an ERROR, %d FAILed", errored, failed))
 	case failed > 0:
 		return withCode(ExitFindings, fmt.Errorf("%d row(s) FAILed the correctness check", failed))
+	case len(unavailable) > 0:
+		return withCode(ExitUnavailable, fmt.Errorf("asked-for backend(s) unavailable: %s", strings.Join(unavailable, "; ")))
 	}
 	return nil
 }
