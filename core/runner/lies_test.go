@@ -130,3 +130,61 @@ func TestEveryLieIsCaughtAndBlamedOnItsTeller(t *testing.T) {
 	}
 	assertNoPluginProcesses(t, plugins)
 }
+
+// TestImpossibleCaseIsRefusedBeforeItsInputsExist: a legal but huge shape
+// must be skipped, with the reason, before the host generates gigabytes of
+// inputs or waits out a deadline.
+func TestImpossibleCaseIsRefusedBeforeItsInputsExist(t *testing.T) {
+	plugins := liarPlugins(t, "honest")
+	plugins = append(plugins, host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")})
+	s, err := suite.Parse("huge.toml", []byte(`name = "huge"
+[[cases]]
+batch = 1
+heads = 1
+seq_q = 10000000
+head_dim = 64
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	run, err := Run(context.Background(), Config{Suite: s, Plugins: plugins, ResultsPath: filepath.Join(t.TempDir(), "r.json")})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, r := range run.Results {
+		t.Logf("%s: %s %s", r.Backend, r.Status, r.Reason)
+		if r.Status != results.StatusSkip || r.Reason == "" {
+			t.Errorf("%s: %s %q, want a SKIP with its reason", r.Backend, r.Status, r.Reason)
+		}
+	}
+	if len(run.Results) != 2 {
+		t.Errorf("%d rows, want 2", len(run.Results))
+	}
+	if run.Cases[0].InputSHA256 != "" {
+		t.Errorf("inputs were generated for a case no row runs")
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("refusing took %s", took)
+	}
+}
+
+// TestRunInterruptedBeforeItsFirstRowListsNoResults: the schema promises
+// lists, so a run stopped before any row writes [] rather than null.
+func TestRunInterruptedBeforeItsFirstRowListsNoResults(t *testing.T) {
+	s, err := suite.Parse("tiny.toml", []byte(tinySuite))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := filepath.Join(t.TempDir(), "r.json")
+	Run(ctx, Config{Suite: s, Plugins: liarPlugins(t, "honest"), ResultsPath: out})
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "null") || !strings.Contains(string(raw), `"results": []`) {
+		t.Errorf("results file of an interrupted run:\n%s", raw)
+	}
+}

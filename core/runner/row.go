@@ -30,7 +30,7 @@ func (r *runner) runRow(ctx context.Context, rw row, c suite.Case, in *caseInput
 		Label:    rw.label,
 		Tunables: rw.tunables,
 	}
-	if reason := rowSkipReason(rw, c); reason != "" {
+	if reason := r.rowSkipReason(rw, c); reason != "" {
 		res.Status, res.Reason = results.StatusSkip, reason
 		return res
 	}
