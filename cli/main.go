@@ -18,7 +18,7 @@ var GitCommit = ""
 const usage = `flashcore: is my attention kernel correct, and is it faster?
 
 Usage:
-  flashcore run [--suite FILE] [--backends a,b] [--format F] [--out FILE] [--keep-going]
+  flashcore run [--suite FILE] [--backends a,b] [--seed N] [--format F] [--out FILE] [--keep-going]
   flashcore list [--suite FILE]
   flashcore describe BACKEND [--suite FILE]
   flashcore report FILE [--format F] [--baseline BACKEND]

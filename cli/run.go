@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/flashcore/bench/core/host"
@@ -27,6 +28,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	format := fs.String("format", "table", "table, markdown, csv or json")
 	out := fs.String("out", DefaultResultsPath, "results JSON file, saved after every row")
 	keepGoing := fs.Bool("keep-going", false, "exit 0 even when rows FAIL or plugins fail")
+	seed := fs.String("seed", "", "input seed, overriding the suite's (the same seed gives the same inputs)")
 	if _, err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -36,6 +38,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	s, err := loadSuite(*suitePath)
 	if err != nil {
 		return withCode(ExitUsage, err)
+	}
+	if *seed != "" {
+		if s.Seed, err = strconv.ParseUint(*seed, 10, 64); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--seed %q: want a non-negative integer", *seed))
+		}
 	}
 	plugins, err := choosePlugins(s, splitList(*backends))
 	if err != nil {
