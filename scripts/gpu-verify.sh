@@ -140,7 +140,7 @@ PY
 case "${1:-seed}" in
   seeds)   # every suite under three input seeds, measurement trimmed: verdicts only
     env_info
-    for name in seed llm; do
+    for name in ${SUITES:-seed llm}; do
       quick_suite "$DIST/suites/$name.toml" "$TMP/$name-quick.toml"
       for s in ${SEEDS:-20251022 7 424242}; do
         "$FC" run --suite "$TMP/$name-quick.toml" --seed "$s" --out "$OUT_DIR/$name-seed$s.json" --format markdown --keep-going \
