@@ -7,8 +7,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
