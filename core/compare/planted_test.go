@@ -248,3 +248,61 @@ func TestSelfCompareFlagsNothing(t *testing.T) {
 		t.Errorf("%d false flags in %d timed pairs of a run against resamplings of itself, want under 1%%", falseFlags, pairs)
 	}
 }
+
+// TestCallOutsGolden: what differs between two runs besides the samples
+// is named: the driver, a plugin's build, a kernel's source hash, SM
+// clocks more than 2% apart (not the one 0.8% apart), and throttling.
+func TestCallOutsGolden(t *testing.T) {
+	sources := load(t, samplesBase, samplesResampled)
+	old, later := sources[0].Run, sources[1].Run
+	old.Environment.Driver, old.Environment.CUDA = "580.159.04", "13.0"
+	later.Environment.Driver, later.Environment.CUDA = "575.57.08", "12.9"
+	for i := range later.Backends {
+		if b := &later.Backends[i]; b.Name == "pytorch-sdpa" {
+			b.Version, b.Build = "2.12.0+cu130", "python 3.12.3, torch 2.12.0+cu130"
+		}
+	}
+	setClocks(old, func(*results.Result) float64 { return 1980 })
+	setClocks(later, func(r *results.Result) float64 {
+		switch {
+		case r.Backend == plantedSlowBackend:
+			return 1890 // −4.5%: called out
+		case r.Label == "sdpa":
+			return 1965 // −0.8%: below the threshold
+		}
+		return 1980
+	})
+	for _, run := range []*results.Run{old, later} {
+		for i := range run.Results {
+			if r := &run.Results[i]; r.Backend == plantedSlowBackend {
+				r.Facts = map[string]string{"kernel_source_sha256": strings.Repeat(map[bool]string{true: "ab", false: "cd"}[run == old], 32)}
+			}
+			if r := &run.Results[i]; run == later && r.CaseID == plantedFail.caseID && r.Label == "sdpa-math" {
+				r.Timings[0].Throttled, r.Timings[0].ThrottleNote = true, "SM clock 1980 → 1755 MHz during sampling"
+			}
+		}
+	}
+	c, err := Compare(sources, Options{Threshold: DefaultThreshold, Labels: []string{"before", "after"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []Format{FormatTable, FormatMarkdown} {
+		var out bytes.Buffer
+		if err := Render(&out, c, format); err != nil {
+			t.Fatal(err)
+		}
+		compareGolden(t, filepath.Join("testdata", "callouts."+string(format)+".golden"), out.Bytes())
+	}
+	if len(c.Notes) != 5 || len(c.Differences) != 2 {
+		t.Errorf("notes %q and differences %q: want four clock notes and one throttling note, a build and a kernel change", c.Notes, c.Differences)
+	}
+}
+
+func setClocks(run *results.Run, clock func(*results.Result) float64) {
+	for i := range run.Results {
+		r := &run.Results[i]
+		for j := range r.Timings {
+			r.Timings[j].SMClockMHz = clock(r)
+		}
+	}
+}

@@ -175,7 +175,8 @@ func timingLine(c *Comparison) string {
 	if !c.pair() {
 		against = "ratio = each run ÷ " + c.Runs[0].Label
 	}
-	return fmt.Sprintf("kernel median, L2 %s, host launch gaps excluded; %s, below 1 is faster", modeName(c.Mode), against)
+	return fmt.Sprintf("kernel time, L2 %s, host launch gaps excluded; times are medians ± 95%% CI half-width; %s, below 1 is faster",
+		modeName(c.Mode), against)
 }
 
 func ruleLine(c *Comparison) string {
