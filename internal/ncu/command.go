@@ -70,4 +70,3 @@ func ImportArgs(report string, rename bool) []string {
 	}
 	return args
 }
-

@@ -193,12 +193,12 @@ func TestAgree(t *testing.T) {
 		ours, ncu float64
 		want      bool
 	}{
-		{1803.8e3, 1790.9e3, true},  // +0.7%: cuda-v8, FACTS.md
-		{1830e3, 1790e3, false},     // +2.2%
-		{1754.2e3, 1790e3, true},    // −2.0% exactly at the bound
-		{8.4e3, 7.97e3, true},       // 0.43 µs: under the 0.5 µs floor
-		{9.57e3, 7.3e3, false},      // the seed's SDPA Kernel column against CUPTI
-		{100e3, 0, false},           // no ncu figure
+		{1803.8e3, 1790.9e3, true}, // +0.7%: cuda-v8, FACTS.md
+		{1830e3, 1790e3, false},    // +2.2%
+		{1754.2e3, 1790e3, true},   // −2.0% exactly at the bound
+		{8.4e3, 7.97e3, true},      // 0.43 µs: under the 0.5 µs floor
+		{9.57e3, 7.3e3, false},     // the seed's SDPA Kernel column against CUPTI
+		{100e3, 0, false},          // no ncu figure
 	}
 	for _, tt := range tests {
 		if got := Agree(tt.ours, tt.ncu); got != tt.want {
