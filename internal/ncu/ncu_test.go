@@ -265,3 +265,11 @@ func TestProfilingCommandLines(t *testing.T) {
 	}
 	golden(t, "command-lines", out.String())
 }
+
+// TestCallRangeIsTheWorkersName: flashcore_worker.py's call_range builds
+// the same literal (python/tests/test_profiler_marks.py).
+func TestCallRangeIsTheWorkersName(t *testing.T) {
+	if got := CallRange(RowKey{"b1-h8-s512-d64-fp16", "sdpa"}, 3); got != "flashcore call b1-h8-s512-d64-fp16 sdpa #3" {
+		t.Errorf("CallRange = %q", got)
+	}
+}
