@@ -23,6 +23,8 @@ Usage:
   flashcore describe BACKEND [--suite FILE]
   flashcore report FILE [--format F] [--baseline BACKEND]
   flashcore compare OLD NEW [NEWER...] [--format F] [--threshold 0.05] [--labels a,b] [--fail-on-regression]
+  flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold] [--out DIR]
+  flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]
   flashcore version
 
 Formats: table (default), markdown, csv, json.
@@ -62,6 +64,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return reportCommand(rest, stdout, stderr)
 	case "compare":
 		return compareCommand(rest, stdout, stderr)
+	case "verify-timing":
+		return verifyTimingCommand(ctx, rest, stdout, stderr)
+	case "profile":
+		return profileCommand(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "flashcore %s %s\n", Version, GitCommit)
 		return nil
