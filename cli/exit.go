@@ -9,8 +9,9 @@ const (
 	ExitOK          = 0   // every available backend ran and passed
 	ExitFindings    = 1   // some row FAILed its correctness check
 	ExitUsage       = 2   // bad arguments, or a suite that does not parse or validate
-	ExitFailures    = 3   // some plugin crashed, hung or broke the protocol (ERROR rows)
+	ExitFailures    = 3   // some row is an ERROR (crash, hang, broken contract, implausible times), or a plugin faulted at start
 	ExitOther       = 4   // anything else: an unreadable file, no plugins found, ...
+	ExitUnavailable = 5   // a backend named with --backends is unavailable (e.g. no CUDA device)
 	ExitInterrupted = 130 // interrupted (Ctrl-C); the partial results file is valid
 )
 

@@ -18,17 +18,23 @@ var GitCommit = ""
 const usage = `flashcore: is my attention kernel correct, and is it faster?
 
 Usage:
-  flashcore run [--suite FILE] [--backends a,b] [--format F] [--out FILE] [--keep-going]
+  flashcore run [--suite FILE] [--backends a,b] [--seed N] [--format F] [--out FILE] [--keep-going]
   flashcore list [--suite FILE]
   flashcore describe BACKEND [--suite FILE]
   flashcore report FILE [--format F] [--baseline BACKEND]
   flashcore compare OLD NEW [NEWER...] [--format F] [--threshold 0.05] [--labels a,b] [--fail-on-regression]
+  flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold] [--out DIR]
+  flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]
   flashcore version
 
 Formats: table (default), markdown, csv, json.
 Plugins are found in $FLASHCORE_PLUGIN_PATH, next to the flashcore binary,
-and in the suite's plugin_path. Exit codes: 0 ok, 1 a row FAILed, 2 usage or
-suite error, 3 a plugin crashed or hung, 4 other errors, 130 interrupted.
+and in the suite's plugin_path.
+
+Exit codes: 0 ok; 1 a row FAILed its check; 2 usage or suite error; 3 a row
+is an ERROR (a plugin crashed, hung, broke the contract or reported
+implausible times) or a plugin failed to start or describe itself; 4 other
+errors; 5 a backend named with --backends is unavailable; 130 interrupted.
 `
 
 // Main runs flashcore with args (without the program name).
@@ -37,6 +43,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, usage)
 		return withCode(ExitUsage, errors.New("no command given"))
 	}
+	err := dispatch(ctx, args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		// The help asked for was printed; asking is not an error.
+		return nil
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "run":
@@ -49,6 +64,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return reportCommand(rest, stdout, stderr)
 	case "compare":
 		return compareCommand(rest, stdout, stderr)
+	case "verify-timing":
+		return verifyTimingCommand(ctx, rest, stdout, stderr)
+	case "profile":
+		return profileCommand(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "flashcore %s %s\n", Version, GitCommit)
 		return nil

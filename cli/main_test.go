@@ -121,3 +121,79 @@ func TestRunAndReportRoundTrip(t *testing.T) {
 		t.Fatalf("report: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
+
+// TestExitCodes runs real plugins, honest and lying, and checks the exit
+// code each run ends with, as the README's table lists them.
+func TestExitCodes(t *testing.T) {
+	liar := buildtest.Plugin(t, "test-liar", "internal/testplugins/liar")
+	cuda := buildtest.Plugin(t, "cuda-scalar", "plugins/cuda-scalar")
+	dir := t.TempDir()
+	for _, lie := range []string{"honest", "rows-only", "fast-clock", "no-handshake"} {
+		if err := os.Symlink(liar, filepath.Join(dir, "flashcore-backend-test-liar-"+lie)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(cuda, filepath.Join(dir, "flashcore-backend-cuda-scalar")); err != nil {
+		t.Fatal(err)
+	}
+	suitePath := filepath.Join(t.TempDir(), "exit.toml")
+	suiteText := `name = "exit"
+[measurement]
+min_samples = 3
+time_cap = "50ms"
+call_samples = 2
+start_timeout = "2s"
+[[cases]]
+batch = 1
+heads = 1
+seq_q = 32
+head_dim = 32
+`
+	if err := os.WriteFile(suitePath, []byte(suiteText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		backends string
+		code     int
+		message  string
+	}{
+		{"test-liar-honest", ExitOK, ""},
+		{"test-liar-honest,test-liar-rows-only", ExitFindings, "1 row(s) FAILed"},
+		{"test-liar-honest,test-liar-fast-clock,test-liar-rows-only", ExitFailures, "1 row(s) ended in an ERROR, 1 FAILed"},
+		{"test-liar-honest,test-liar-no-handshake", ExitFailures, "test-liar-no-handshake ("},
+		{"test-liar-honest,cuda-scalar", ExitUnavailable, "asked-for backend(s) unavailable: cuda-scalar ("},
+	}
+	for _, tt := range tests {
+		t.Run(tt.backends, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r.json")
+			_, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir},
+				"run", "--suite", suitePath, "--backends", tt.backends, "--out", out)
+			if code != tt.code || !strings.Contains(stderr, tt.message) {
+				t.Errorf("exit %d, want %d with %q\nstderr:\n%s", code, tt.code, tt.message, stderr)
+			}
+		})
+	}
+	t.Run("unavailable-not-asked-for", func(t *testing.T) {
+		only := t.TempDir()
+		for _, name := range []string{"test-liar-honest", "cuda-scalar"} {
+			target, _ := os.Readlink(filepath.Join(dir, "flashcore-backend-"+name))
+			os.Symlink(target, filepath.Join(only, "flashcore-backend-"+name))
+		}
+		_, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": only},
+			"run", "--suite", suitePath, "--out", filepath.Join(t.TempDir(), "r.json"))
+		if code != ExitOK {
+			t.Errorf("exit %d, want 0: a found backend without a device is not an error unless asked for\n%s", code, stderr)
+		}
+	})
+}
+
+// TestHelpIsNotAnError: asking a command for its flags prints them and
+// exits 0.
+func TestHelpIsNotAnError(t *testing.T) {
+	for _, args := range [][]string{{"run", "--help"}, {"list", "-h"}, {"report", "--help"}, {"compare", "-help"}, {"describe", "--help"}} {
+		_, stderr, code := runMain(t, nil, args...)
+		if code != ExitOK || !strings.Contains(stderr, "Usage of "+args[0]) {
+			t.Errorf("%v: exit %d, want 0 with the flags listed\n%s", args, code, stderr)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/flashcore/bench/core/host"
@@ -27,6 +28,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	format := fs.String("format", "table", "table, markdown, csv or json")
 	out := fs.String("out", DefaultResultsPath, "results JSON file, saved after every row")
 	keepGoing := fs.Bool("keep-going", false, "exit 0 even when rows FAIL or plugins fail")
+	seed := fs.String("seed", "", "input seed, overriding the suite's (the same seed gives the same inputs)")
 	if _, err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -36,6 +38,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	s, err := loadSuite(*suitePath)
 	if err != nil {
 		return withCode(ExitUsage, err)
+	}
+	if *seed != "" {
+		if s.Seed, err = strconv.ParseUint(*seed, 10, 64); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--seed %q: want a non-negative integer", *seed))
+		}
 	}
 	plugins, err := choosePlugins(s, splitList(*backends))
 	if err != nil {
@@ -66,12 +73,15 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *keepGoing {
 		return nil
 	}
-	return verdictError(run)
+	return verdictError(run, *backends != "")
 }
 
-// verdictError turns the rows' statuses into the exit code: plugin failures
-// first, then findings.
-func verdictError(run *results.Run) error {
+// verdictError turns the run into the exit code: ERROR rows and plugins
+// that faulted before their first row first, then FAILed rows, then
+// backends named on the command line that turned out unavailable. A
+// backend found but unavailable for a documented reason (no CUDA device,
+// built without CUDA) is not an error unless it was asked for by name.
+func verdictError(run *results.Run, named bool) error {
 	var failed, errored int
 	for _, r := range run.Results {
 		switch r.Status {
@@ -81,11 +91,25 @@ func verdictError(run *results.Run) error {
 			errored++
 		}
 	}
+	var faulted, unavailable []string
+	for _, b := range run.Backends {
+		switch {
+		case b.Fault:
+			faulted = append(faulted, b.Name+" ("+b.UnavailableReason+")")
+		case !b.Available && named:
+			unavailable = append(unavailable, b.Name+" ("+b.UnavailableReason+")")
+		}
+	}
 	switch {
+	case len(faulted) > 0:
+		return withCode(ExitFailures, fmt.Errorf("%d plugin(s) failed before their first row: %s; %d row(s) ERROR, %d FAILed",
+			len(faulted), strings.Join(faulted, "; "), errored, failed))
 	case errored > 0:
-		return withCode(ExitFailures, fmt.Errorf("%d row(s) ended in a plugin error, %d FAILed", errored, failed))
+		return withCode(ExitFailures, fmt.Errorf("%d row(s) ended in an ERROR, %d FAILed", errored, failed))
 	case failed > 0:
 		return withCode(ExitFindings, fmt.Errorf("%d row(s) FAILed the correctness check", failed))
+	case len(unavailable) > 0:
+		return withCode(ExitUnavailable, fmt.Errorf("asked-for backend(s) unavailable: %s", strings.Join(unavailable, "; ")))
 	}
 	return nil
 }

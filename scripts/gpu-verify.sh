@@ -5,6 +5,7 @@
 #
 #   scripts/gpu-verify.sh seed     # seed suite, ncu cross-check, sanitizer
 #   scripts/gpu-verify.sh llm      # the llm suite
+#   scripts/gpu-verify.sh seeds    # seed and llm suites under three input seeds, verdicts only
 #   SEED_JSON=seed.json scripts/gpu-verify.sh ncu-bridges   # ncu on the bridges' kernels only
 #   scripts/gpu-verify.sh timing-probe   # where the bridges' kernel time comes from (docs/measurement.md)
 #
@@ -109,7 +110,47 @@ TOML
   done
 }
 
+# quick_suite SRC DST: SRC with a measurement trimmed to what a verdict
+# needs (the check does not depend on how many samples are taken).
+quick_suite() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys, tomllib
+src, dst = sys.argv[1], sys.argv[2]
+text = open(src).read()
+l2 = tomllib.loads(text).get("measurement", {}).get("l2", ["hot"])
+text = re.sub(r"(?ms)^\[measurement\]\n.*?(?=^\[)", "", text)
+text += '\n[measurement]\nwarmup_runs = 1\nwarmup_time = "0s"\nmin_samples = 3\nmax_samples = 10\ntime_cap = "20ms"\ncall_samples = 3\nl2 = %s\n' % str(l2).replace("'", '"')
+open(dst, "w").write(text)
+PY
+}
+
+# verdicts FILE: rows per backend and status.
+verdicts() {
+  python3 - "$1" <<'PY'
+import json, sys, collections
+run = json.load(open(sys.argv[1]))
+counts = collections.Counter((r["backend"], r["status"]) for r in run["results"])
+backends = sorted({b for b, _ in counts})
+print(f"  seed {run['suite']['seed']}: " + "; ".join(f"{b} " + " ".join(f"{s} {counts[(b, s)]}" for s in ("pass", "fail", "error", "skip") if counts[(b, s)]) for b in backends))
+for r in run["results"]:
+    if r["status"] in ("fail", "error"):
+        print(f"    {r['status'].upper()} {r['case_id']} {r.get('label') or r['backend']}: {r.get('reason', '')[:300]}")
+PY
+}
+
 case "${1:-seed}" in
+  seeds)   # every suite under three input seeds, measurement trimmed: verdicts only
+    env_info
+    for name in ${SUITES:-seed llm}; do
+      quick_suite "$DIST/suites/$name.toml" "$TMP/$name-quick.toml"
+      for s in ${SEEDS:-20251022 7 424242}; do
+        "$FC" run --suite "$TMP/$name-quick.toml" --seed "$s" --out "$OUT_DIR/$name-seed$s.json" --format markdown --keep-going \
+          >"$OUT_DIR/$name-seed$s.md" 2>"$OUT_DIR/$name-seed$s.log"
+        echo "$name suite, seed $s: exit $?, $(tail -1 "$OUT_DIR/$name-seed$s.log")"
+        verdicts "$OUT_DIR/$name-seed$s.json"
+      done
+    done
+    ;;
   seed)
     env_info
     "$FC" run --suite "$DIST/suites/seed.toml" --out "$OUT_DIR/seed.json" --format markdown --keep-going \

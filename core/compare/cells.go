@@ -65,6 +65,27 @@ func ratioCell(x float64) string {
 	return fmt.Sprintf("%.2f×", x)
 }
 
+// intervalCell is the 95% confidence interval of a timed pair's ratio:
+// "1.08–1.12×"; "≈" marks the summary rule's rough interval, and
+// "unbounded" rows too few or too noisy to bound it. "—" for a pair
+// without a ratio.
+func intervalCell(ch Change) string {
+	switch {
+	case !finite(ch.Ratio):
+		return missing
+	case math.IsInf(ch.High, 1):
+		return "unbounded"
+	}
+	cell := strings.TrimSuffix(ratioCell(ch.Low), "×") + "–" + ratioCell(ch.High)
+	if ch.Low <= 0 {
+		cell = "0–" + ratioCell(ch.High)
+	}
+	if ch.Rule == SummaryRule {
+		return "≈" + cell
+	}
+	return cell
+}
+
 // measureCell is what a run recorded for a row: the kernel median with its
 // noise for a passing, timed row; the status word otherwise; "—" when the
 // run has no such row.
@@ -81,7 +102,7 @@ func measureCell(m Measure) string {
 }
 
 // verdictCell is a verdict with its detail: "REGRESSION (pass → FAIL)",
-// "same (within noise ±7.4%)", "not compared (SKIP in both)".
+// "unsure (too few samples: 3 and 3)", "not compared (SKIP in both)".
 func verdictCell(ch Change) string {
 	if ch.Detail == "" {
 		return string(ch.Verdict)

@@ -39,8 +39,13 @@ type Comparison struct {
 	// Warnings say what makes the runs hard to compare; they head every
 	// output.
 	Warnings []string
-	// Notes qualify single rows (unknown noise, duplicate rows); they
-	// follow the table.
+	// Differences name what changed in the code measured: plugin versions
+	// and builds, and the kernels rows report (their source hashes, the
+	// kernel or configuration chosen). They explain changes rather than
+	// warn, and follow the warnings.
+	Differences []string
+	// Notes qualify single rows (SM clocks that differ, throttling,
+	// duplicate rows); they follow the table.
 	Notes   []string
 	Summary []SummaryRow
 }
@@ -88,7 +93,8 @@ func Compare(sources []Source, opts Options) (*Comparison, error) {
 		c.Rows[i].judge(c.Threshold)
 	}
 	c.Warnings = headerWarnings(c)
-	c.Notes = append(noiseNotes(c), duplicates...)
+	c.Differences = codeDifferences(c)
+	c.Notes = append(clockNotes(c), duplicates...)
 	c.Summary = summarize(c.Rows, len(runs))
 	return c, nil
 }
@@ -141,11 +147,27 @@ func primaryMode(run *results.Run) sdk.L2Mode {
 	return sdk.L2Hot
 }
 
-// measure reads r's kernel median and noise in mode.
+// measure reads r's kernel median, noise, raw samples and clock in mode.
 func measure(r *results.Result, mode sdk.L2Mode) Measure {
 	m := Measure{Result: r, KernelNs: math.NaN(), RelNoise: math.NaN()}
-	if t, ok := r.TimingFor(mode); ok && t.Kernel.N > 0 {
-		m.KernelNs, m.RelNoise = t.Kernel.MedianNs, t.Kernel.RelNoise
+	t, ok := r.TimingFor(mode)
+	if !ok {
+		return m
+	}
+	if t.Kernel.N > 0 {
+		m.KernelNs, m.RelNoise, m.N = t.Kernel.MedianNs, t.Kernel.RelNoise, t.Kernel.N
+	}
+	if t.Samples != nil {
+		for _, ns := range t.Samples.KernelNs {
+			m.Samples = append(m.Samples, float64(ns))
+		}
+	}
+	m.SMClockMHz = t.SMClockMHz
+	if t.Throttled {
+		m.ThrottleNote = t.ThrottleNote
+		if m.ThrottleNote == "" {
+			m.ThrottleNote = "throttled"
+		}
 	}
 	return m
 }

@@ -3,6 +3,7 @@ package compare
 import (
 	"encoding/csv"
 	"io"
+	"math"
 	"strconv"
 )
 
@@ -11,8 +12,9 @@ import (
 // its own records, all against the first run.
 var csvHeader = []string{
 	"case_id", "row", "backend", "old_label", "new_label", "old_status", "new_status",
-	"old_median_ns", "old_rel_noise", "new_median_ns", "new_rel_noise",
-	"ratio", "noise", "noise_unknown", "threshold", "verdict", "detail", "old_reason", "new_reason",
+	"old_median_ns", "old_rel_noise", "old_n", "new_median_ns", "new_rel_noise", "new_n",
+	"old_sm_clock_mhz", "new_sm_clock_mhz",
+	"rule", "ratio", "ratio_low", "ratio_high", "p_value", "threshold", "verdict", "detail", "old_reason", "new_reason",
 }
 
 func writeCSV(w io.Writer, c *Comparison) error {
@@ -38,10 +40,37 @@ func csvRecord(c *Comparison, r Row, run int, ch Change) []string {
 	old, later := r.Measures[0], r.Measures[run]
 	record := []string{r.CaseID, r.Name, r.Backend, c.Runs[0].Label, c.Runs[run].Label,
 		csvStatus(old), csvStatus(later)}
-	record = append(record, csvFloat(old.KernelNs), csvFloat(old.RelNoise), csvFloat(later.KernelNs), csvFloat(later.RelNoise))
-	record = append(record, csvFloat(ch.Ratio), csvFloat(ch.Noise), strconv.FormatBool(ch.NoiseUnknown),
+	record = append(record, csvFloat(old.KernelNs), csvFloat(old.RelNoise), csvCount(old),
+		csvFloat(later.KernelNs), csvFloat(later.RelNoise), csvCount(later))
+	record = append(record, csvClock(old.SMClockMHz), csvClock(later.SMClockMHz))
+	record = append(record, string(ch.Rule), csvFloat(ch.Ratio), csvFloat(ch.Low), csvBound(ch.High), csvFloat(ch.PValue),
 		csvFloat(c.Threshold), string(ch.Verdict), ch.Detail)
 	return append(record, csvReason(old), csvReason(later))
+}
+
+// csvCount is the number of kernel samples the row recorded; "" when the
+// run has no such row or it was not timed.
+func csvCount(m Measure) string {
+	if m.Result == nil || m.N == 0 {
+		return ""
+	}
+	return strconv.Itoa(m.N)
+}
+
+func csvClock(mhz float64) string {
+	if mhz <= 0 {
+		return ""
+	}
+	return csvFloat(mhz)
+}
+
+// csvBound writes an interval's upper end: "inf" when the rows could not
+// bound the ratio, apart from "" for a pair with no interval at all.
+func csvBound(x float64) string {
+	if math.IsInf(x, 1) {
+		return "inf"
+	}
+	return csvFloat(x)
 }
 
 // csvStatus is the row's status; "" when the run has no such row.

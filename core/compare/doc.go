@@ -13,14 +13,20 @@
 //     backends share a label; a row missing from a run is added or removed;
 //  3. judge sets each later run's row against the first run's: a passing
 //     row that now fails or errors is a REGRESSION and the reverse is FIXED,
-//     whatever the times; two passing, timed rows are faster, slower or the
-//     same by the rule in verdict.go, which weighs the change against both
-//     the threshold and the rows' own noise;
+//     whatever the times; two passing, timed rows are faster, slower, the
+//     same or unsure by the rule in verdict.go: a Mann–Whitney U test of
+//     their raw samples with a Hodges–Lehmann ratio and its 95% interval
+//     (stats.CompareRatio), or, for files without samples, a fallback rule
+//     on their medians and noise;
 //  4. headerWarnings says what makes the runs hard to compare (other
-//     devices, other suites or measurement settings, other inputs for the
-//     same case, unfinished runs), so that no ratio is read without it;
+//     devices or drivers, SM clocks apart, no raw samples, other suites or
+//     measurement settings, other inputs for the same case, unfinished
+//     runs), codeDifferences what changed in the code measured (plugin
+//     builds, kernel hashes), and clockNotes names the rows behind the
+//     clock warning, so that no ratio is read without them;
 //  5. summarize takes, per row name and later run, the geometric mean of
-//     the ratios and counts the verdicts.
+//     the ratios and counts the verdicts; SummaryLine puts the counts in
+//     one line for release notes.
 //
 // Render writes the Comparison as a terminal table, GitHub Markdown (ready
 // to paste into release notes) or CSV (one record per row and later run).

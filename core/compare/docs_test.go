@@ -9,11 +9,11 @@ import (
 )
 
 // TestDocExampleIsTheOutput keeps the example in docs/compare.md what the
-// command prints for the fixtures, saved under the names the doc uses.
-// With -update it rewrites the example.
+// command prints for the planted fixtures, saved under the names the doc
+// uses. With -update it rewrites the example.
 func TestDocExampleIsTheOutput(t *testing.T) {
-	sources := load(t, oldRun, newRun)
-	sources[0].Path, sources[1].Path = "results-0.1.0.json", "results-0.2.0.json"
+	sources := load(t, samplesBase, samplesPlanted)
+	sources[0].Path, sources[1].Path = "base.json", "planted.json"
 	c, err := Compare(sources, Options{Threshold: DefaultThreshold})
 	if err != nil {
 		t.Fatal(err)

@@ -31,11 +31,12 @@ func pairGrid(c *Comparison, s style) grid {
 	g.column("Old", tw.AlignRight)
 	g.column("New", tw.AlignRight)
 	g.column("Ratio", tw.AlignRight)
+	g.column("95% CI", tw.AlignRight)
 	g.column("Verdict", tw.AlignLeft)
 	for i, r := range c.Rows {
 		ch := r.Changes[0]
 		g.rows = append(g.rows, []string{caseCell(c.Rows, i), r.Name, measureCell(r.Measures[0]),
-			measureCell(r.Measures[1]), ratioCell(ch.Ratio), loudVerdict(ch, s)})
+			measureCell(r.Measures[1]), ratioCell(ch.Ratio), intervalCell(ch), loudVerdict(ch, s)})
 	}
 	return g
 }
@@ -73,8 +74,8 @@ func caseCell(rows []Row, i int) string {
 func ablationCell(m Measure, ch Change, s style) string {
 	measured := measureCell(m)
 	switch ch.Verdict {
-	case Faster, Slower, Same:
-		return measured + " · " + ratioCell(ch.Ratio) + " " + verdictCell(ch)
+	case Faster, Slower, Same, Unsure:
+		return measured + " · " + ratioCell(ch.Ratio) + " (" + intervalCell(ch) + ") " + verdictCell(ch)
 	case Regression, Fixed:
 		return measured + " · " + s.loud(string(ch.Verdict))
 	case Added, Removed:
@@ -141,7 +142,7 @@ func summaryGrid(c *Comparison) grid {
 		g.column("Run", tw.AlignLeft)
 	}
 	g.column("Geomean", tw.AlignRight)
-	for _, title := range []string{"Faster", "Slower", "Same", "Regressions", "Fixed", "Added", "Removed", "Not compared"} {
+	for _, title := range []string{"Faster", "Slower", "Same", "Unsure", "Regressions", "Fixed", "Added", "Removed", "Not compared"} {
 		g.column(title, tw.AlignRight)
 	}
 	for _, s := range c.Summary {
@@ -161,7 +162,7 @@ func summaryGrid(c *Comparison) grid {
 
 func countCells(c Counts) []string {
 	var cells []string
-	for _, n := range []int{c.Faster, c.Slower, c.Same, c.Regressions, c.Fixed, c.Added, c.Removed, c.NotCompared} {
+	for _, n := range []int{c.Faster, c.Slower, c.Same, c.Unsure, c.Regressions, c.Fixed, c.Added, c.Removed, c.NotCompared} {
 		cells = append(cells, fmt.Sprint(n))
 	}
 	return cells

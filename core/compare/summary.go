@@ -1,6 +1,10 @@
 package compare
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"strings"
+)
 
 // SummaryRow is one row name against one later run, across all cases.
 type SummaryRow struct {
@@ -8,7 +12,7 @@ type SummaryRow struct {
 	// Run is the index of the later run (1 for the second run).
 	Run int
 	// Ratios are the ratios of the cases where both rows passed and were
-	// timed (the faster, slower and same verdicts).
+	// timed (the faster, slower, same and unsure verdicts).
 	Ratios []float64
 	Counts Counts
 }
@@ -19,7 +23,7 @@ func (s SummaryRow) Geomean() float64 { return geomean(s.Ratios) }
 
 // Counts are verdicts by kind.
 type Counts struct {
-	Faster, Slower, Same, Regressions, Fixed, Added, Removed, NotCompared int
+	Faster, Slower, Same, Unsure, Regressions, Fixed, Added, Removed, NotCompared int
 }
 
 func (c *Counts) add(v Verdict) {
@@ -30,6 +34,8 @@ func (c *Counts) add(v Verdict) {
 		c.Slower++
 	case Same:
 		c.Same++
+	case Unsure:
+		c.Unsure++
 	case Regression:
 		c.Regressions++
 	case Fixed:
@@ -47,6 +53,7 @@ func (c *Counts) addAll(o Counts) {
 	c.Faster += o.Faster
 	c.Slower += o.Slower
 	c.Same += o.Same
+	c.Unsure += o.Unsure
 	c.Regressions += o.Regressions
 	c.Fixed += o.Fixed
 	c.Added += o.Added
@@ -96,4 +103,24 @@ func geomean(xs []float64) float64 {
 		sum += math.Log(x)
 	}
 	return math.Exp(sum / float64(len(xs)))
+}
+
+// SummaryLine is the comparison in one line, for release notes: "3
+// faster, 1 slower, 12 same, 2 unsure, 1 correctness regression", then
+// fixed, added, removed and not compared rows where there are any.
+func (c *Comparison) SummaryLine() string {
+	t := c.Total()
+	parts := []string{
+		fmt.Sprintf("%d faster", t.Faster), fmt.Sprintf("%d slower", t.Slower), fmt.Sprintf("%d same", t.Same),
+		fmt.Sprintf("%d unsure", t.Unsure), fmt.Sprintf("%d correctness %s", t.Regressions, plural(t.Regressions, "regression")),
+	}
+	for _, extra := range []struct {
+		n    int
+		word string
+	}{{t.Fixed, "fixed"}, {t.Added, "added"}, {t.Removed, "removed"}, {t.NotCompared, "not compared"}} {
+		if extra.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", extra.n, extra.word))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

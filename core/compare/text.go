@@ -29,12 +29,15 @@ var (
 
 func writeTable(w io.Writer, c *Comparison) error {
 	var out bytes.Buffer
-	out.WriteString("FlashCore bench comparison\n")
+	out.WriteString("FlashCore bench comparison: " + c.SummaryLine() + "\n")
 	for _, it := range headerItems(c, terminal) {
 		fmt.Fprintf(&out, "  %-9s %s\n", it.key, it.value)
 	}
 	for _, warning := range c.Warnings {
 		fmt.Fprintf(&out, "  %-9s %s\n", "Warning", warning)
+	}
+	for _, d := range c.Differences {
+		fmt.Fprintf(&out, "  %-9s %s\n", "Changed", d)
 	}
 	out.WriteString("\n")
 	if err := writeBody(&out, c, terminal, "  note: "); err != nil {
@@ -56,12 +59,19 @@ func writeTable(w io.Writer, c *Comparison) error {
 
 func writeMarkdown(w io.Writer, c *Comparison) error {
 	var out bytes.Buffer
+	out.WriteString(c.SummaryLine() + "\n\n")
 	out.WriteString("## FlashCore bench comparison\n\n")
 	for _, it := range headerItems(c, markdown) {
 		fmt.Fprintf(&out, "- **%s:** %s\n", it.key, it.value)
 	}
 	for _, warning := range c.Warnings {
 		fmt.Fprintf(&out, "\n> **Warning:** %s\n", warning)
+	}
+	if len(c.Differences) > 0 {
+		out.WriteString("\n**Changed between the runs:**\n\n")
+		for _, d := range c.Differences {
+			fmt.Fprintf(&out, "- %s\n", d)
+		}
 	}
 	out.WriteString("\n")
 	if err := writeBody(&out, c, markdown, "\n> Note: "); err != nil {
@@ -107,7 +117,20 @@ func headerItems(c *Comparison, s style) []item {
 	for i, r := range c.Runs {
 		items = append(items, item{runKey(c, i), runLine(r, s)})
 	}
-	return append(items, item{"Timing", timingLine(c)}, item{"Rule", ruleLine(c)}, item{"Checks", checksLine})
+	items = append(items, item{"Timing", timingLine(c)}, item{"Rule", ruleLine(c)})
+	if !allHaveSamples(c.Runs) {
+		items = append(items, item{"Fallback", fallbackLine(c)})
+	}
+	return append(items, item{"Checks", checksLine})
+}
+
+func allHaveSamples(runs []RunInfo) bool {
+	for _, r := range runs {
+		if !hasSamples(r.Run) {
+			return false
+		}
+	}
+	return true
 }
 
 // runKey names run i in the header: Old and New for a pair, Run 1, Run 2,
@@ -152,12 +175,20 @@ func timingLine(c *Comparison) string {
 	if !c.pair() {
 		against = "ratio = each run ÷ " + c.Runs[0].Label
 	}
-	return fmt.Sprintf("kernel median, L2 %s, host launch gaps excluded; %s, below 1 is faster", modeName(c.Mode), against)
+	return fmt.Sprintf("kernel time, L2 %s, host launch gaps excluded; times are medians ± 95%% CI half-width; %s, below 1 is faster",
+		modeName(c.Mode), against)
 }
 
 func ruleLine(c *Comparison) string {
-	return fmt.Sprintf("faster or slower only when |ratio − 1| exceeds both %s and the two rows' ± noise added (each the 95%% CI half-width of its median)",
-		thresholdPercent(c.Threshold))
+	t := thresholdPercent(c.Threshold)
+	return fmt.Sprintf("faster or slower when a Mann–Whitney U test of the raw samples finds a difference (p < %g) and the ratio "+
+		"(Hodges–Lehmann) is beyond ±%s; same when the ratio's 95%% CI lies within ±%s; otherwise unsure", Alpha, t, t)
+}
+
+func fallbackLine(c *Comparison) string {
+	t := thresholdPercent(c.Threshold)
+	return fmt.Sprintf("without raw samples: ratio of the medians; a difference when |ratio − 1| exceeds the two medians' ± noise added "+
+		"(each the 95%% CI half-width); the ≈CI is ratio ± that noise; then as the rule, with ±%s", t)
 }
 
 const checksLine = "pass → FAIL or ERROR is a REGRESSION and FAIL or ERROR → pass is FIXED, whatever the times"

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/core/stats"
 )
 
 // DefaultThreshold is the smallest relative change that counts (5%).
@@ -14,13 +15,17 @@ const DefaultThreshold = 0.05
 type Verdict string
 
 const (
-	// Faster and Slower: both rows passed and were timed, and the kernel
-	// median moved by more than the threshold and more than the noise.
+	// Faster and Slower: both rows passed and were timed, the times differ
+	// significantly, and the estimated ratio is beyond the threshold.
 	Faster Verdict = "faster"
 	Slower Verdict = "slower"
-	// Same: both rows passed and were timed, and the change is within the
-	// threshold or within the noise.
+	// Same: both rows passed and were timed, and the ratio's confidence
+	// interval lies within the threshold: any change is smaller than it.
 	Same Verdict = "same"
+	// Unsure: both rows passed and were timed, but the samples cannot tell
+	// a change beyond the threshold from none (too few samples, too much
+	// noise, or a significant change whose size straddles the threshold).
+	Unsure Verdict = "unsure"
 	// Regression: the row passed and now FAILs or ERRORs, whatever its time.
 	Regression Verdict = "REGRESSION"
 	// Fixed: the row FAILed or ERRORed and now passes.
@@ -36,6 +41,22 @@ const (
 	Absent Verdict = ""
 )
 
+// Rule names how two timed rows were judged.
+type Rule string
+
+const (
+	// RankTest: from the raw samples, by a Mann–Whitney U test and the
+	// Hodges–Lehmann ratio with its confidence interval (stats.CompareRatio).
+	RankTest Rule = "rank test"
+	// SummaryRule: from the recorded medians and their noise, for rows
+	// without raw samples (files written before schema version 2).
+	SummaryRule Rule = "summary"
+)
+
+// Alpha is the significance level of the rank test and one minus the
+// confidence of the ratio's interval: 95%.
+const Alpha = 0.05
+
 // Measure is one row as one run recorded it.
 type Measure struct {
 	// Result is the row; nil when the run has no such row.
@@ -47,22 +68,39 @@ type Measure struct {
 	// half-width of its 95% confidence interval over the median. NaN when
 	// the run could not know it.
 	RelNoise float64
+	// N is the number of kernel samples the median summarises.
+	N int
+	// Samples are the raw kernel samples in the compared mode, in
+	// nanoseconds; nil when the file has none.
+	Samples []float64
+	// SMClockMHz is the SM clock recorded while sampling; 0 when unknown.
+	SMClockMHz float64
+	// ThrottleNote says how the clock fell during sampling; "" when the
+	// row was not flagged as throttled.
+	ThrottleNote string
 }
 
 // Change is a row of a later run judged against the first run's.
 type Change struct {
 	Verdict Verdict
-	// Ratio is the later kernel median over the first one (below 1 is
-	// faster); NaN unless both rows passed and were timed.
+	// Rule is how a timed pair was judged; "" for other verdicts.
+	Rule Rule
+	// Ratio is the estimated later time over the first (below 1 is
+	// faster): by the rank test, the Hodges–Lehmann estimate, the median
+	// of every ratio later sample ÷ first sample; by the summary rule, the
+	// ratio of the medians. NaN unless both rows passed and were timed.
 	Ratio float64
-	// Noise is the two rows' relative noise added, unknown noise counted as
-	// 0; NaN unless both rows passed and were timed.
+	// Low and High bound the ratio with 95% confidence; 0 and +Inf when
+	// the rows cannot bound it (too few samples, unknown noise). By the
+	// summary rule they are only approximate: Ratio ± Noise.
+	Low, High float64
+	// PValue is the rank test's two-sided p-value; NaN by the summary rule.
+	PValue float64
+	// Noise is, by the summary rule, the two rows' relative noise added;
+	// NaN otherwise.
 	Noise float64
-	// NoiseUnknown: one row's noise was unknown and counted as 0, so the
-	// verdict may call a change that is only noise.
-	NoiseUnknown bool
-	// Detail says more for some verdicts: "pass → FAIL", "within noise",
-	// or why the rows were not compared.
+	// Detail says more for some verdicts: "pass → FAIL", why a timed row
+	// is unsure, or why the rows were not compared.
 	Detail string
 }
 
@@ -103,34 +141,74 @@ func judge(before, after Measure, threshold float64) Change {
 	return judgeTime(before, after, threshold)
 }
 
-// judgeTime is the rule for two passing, timed rows. The ratio r is the
-// later median over the first. The change |r−1| counts only if it exceeds
-// both the threshold and the sum of the two medians' relative noise (the
-// half-widths of their 95% confidence intervals): while the two intervals
-// overlap, the medians cannot be told apart, and they stop overlapping
-// when r leaves about 1 ± (noise before + noise after). Noise the run
-// could not know (fewer than six samples) counts as 0, and the Change
-// says so.
+// judgeTime is the rule for two passing, timed rows: by the rank test
+// when both rows kept their raw samples, else by the summary rule. Either
+// gives a ratio, an interval for it and whether the times differ
+// significantly, and decide turns those into a verdict.
 func judgeTime(before, after Measure, threshold float64) Change {
-	ratio := after.KernelNs / before.KernelNs
-	noise := knownNoise(before.RelNoise) + knownNoise(after.RelNoise)
-	c := Change{Ratio: ratio, Noise: noise, NoiseUnknown: !knownNoiseOK(before.RelNoise) || !knownNoiseOK(after.RelNoise)}
-	change := math.Abs(ratio - 1)
-	switch {
-	case change <= threshold:
-		c.Verdict = Same
-	case change <= noise:
-		c.Verdict, c.Detail = Same, fmt.Sprintf("within noise %s", noisePercent(noise))
-	case ratio < 1:
-		c.Verdict = Faster
-	default:
-		c.Verdict = Slower
+	if len(before.Samples) > 0 && len(after.Samples) > 0 {
+		if test, err := stats.CompareRatio(before.Samples, after.Samples, Alpha); err == nil {
+			c := Change{Rule: RankTest, Ratio: test.Ratio, Low: test.Low, High: test.High, PValue: test.PValue, Noise: nan()}
+			decide(&c, test.PValue < Alpha, threshold)
+			if c.Verdict == Unsure && math.IsInf(c.High, 1) {
+				c.Detail = fmt.Sprintf("too few samples: %d and %d", test.OldN, test.NewN)
+			}
+			return c
+		}
 	}
+	return summaryRule(before, after, threshold)
+}
+
+// summaryRule judges rows without raw samples from their medians and
+// noise alone. The ratio is the ratio of the medians, and its interval is
+// taken as ratio ± (noise before + noise after), where each noise is the
+// half-width of the 95% confidence interval of its median over the
+// median: the two medians' intervals stop overlapping about where the
+// ratio leaves 1 ± that sum, so the change is significant only beyond it.
+// It is a rough interval (it adds two half-widths rather than combining
+// them), which is why rows with samples use the rank test instead. A
+// noise the run could not know (fewer than six samples) leaves the ratio
+// unbounded.
+func summaryRule(before, after Measure, threshold float64) Change {
+	ratio := after.KernelNs / before.KernelNs
+	c := Change{Rule: SummaryRule, Ratio: ratio, Low: 0, High: math.Inf(1), PValue: nan(), Noise: nan()}
+	if !knownNoiseOK(before.RelNoise) || !knownNoiseOK(after.RelNoise) {
+		decide(&c, false, threshold)
+		c.Detail = "noise unknown"
+		return c
+	}
+	c.Noise = before.RelNoise + after.RelNoise
+	c.Low, c.High = max(0, ratio-c.Noise), ratio+c.Noise
+	decide(&c, math.Abs(ratio-1) > c.Noise, threshold)
 	return c
 }
 
+// decide is the verdict of a timed pair, given its ratio, the interval
+// and whether the difference is significant, with threshold t:
+//
+//  1. significant and the ratio above 1 + t: slower;
+//  2. significant and the ratio below 1 − t: faster;
+//  3. the whole interval within [1 − t, 1 + t]: same, since any change is
+//     smaller than the threshold;
+//  4. otherwise unsure: the rows cannot tell a change beyond t from none.
+//
+// A change exactly at the threshold is not beyond it. Rule 3 makes too few
+// samples unsure rather than same: they bound nothing.
+func decide(c *Change, significant bool, t float64) {
+	switch {
+	case significant && c.Ratio > 1+t:
+		c.Verdict = Slower
+	case significant && c.Ratio < 1-t:
+		c.Verdict = Faster
+	case c.Low >= 1-t && c.High <= 1+t:
+		c.Verdict = Same
+	default:
+		c.Verdict, c.Detail = Unsure, "interval reaches beyond ±"+thresholdPercent(t)
+	}
+}
+
 func noRatio(v Verdict, detail string) Change {
-	return Change{Verdict: v, Ratio: math.NaN(), Noise: math.NaN(), Detail: detail}
+	return Change{Verdict: v, Ratio: nan(), Low: nan(), High: nan(), PValue: nan(), Noise: nan(), Detail: detail}
 }
 
 // broken reports whether s is a failed row: a FAIL (wrong output) or an
@@ -142,11 +220,3 @@ func broken(s results.Status) bool {
 // knownNoiseOK reports whether a recorded relative noise is a usable
 // figure.
 func knownNoiseOK(rel float64) bool { return finite(rel) && rel >= 0 }
-
-// knownNoise is rel, or 0 when the run could not know it.
-func knownNoise(rel float64) float64 {
-	if !knownNoiseOK(rel) {
-		return 0
-	}
-	return rel
-}

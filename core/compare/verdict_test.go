@@ -20,8 +20,20 @@ var (
 	failed  = row(results.StatusFail, 90, 0.001)
 )
 
-// TestJudge is the verdict rule: correctness first, then a time change
-// counts only beyond both the threshold and the two rows' noise added.
+// sampled is a passing row with n raw samples spread evenly over
+// median·(1 ± spread/2).
+func sampled(median float64, n int, spread float64) Measure {
+	m := passed(median, spread/2)
+	for i := range n {
+		m.Samples = append(m.Samples, median*(1+spread*(float64(i)/float64(n-1)-0.5)))
+	}
+	return m
+}
+
+// TestJudge is the verdict rule: correctness first, then time, by the
+// rank test where both rows have samples and by the summary rule where
+// not; a change counts only when significant and beyond the threshold,
+// and "same" needs an interval within the threshold.
 func TestJudge(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -29,49 +41,66 @@ func TestJudge(t *testing.T) {
 		threshold     float64
 		verdict       Verdict
 		detail        string
-		noiseUnknown  bool
+		rule          Rule
 	}{
-		{"only in the new run", none, passed(100, 0.01), 0.05, Added, "", false},
-		{"only in the old run", passed(100, 0.01), none, 0.05, Removed, "", false},
-		{"in neither", none, none, 0.05, Absent, "", false},
+		{"only in the new run", none, passed(100, 0.01), 0.05, Added, "", ""},
+		{"only in the old run", passed(100, 0.01), none, 0.05, Removed, "", ""},
+		{"in neither", none, none, 0.05, Absent, "", ""},
 
-		{"pass then FAIL, although faster", passed(100, 0.001), failed, 0.05, Regression, "pass → FAIL", false},
-		{"pass then ERROR", passed(100, 0.001), row(results.StatusError, unknown, unknown), 0.05, Regression, "pass → ERROR", false},
-		{"FAIL then pass, although slower", failed, passed(200, 0.001), 0.05, Fixed, "FAIL → pass", false},
-		{"ERROR then pass", row(results.StatusError, unknown, unknown), passed(100, 0.001), 0.05, Fixed, "ERROR → pass", false},
-		{"FAIL then ERROR", failed, row(results.StatusError, unknown, unknown), 0.05, NotCompared, "FAIL → ERROR", false},
-		{"FAIL in both", failed, failed, 0.05, NotCompared, "FAIL in both", false},
-		{"SKIP then pass", row(results.StatusSkip, unknown, unknown), passed(100, 0.001), 0.05, NotCompared, "SKIP → pass", false},
-		{"pass then SKIP", passed(100, 0.001), row(results.StatusSkip, unknown, unknown), 0.05, NotCompared, "pass → SKIP", false},
-		{"zero median before", passed(0, unknown), passed(100, 0.001), 0.05, NotCompared, "no kernel time in old", false},
-		{"no median after", passed(100, 0.001), passed(unknown, unknown), 0.05, NotCompared, "no kernel time in new", false},
+		{"pass then FAIL, although faster", passed(100, 0.001), failed, 0.05, Regression, "pass → FAIL", ""},
+		{"pass then ERROR", passed(100, 0.001), row(results.StatusError, unknown, unknown), 0.05, Regression, "pass → ERROR", ""},
+		{"FAIL then pass, although slower", failed, passed(200, 0.001), 0.05, Fixed, "FAIL → pass", ""},
+		{"ERROR then pass", row(results.StatusError, unknown, unknown), passed(100, 0.001), 0.05, Fixed, "ERROR → pass", ""},
+		{"FAIL then ERROR", failed, row(results.StatusError, unknown, unknown), 0.05, NotCompared, "FAIL → ERROR", ""},
+		{"FAIL in both", failed, failed, 0.05, NotCompared, "FAIL in both", ""},
+		{"SKIP then pass", row(results.StatusSkip, unknown, unknown), passed(100, 0.001), 0.05, NotCompared, "SKIP → pass", ""},
+		{"pass then SKIP", passed(100, 0.001), row(results.StatusSkip, unknown, unknown), 0.05, NotCompared, "pass → SKIP", ""},
+		{"zero median before", passed(0, unknown), passed(100, 0.001), 0.05, NotCompared, "no kernel time in old", ""},
+		{"no median after", passed(100, 0.001), passed(unknown, unknown), 0.05, NotCompared, "no kernel time in new", ""},
 
-		{"within the threshold", passed(100, 0.001), passed(104, 0.001), 0.05, Same, "", false},
-		{"beyond both: slower", passed(100, 0.002), passed(110, 0.002), 0.05, Slower, "", false},
-		{"beyond both: faster", passed(100, 0.002), passed(80, 0.002), 0.05, Faster, "", false},
-		{"beyond the threshold, within the noise", passed(100, 0.05), passed(108, 0.04), 0.05, Same, "within noise ±9.0%", false},
-		{"beyond the threshold and the noise", passed(100, 0.03), passed(108, 0.04), 0.05, Slower, "", false},
-		{"faster, within the noise", passed(100, 0.10), passed(85, 0.10), 0.05, Same, "within noise ±20.0%", false},
+		// The rank test, on the raw samples.
+		{"samples: the same", sampled(100, 20, 0.02), sampled(100, 20, 0.02), 0.05, Same, "", RankTest},
+		{"samples: 10% slower", sampled(100, 20, 0.02), sampled(110, 20, 0.02), 0.05, Slower, "", RankTest},
+		{"samples: 20% faster", sampled(100, 20, 0.02), sampled(80, 20, 0.02), 0.05, Faster, "", RankTest},
+		{"samples: 3% slower is within 5%", sampled(100, 20, 0.01), sampled(103, 20, 0.01), 0.05, Same, "", RankTest},
+		{"samples: 4.5% slower may be beyond 5%", sampled(100, 20, 0.1), sampled(104.5, 20, 0.1), 0.05, Unsure, "interval reaches beyond ±5%", RankTest},
+		{"samples: 6% slower in 40% noise", sampled(100, 20, 0.4), sampled(106, 20, 0.4), 0.05, Unsure, "interval reaches beyond ±5%", RankTest},
+		{"samples: three a side cannot say same", sampled(100, 3, 0.001), sampled(100, 3, 0.001), 0.05, Unsure, "too few samples: 3 and 3", RankTest},
+		{"samples: three a side cannot say slower", sampled(100, 3, 0.001), sampled(150, 3, 0.001), 0.05, Unsure, "too few samples: 3 and 3", RankTest},
+		{"samples: zero threshold, a real 1% change", sampled(100, 30, 0.002), sampled(101, 30, 0.002), 0, Slower, "", RankTest},
+		{"samples on one side: the summary rule", sampled(100, 20, 0.002), passed(110, 0.001), 0.05, Slower, "", SummaryRule},
+
+		// The summary rule, for rows without samples.
+		{"within the threshold", passed(100, 0.001), passed(104, 0.001), 0.05, Same, "", SummaryRule},
+		{"beyond both: slower", passed(100, 0.002), passed(110, 0.002), 0.05, Slower, "", SummaryRule},
+		{"beyond both: faster", passed(100, 0.002), passed(80, 0.002), 0.05, Faster, "", SummaryRule},
+		{"beyond the threshold, within the noise", passed(100, 0.05), passed(108, 0.04), 0.05, Unsure, "interval reaches beyond ±5%", SummaryRule},
+		{"beyond the threshold and the noise", passed(100, 0.03), passed(108, 0.04), 0.05, Slower, "", SummaryRule},
+		{"faster, within the noise", passed(100, 0.10), passed(85, 0.10), 0.05, Unsure, "interval reaches beyond ±5%", SummaryRule},
+		{"within the threshold, but noisy", passed(100, 0.04), passed(101, 0.04), 0.05, Unsure, "interval reaches beyond ±5%", SummaryRule},
 		// Exactly at a limit is not beyond it (binary-exact figures).
-		{"exactly at the threshold", passed(100, 0), passed(125, 0), 0.25, Same, "", false},
-		{"exactly at the noise", passed(100, 0.125), passed(125, 0.125), 0, Same, "within noise ±25.0%", false},
-		{"zero threshold, zero noise", passed(100, 0), passed(101, 0), 0, Slower, "", false},
-		// Unknown noise counts as 0, and the change says so.
-		{"unknown noise before counts as 0", passed(100, unknown), passed(108, 0.01), 0.05, Slower, "", true},
-		{"unknown noise on both sides", passed(100, unknown), passed(103, unknown), 0.05, Same, "", true},
-		{"negative noise is unknown", passed(100, -1), passed(108, 0.01), 0.05, Slower, "", true},
-		{"infinite noise is unknown", passed(100, math.Inf(1)), passed(108, 0.01), 0.05, Slower, "", true},
+		{"exactly at the threshold", passed(100, 0), passed(125, 0), 0.25, Same, "", SummaryRule},
+		{"exactly at the noise", passed(100, 0.125), passed(125, 0.125), 0, Unsure, "interval reaches beyond ±0%", SummaryRule},
+		{"zero threshold, zero noise", passed(100, 0), passed(101, 0), 0, Slower, "", SummaryRule},
+		// Unknown noise bounds nothing: unsure, never same.
+		{"unknown noise before", passed(100, unknown), passed(108, 0.01), 0.05, Unsure, "noise unknown", SummaryRule},
+		{"unknown noise on both sides", passed(100, unknown), passed(101, unknown), 0.05, Unsure, "noise unknown", SummaryRule},
+		{"negative noise is unknown", passed(100, -1), passed(108, 0.01), 0.05, Unsure, "noise unknown", SummaryRule},
+		{"infinite noise is unknown", passed(100, math.Inf(1)), passed(108, 0.01), 0.05, Unsure, "noise unknown", SummaryRule},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := judge(tt.before, tt.after, tt.threshold)
-			if got.Verdict != tt.verdict || got.Detail != tt.detail || got.NoiseUnknown != tt.noiseUnknown {
-				t.Errorf("judge = %q (%q, noise unknown %v), want %q (%q, noise unknown %v)",
-					got.Verdict, got.Detail, got.NoiseUnknown, tt.verdict, tt.detail, tt.noiseUnknown)
+			if got.Verdict != tt.verdict || got.Detail != tt.detail || got.Rule != tt.rule {
+				t.Errorf("judge = %q (%q) by %q, want %q (%q) by %q (ratio %v in [%v, %v], p %v)",
+					got.Verdict, got.Detail, got.Rule, tt.verdict, tt.detail, tt.rule, got.Ratio, got.Low, got.High, got.PValue)
 			}
-			timedVerdict := tt.verdict == Faster || tt.verdict == Slower || tt.verdict == Same
+			timedVerdict := tt.rule != ""
 			if timedVerdict != finite(got.Ratio) {
-				t.Errorf("ratio %v for verdict %q: want a ratio exactly for faster, slower and same", got.Ratio, got.Verdict)
+				t.Errorf("ratio %v for verdict %q: want a ratio exactly for timed pairs", got.Ratio, got.Verdict)
+			}
+			if timedVerdict && !(got.Low <= got.Ratio && got.Ratio <= got.High) {
+				t.Errorf("ratio %v outside its interval [%v, %v]", got.Ratio, got.Low, got.High)
 			}
 		})
 	}
@@ -79,7 +108,11 @@ func TestJudge(t *testing.T) {
 
 func TestJudgeRatioIsNewOverOld(t *testing.T) {
 	got := judge(passed(200, 0.01), passed(150, 0.02), 0.05)
-	if got.Ratio != 0.75 || math.Abs(got.Noise-0.03) > 1e-15 {
-		t.Errorf("ratio %v, noise %v; want 0.75 and 0.03", got.Ratio, got.Noise)
+	if got.Ratio != 0.75 || math.Abs(got.Noise-0.03) > 1e-15 || math.Abs(got.Low-0.72) > 1e-12 || math.Abs(got.High-0.78) > 1e-12 {
+		t.Errorf("ratio %v in [%v, %v], noise %v; want 0.75 in [0.72, 0.78] and 0.03", got.Ratio, got.Low, got.High, got.Noise)
+	}
+	got = judge(sampled(200, 10, 0.01), sampled(150, 10, 0.01), 0.05)
+	if math.Abs(got.Ratio-0.75) > 1e-12 || got.Low > 0.75 || got.High < 0.75 || got.PValue > 0.001 {
+		t.Errorf("by rank test: ratio %v in [%v, %v], p %v; want 0.75 inside, p tiny", got.Ratio, got.Low, got.High, got.PValue)
 	}
 }

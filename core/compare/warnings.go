@@ -17,6 +17,11 @@ func headerWarnings(c *Comparison) []string {
 	if listing, differ := perRun(c.Runs, devicesOf); differ {
 		warnings = append(warnings, "runs were measured on different devices ("+listing+"); ratios compare the hardware as well as the code")
 	}
+	if listing, differ := perRun(c.Runs, driverOf); differ {
+		warnings = append(warnings, "runs were measured under different drivers ("+listing+")")
+	}
+	warnings = append(warnings, clockWarnings(c)...)
+	warnings = append(warnings, sampleWarnings(c.Runs)...)
 	warnings = append(warnings, suiteWarnings(c.Runs)...)
 	warnings = append(warnings, modeWarnings(c)...)
 	warnings = append(warnings, inputWarnings(c)...)
@@ -151,28 +156,4 @@ func statusOrUnknown(s string) string {
 		return "unknown"
 	}
 	return s
-}
-
-// noiseNotes name every timed row whose noise was unknown and counted as
-// 0, once per row and run.
-func noiseNotes(c *Comparison) []string {
-	var notes []string
-	for _, row := range c.Rows {
-		for i, ch := range row.Changes {
-			if !ch.NoiseUnknown {
-				continue
-			}
-			for _, run := range []int{0, i + 1} {
-				if knownNoiseOK(row.Measures[run].RelNoise) {
-					continue
-				}
-				note := fmt.Sprintf("noise of %s in case %s is not known in %s; counted as 0, so the verdict may call noise a change",
-					row.Name, row.CaseID, c.Runs[run].Label)
-				if !slices.Contains(notes, note) {
-					notes = append(notes, note)
-				}
-			}
-		}
-	}
-	return notes
 }

@@ -28,6 +28,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logger receives go-plugin's own logging; nil discards it.
 	Logger hclog.Logger
+	// Wrapper is a command prefix to start the plugin under (a profiler),
+	// as separate arguments; nil means $FLASHCORE_PLUGIN_WRAPPER's.
+	Wrapper []string
 }
 
 // Instance is one running plugin process.
@@ -56,7 +59,11 @@ func (e *StartError) Unwrap() error { return e.Err }
 // Start launches p and connects to it. The plugin gets its own process
 // group and SIGKILL when the host dies, so no plugin outlives the host.
 func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
-	cmd := pluginCommand(p.Path, os.Getenv(WrapperEnv))
+	wrapper := opts.Wrapper
+	if wrapper == nil {
+		wrapper = strings.Fields(os.Getenv(WrapperEnv))
+	}
+	cmd := pluginCommand(p.Path, wrapper)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stderr := newTailBuffer(stderrTailBytes)
@@ -98,9 +105,8 @@ func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
 const WrapperEnv = "FLASHCORE_PLUGIN_WRAPPER"
 
 // pluginCommand is the command that starts the plugin at path, under the
-// wrapper when one is given (split on white space).
-func pluginCommand(path, wrapper string) *exec.Cmd {
-	prefix := strings.Fields(wrapper)
+// wrapper prefix when one is given.
+func pluginCommand(path string, prefix []string) *exec.Cmd {
 	if len(prefix) == 0 {
 		return exec.Command(path)
 	}

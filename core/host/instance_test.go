@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -16,7 +17,7 @@ func TestPluginCommandWrapsWhenAsked(t *testing.T) {
 		{"compute-sanitizer --log-file s.txt", []string{"compute-sanitizer", "--log-file", "s.txt", "/bin/plugin"}},
 	}
 	for _, tt := range tests {
-		if got := pluginCommand("/bin/plugin", tt.wrapper).Args; !reflect.DeepEqual(got, tt.want) {
+		if got := pluginCommand("/bin/plugin", strings.Fields(tt.wrapper)).Args; !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("wrapper %q: args %q, want %q", tt.wrapper, got, tt.want)
 		}
 	}

@@ -130,11 +130,25 @@ func verdictWord(s results.Status) string {
 
 // verdictCell is the verdict with its reason, cut to maxReasonRunes.
 func verdictCell(r *results.Result) string {
+	word := verdictWord(r.Status)
+	if throttled(r) {
+		word += " (throttled)"
+	}
 	reason := oneLine(r.Reason)
 	if reason == "" {
-		return verdictWord(r.Status)
+		return word
 	}
-	return verdictWord(r.Status) + ": " + truncate(reason, maxReasonRunes)
+	return word + ": " + truncate(reason, maxReasonRunes)
+}
+
+// throttled says whether the SM clock fell during any of r's timings.
+func throttled(r *results.Result) bool {
+	for _, t := range r.Timings {
+		if t.Throttled {
+			return true
+		}
+	}
+	return false
 }
 
 // oneLine folds all whitespace runs, newlines included, into single spaces.

@@ -29,10 +29,10 @@ func csvHeader() []string {
 		"backend", "variant", "label", "tunables", "status", "reason", "loaded_sha256", "duration_ns",
 		"primary_l2", "speedup", "baseline", "tflops", "gbps", "pct_peak_tflops", "pct_peak_gbps",
 		"max_abs_err", "rel_l2_err", "nan", "inf", "unwritten", "violations", "rows_checked", "rows_total",
-		"sampled", "atol", "rtol", "rel_l2_tolerance",
+		"sampled", "row_seed", "out_of_range", "atol", "rtol", "rel_l2_tolerance",
 	}
 	for _, m := range csvModes {
-		header = append(header, string(m)+"_method", string(m)+"_sm_clock_mhz")
+		header = append(header, string(m)+"_method", string(m)+"_sm_clock_mhz", string(m)+"_throttled")
 		for _, kind := range []string{"kernel", "call", "cross_check"} {
 			for _, stat := range statsColumns {
 				header = append(header, fmt.Sprintf("%s_%s_%s", m, kind, stat))
@@ -118,19 +118,19 @@ func derivedFields(r *results.Result) []string {
 
 func checkFields(c *results.CheckResult) []string {
 	if c == nil {
-		return make([]string, 12)
+		return make([]string, 14)
 	}
 	return []string{csvFloat(c.MaxAbsErr), csvFloat(c.RelL2Err), strconv.Itoa(c.NaN), strconv.Itoa(c.Inf),
 		strconv.Itoa(c.Unwritten), strconv.Itoa(c.Violations), strconv.Itoa(c.RowsChecked), strconv.Itoa(c.RowsTotal),
-		strconv.FormatBool(c.Sampled), csvFloat(c.Tolerance.Atol), csvFloat(c.Tolerance.Rtol), csvFloat(c.Tolerance.RelL2)}
+		strconv.FormatBool(c.Sampled), rowSeedField(c.RowSeed), strconv.Itoa(c.OutOfRange), csvFloat(c.Tolerance.Atol), csvFloat(c.Tolerance.Rtol), csvFloat(c.Tolerance.RelL2)}
 }
 
 func timingFields(r *results.Result, m sdk.L2Mode) []string {
 	t, ok := r.TimingFor(m)
 	if !ok {
-		return make([]string, 2+3*len(statsColumns))
+		return make([]string, 3+3*len(statsColumns))
 	}
-	fields := []string{t.Method, csvFloat(t.SMClockMHz)}
+	fields := []string{t.Method, csvFloat(t.SMClockMHz), strconv.FormatBool(t.Throttled)}
 	fields = append(fields, statsFields(&t.Kernel)...)
 	fields = append(fields, statsFields(&t.Call)...)
 	return append(fields, statsFields(t.CrossCheck)...)
@@ -142,4 +142,13 @@ func statsFields(s *results.Stats) []string {
 	}
 	return []string{strconv.Itoa(s.N), csvFloat(s.MedianNs), csvFloat(s.MeanNs), csvFloat(s.StdevNs),
 		csvFloat(s.MinNs), csvFloat(s.MaxNs), csvFloat(s.P10Ns), csvFloat(s.P90Ns), csvFloat(s.RelNoise)}
+}
+
+// rowSeedField is the seed that drew a sampled check's rows, "" when every
+// row was checked.
+func rowSeedField(seed uint64) string {
+	if seed == 0 {
+		return ""
+	}
+	return strconv.FormatUint(seed, 10)
 }

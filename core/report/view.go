@@ -267,7 +267,7 @@ func (b *caseBlock) baselineRow(baselineBackend string, mode sdk.L2Mode) *row {
 }
 
 // warnings are the rows' warning diagnostics, which the contract says are
-// shown with the row.
+// shown with the row, and the timings taken while the clock fell.
 func warnings(rows []row) []string {
 	var notes []string
 	for _, r := range rows {
@@ -280,6 +280,11 @@ func warnings(rows []row) []string {
 				note += ": " + d.Detail
 			}
 			notes = append(notes, note)
+		}
+		for _, t := range r.Timings {
+			if t.Throttled {
+				notes = append(notes, fmt.Sprintf("throttled, %s (L2 %s): %s; its times may read slow", r.name, t.L2, t.ThrottleNote))
+			}
 		}
 	}
 	return notes

@@ -27,7 +27,8 @@ func TestSchemaDocExampleLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the documented example does not load: %v", err)
 	}
-	if len(run.Results) != 1 || run.Results[0].Status != StatusPass || run.Results[0].Timings[0].Kernel.MedianNs != 7410 {
+	if len(run.Results) != 1 || run.Results[0].Status != StatusPass || run.Results[0].Timings[0].Kernel.MedianNs != 7410 ||
+		run.SchemaVersion != SchemaVersion || len(run.Results[0].Timings[0].Samples.KernelNs) != 12 {
 		t.Errorf("the documented example read back as %+v", run.Results)
 	}
 }

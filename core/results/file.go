@@ -114,7 +114,51 @@ func Load(path string) (*Run, error) {
 	if err := json.Unmarshal(data, &run); err != nil {
 		return nil, describeDecodeError(path, data, err)
 	}
+	if err := checkSamples(&run); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return &run, nil
+}
+
+// checkSamples refuses raw samples that disagree with the stats beside
+// them (a hand-edited file, say), naming the row and the key: a compare
+// that tested one and printed the other would be wrong without a trace.
+func checkSamples(run *Run) error {
+	for i := range run.Results {
+		r := &run.Results[i]
+		for j, t := range r.Timings {
+			if t.Samples == nil {
+				continue
+			}
+			where := fmt.Sprintf("results[%d] (case %s, row %s) timings[%d] (L2 %s)", i, r.CaseID, r.Label, j, t.L2)
+			if err := t.Samples.check(t); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Samples) check(t Timing) error {
+	cross := 0
+	if t.CrossCheck != nil {
+		cross = t.CrossCheck.N
+	}
+	for _, list := range []struct {
+		key     string
+		samples []int64
+		n       int
+	}{{"kernel_ns", s.KernelNs, t.Kernel.N}, {"call_ns", s.CallNs, t.Call.N}, {"cross_check_ns", s.CrossCheckNs, cross}} {
+		if len(list.samples) != list.n {
+			return fmt.Errorf("samples.%s holds %d samples, but its stats say n = %d", list.key, len(list.samples), list.n)
+		}
+		for k, ns := range list.samples {
+			if ns < 0 {
+				return fmt.Errorf("samples.%s[%d] is %d: a time cannot be negative", list.key, k, ns)
+			}
+		}
+	}
+	return nil
 }
 
 func checkSchemaVersion(data []byte) error {

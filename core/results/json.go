@@ -16,7 +16,40 @@ func Marshal(run *Run) ([]byte, error) {
 	if err := enc.Encode(run); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return flattenSampleLists(buf.Bytes()), nil
+}
+
+// flattenSampleLists puts every list of raw samples (a key ending in
+// "_ns" whose value is a list) on one line: the indenting encoder would
+// give each sample a line of its own, and a row can hold thousands.
+// Inside a JSON string a quote is escaped and a newline is written as \n,
+// so the pattern below only ever matches a key followed by a list.
+func flattenSampleLists(indented []byte) []byte {
+	const open = "_ns\": [\n"
+	var out bytes.Buffer
+	rest := indented
+	for {
+		at := bytes.Index(rest, []byte(open))
+		if at < 0 {
+			out.Write(rest)
+			return out.Bytes()
+		}
+		end := bytes.IndexByte(rest[at:], ']') + at
+		if bytes.ContainsAny(rest[at+len(open):end], "{[\"") {
+			// Not a list of numbers: leave it as the encoder wrote it.
+			out.Write(rest[:at+len(open)])
+			rest = rest[at+len(open):]
+			continue
+		}
+		out.Write(rest[:at+len(open)-1]) // up to and including "["
+		for i, field := range bytes.Fields(rest[at+len(open) : end]) {
+			if i > 0 {
+				out.WriteByte(' ')
+			}
+			out.Write(field)
+		}
+		rest = rest[end:]
+	}
 }
 
 // number is a float64 as the results file carries it: finite values are

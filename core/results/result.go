@@ -123,6 +123,19 @@ type Timing struct {
 	// Facts are what the backend said about this set of samples, such as
 	// calls_per_sample or the spin length; they differ between L2 modes.
 	Facts map[string]string `json:"facts,omitempty"`
+	// Samples are the raw samples that Kernel, Call and CrossCheck
+	// summarise, so that a later compare can test them rather than trust
+	// the summaries. Nil in files written before schema version 2.
+	Samples *Samples `json:"samples,omitempty"`
+}
+
+// Samples are the raw timed samples of one row in one L2 mode, in
+// integer nanoseconds, in the order they were taken (so drift stays
+// visible). Each list has as many entries as the n of its Stats.
+type Samples struct {
+	KernelNs     []int64 `json:"kernel_ns,omitempty"`
+	CallNs       []int64 `json:"call_ns,omitempty"`
+	CrossCheckNs []int64 `json:"cross_check_ns,omitempty"`
 }
 
 // Stats summarise one set of timed samples. Times are nanoseconds, held as

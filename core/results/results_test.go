@@ -51,8 +51,10 @@ func sampleRun() *Run {
 			Tunables: map[string]string{"math": "off"}, Status: StatusPass,
 			InputSHA256: strings.Repeat("1f", 32), LoadedSHA256: strings.Repeat("1f", 32),
 			Check: &CheckResult{MaxAbsErr: 9.8e-4, RelL2Err: 3.1e-4, RowsChecked: 4096, RowsTotal: 4096, Tolerance: tol},
-			Timings: []Timing{{L2: sdk.L2Hot, Method: "cuda-events+spin", Kernel: kernel, Call: call, CrossCheck: &cross, SMClockMHz: 1980},
-				{L2: sdk.L2Cold, Method: "cuda-events+spin", Kernel: kernel, Call: call}},
+			Timings: []Timing{{L2: sdk.L2Hot, Method: "cuda-events+spin", Kernel: kernel, Call: call, CrossCheck: &cross, SMClockMHz: 1980,
+				Samples: &Samples{KernelNs: fakeSamples(7380, 40), CallNs: fakeSamples(27900, 20), CrossCheckNs: fakeSamples(7390, 40)}},
+				{L2: sdk.L2Cold, Method: "cuda-events+spin", Kernel: kernel, Call: call,
+					Samples: &Samples{KernelNs: fakeSamples(7380, 40), CallNs: fakeSamples(27900, 20)}}},
 			Derived:     Derived{TFLOPS: 72.45, GBps: 283.0, PctPeakTFLOPS: 7.33, PctPeakGBps: 8.45},
 			Facts:       map[string]string{"kernel": "cudnn_generated_fort_native_sdpa_sm90"},
 			Diagnostics: []sdk.Diagnostic{{Severity: sdk.Warning, Summary: "clock below maximum", Detail: "1755 MHz"}},
@@ -63,6 +65,15 @@ func sampleRun() *Run {
 			Status: StatusSkip, Reason: "backend unavailable: no CUDA device",
 		}},
 	}
+}
+
+// fakeSamples are n raw samples from base up, in a fixed jumbled order.
+func fakeSamples(base int64, n int) []int64 {
+	samples := make([]int64, n)
+	for i := range samples {
+		samples[i] = base + int64(i*7%n)*3
+	}
+	return samples
 }
 
 func TestSaveLoadRoundTrip(t *testing.T) {
@@ -96,6 +107,7 @@ func TestNonFiniteFiguresAreNullAndReadBackAsNaN(t *testing.T) {
 	r := &run.Results[0]
 	r.Timings[0].Kernel.RelNoise = inf
 	r.Timings[0].Call = Stats{N: 0, MedianNs: nan, MeanNs: nan, StdevNs: nan, MinNs: nan, MaxNs: nan, P10Ns: nan, P90Ns: nan, RelNoise: inf}
+	r.Timings[0].Samples.CallNs = nil
 	r.Check.MaxAbsErr, r.Check.RelL2Err = nan, math.Inf(-1)
 	r.Derived.TFLOPS = inf
 
@@ -155,7 +167,7 @@ func TestLoadRefusesUnknownSchemaVersions(t *testing.T) {
 		want    []string // substrings of the error
 		schema  bool     // the error wraps ErrUnsupportedSchema
 	}{
-		{"newer", `{"schema_version": 2, "status": "complete"}`, []string{"unsupported results schema version 2", "reads version 1"}, true},
+		{"newer", `{"schema_version": 3, "status": "complete"}`, []string{"unsupported results schema version 3", "reads version 2"}, true},
 		{"zero", `{"schema_version": 0}`, []string{"version 0", "start at 1"}, true},
 		{"missing", `{"status": "complete"}`, []string{"no schema_version"}, false},
 		{"not json", "{\n  \"schema_version\": 1,\n  oops\n}", []string{":3: invalid character 'o'"}, false},
@@ -294,5 +306,79 @@ func compareGolden(t *testing.T, golden string, got []byte) {
 		gotPath := strings.TrimSuffix(golden, ".golden.json") + ".got.json"
 		os.WriteFile(gotPath, got, 0o644)
 		t.Errorf("%s differs from the output; got written to %s (diff them, or rerun with -update)", golden, gotPath)
+	}
+}
+
+// TestVersion1FilesLoadWithoutSamples keeps every file written before raw
+// samples were kept readable: the layout of version 1 and the measured
+// runs in docs/results.
+func TestVersion1FilesLoadWithoutSamples(t *testing.T) {
+	docs, err := filepath.Glob(filepath.Join("..", "..", "docs", "results", "*.json"))
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no results files in docs/results: %v", err)
+	}
+	for _, path := range append([]string{filepath.Join("testdata", "schema-v1.json")}, docs...) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			run, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.SchemaVersion != 1 || len(run.Results) == 0 {
+				t.Fatalf("schema_version %d with %d rows, want a version 1 file with rows", run.SchemaVersion, len(run.Results))
+			}
+			for _, r := range run.Results {
+				for _, timing := range r.Timings {
+					if timing.Samples != nil {
+						t.Fatalf("%s %s has samples in a version 1 file", r.CaseID, r.Label)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestSampleListsAreOneLineEach(t *testing.T) {
+	data, err := Marshal(sampleRun())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"kernel_ns": [7380, 7401, 7422, `, `"call_ns": [27900, `, `"cross_check_ns": [7390, `} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("encoding lacks %s", want)
+		}
+	}
+	if lines := bytes.Count(data, []byte("\n")); lines > 400 {
+		t.Errorf("%d lines: the sample lists were not put on one line each", lines)
+	}
+}
+
+// TestLoadRefusesSamplesThatDisagreeWithTheirStats: a file whose raw
+// samples are not what its stats summarise is refused, naming the row and
+// the key.
+func TestLoadRefusesSamplesThatDisagreeWithTheirStats(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Samples)
+		want   string
+	}{
+		{"a kernel sample missing", func(s *Samples) { s.KernelNs = s.KernelNs[1:] },
+			"samples.kernel_ns holds 39 samples, but its stats say n = 40"},
+		{"call samples missing", func(s *Samples) { s.CallNs = nil }, "samples.call_ns holds 0 samples, but its stats say n = 20"},
+		{"a negative time", func(s *Samples) { s.CrossCheckNs[3] = -5 }, "samples.cross_check_ns[3] is -5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := sampleRun()
+			tt.change(run.Results[0].Timings[0].Samples)
+			path := filepath.Join(t.TempDir(), "results.json")
+			if err := NewWriter(path).Save(run); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path)
+			want := path + ": results[0] (case b1-h8-s512-d64-fp16, row sdpa[math=off]) timings[0] (L2 hot): " + tt.want
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Load error %v\nwant one containing %q", err, want)
+			}
+		})
 	}
 }

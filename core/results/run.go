@@ -7,9 +7,13 @@ import (
 )
 
 // SchemaVersion is the version of the file layout written by this package.
-// It changes when a field changes meaning or is removed; Load refuses files
-// with a newer version rather than misread them.
-const SchemaVersion = 1
+// It changes when a field changes meaning or is removed, or when readers
+// must know that a field is there; Load refuses files with a newer version
+// rather than misread them, and reads every older one.
+//
+// Version 2 added the raw samples (Timing.Samples): a version 1 file loads
+// with none, and compare judges its rows by their summaries instead.
+const SchemaVersion = 2
 
 // Run statuses. A file is saved while the run is going ("running"), and
 // once more when it ends.

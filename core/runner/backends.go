@@ -101,6 +101,9 @@ func (r *runner) ensureStarted(ctx context.Context, b *backend) error {
 
 func (r *runner) hostOptions() host.Options {
 	opts := r.cfg.HostOptions
+	if opts.StartTimeout == 0 && r.cfg.Suite != nil {
+		opts.StartTimeout = r.cfg.Suite.StartTimeout
+	}
 	if r.cfg.Suite != nil && r.cfg.Suite.Python != "" {
 		opts.Env = append(append([]string(nil), opts.Env...), "FLASHCORE_PYTHON="+r.cfg.Suite.Python)
 	}

@@ -120,7 +120,25 @@ func timingRecord(mode sdk.L2Mode, s sdk.Samples) results.Timing {
 		cross := statsRecord(s.CrossCheckTimes)
 		t.CrossCheck = &cross
 	}
+	t.Samples = &results.Samples{
+		KernelNs:     nanoseconds(s.KernelTimes),
+		CallNs:       nanoseconds(s.CallTimes),
+		CrossCheckNs: nanoseconds(s.CrossCheckTimes),
+	}
 	return t
+}
+
+// nanoseconds are the raw samples as the results file keeps them; nil for
+// none, so that an absent kind of sample is left out of the file.
+func nanoseconds(samples []time.Duration) []int64 {
+	if len(samples) == 0 {
+		return nil
+	}
+	ns := make([]int64, len(samples))
+	for i, d := range samples {
+		ns[i] = d.Nanoseconds()
+	}
+	return ns
 }
 
 func statsRecord(samples []time.Duration) results.Stats {

@@ -128,7 +128,7 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 		if ctx.Err() != nil {
 			return nil
 		}
-		if in == nil && rowSkipReason(rw, c) == "" {
+		if in == nil && r.rowSkipReason(rw, c) == "" {
 			var err error
 			if in, err = prepareInputs(r.cfg.Suite.Seed, c, dir); err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flashcore/bench/core/stats"
 	"github.com/flashcore/bench/core/suite"
@@ -13,12 +14,34 @@ import (
 
 // rowSkipReason is why a row will not run its case, decided before any
 // input is generated: the variant's declared capabilities, then whether the
-// case can fit in this machine's memory or the backend's device memory.
-func rowSkipReason(rw row, c suite.Case) string {
+// case can fit in this machine's memory or the backend's device memory,
+// then whether its Run could finish within call_timeout even at the
+// device's peak.
+func (r *runner) rowSkipReason(rw row, c suite.Case) string {
 	if reason := rw.variant.Capabilities.Unsupported(c.Shape); reason != "" {
 		return reason
 	}
-	return memoryShortfall(c.Shape, rw.backend.description.Device, availableHostMemory())
+	device := rw.backend.description.Device
+	if reason := memoryShortfall(c.Shape, device, availableHostMemory()); reason != "" {
+		return reason
+	}
+	return beyondDeadline(c.Shape, r.cfg.Suite.Measurement, r.cfg.Suite.CallTimeout, ceilingsFor(device, r.cpuCeilings))
+}
+
+// beyondDeadline says why a Run cannot finish in time: its warm-up runs,
+// minimum samples and call samples, each taking at least the case's FLOPs
+// at the device's peak, add up to more than the call deadline.
+func beyondDeadline(s sdk.Shape, m sdk.Measurement, deadline time.Duration, c Ceilings) string {
+	if c.TFLOPS <= 0 {
+		return ""
+	}
+	fastest := stats.FLOPs(s) / (c.TFLOPS * 1e12)
+	calls := max(m.WarmupRuns, 0) + max(m.MinSamples, 1) + max(m.CallSamples, 0)
+	if need := fastest * float64(calls); need > deadline.Seconds() {
+		return fmt.Sprintf("would take at least %s for its %d timed and warm-up calls even at %s of %.4g TFLOP/s; call_timeout is %s",
+			time.Duration(need*float64(time.Second)).Round(time.Second), calls, c.Source, c.TFLOPS, deadline)
+	}
+	return ""
 }
 
 // hostBytesPerCase is the host memory a case takes: the inputs in the

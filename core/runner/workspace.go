@@ -40,7 +40,13 @@ func hashTensors(t *inputs.Tensors) inputHashes {
 }
 
 // newWorkspace makes a row's directory under caseDir and writes the inputs.
+// A backend may have removed caseDir, or put a file or a link in its
+// place (or its parent's); the host takes the place back first, so the
+// next row is not blamed for what an earlier one did.
 func newWorkspace(caseDir string, t *inputs.Tensors) (*workspace, error) {
+	if err := reclaimDir(caseDir, 2); err != nil {
+		return nil, fmt.Errorf("row workspace: %w", err)
+	}
 	dir, err := os.MkdirTemp(caseDir, "row-")
 	if err != nil {
 		return nil, fmt.Errorf("row workspace: %w", err)
@@ -78,7 +84,7 @@ func (w *workspace) tampered(want inputHashes) string {
 		got, err := hashFile(f.path)
 		switch {
 		case err != nil:
-			changed = append(changed, fmt.Sprintf("%s: %v", f.name, err))
+			changed = append(changed, f.name+": "+unreadable(err))
 		case got != f.want:
 			changed = append(changed, fmt.Sprintf("%s: sha256 %s, host wrote %s", f.name, hex.EncodeToString(got[:]), hex.EncodeToString(f.want[:])))
 		}
@@ -180,4 +186,33 @@ func (w *workspace) remove() {
 		return nil
 	})
 	_ = os.RemoveAll(w.dir)
+}
+
+// reclaimDir makes dir a real directory (not a link) again, removing
+// whatever stands in its place or in its first levels-1 parents' places.
+func reclaimDir(dir string, levels int) error {
+	for p, i := dir, 0; i < levels; p, i = filepath.Dir(p), i+1 {
+		if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+		}
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
+// unreadable says why an input file could not be hashed, without the
+// workspace's path.
+func unreadable(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return "removed, or its directory replaced"
+	case errors.Is(err, fs.ErrPermission):
+		return "made unreadable"
+	}
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return pathErr.Err.Error()
+	}
+	return err.Error()
 }

@@ -4,7 +4,8 @@
 //
 // Where to start: [Summarize] for samples; [FLOPs] and [Bytes] with
 // [TFLOPS] and [GBps] for throughput; [GeoMean] to sum up ratios across
-// cases.
+// cases; [CompareRatio] to tell whether two sets of samples differ, and
+// by what factor.
 package stats
 
 import (

@@ -28,15 +28,16 @@ type fileSuite struct {
 }
 
 type fileMeasurement struct {
-	WarmupRuns  field[int]           `toml:"warmup_runs"`
-	WarmupTime  field[time.Duration] `toml:"warmup_time"`
-	MinSamples  field[int]           `toml:"min_samples"`
-	MaxSamples  field[int]           `toml:"max_samples"`
-	TargetNoise field[float64]       `toml:"target_noise"`
-	TimeCap     field[time.Duration] `toml:"time_cap"`
-	CallSamples field[int]           `toml:"call_samples"`
-	L2          field[[]string]      `toml:"l2"`
-	CallTimeout field[time.Duration] `toml:"call_timeout"`
+	WarmupRuns   field[int]           `toml:"warmup_runs"`
+	WarmupTime   field[time.Duration] `toml:"warmup_time"`
+	MinSamples   field[int]           `toml:"min_samples"`
+	MaxSamples   field[int]           `toml:"max_samples"`
+	TargetNoise  field[float64]       `toml:"target_noise"`
+	TimeCap      field[time.Duration] `toml:"time_cap"`
+	CallSamples  field[int]           `toml:"call_samples"`
+	L2           field[[]string]      `toml:"l2"`
+	CallTimeout  field[time.Duration] `toml:"call_timeout"`
+	StartTimeout field[time.Duration] `toml:"start_timeout"`
 }
 
 type fileCheck struct {
@@ -112,11 +113,12 @@ type fileCase struct {
 // Defaults of the keys that have one. Values are preset in the file structs
 // before decoding (step 1), so decoding overwrites only what the file sets.
 const (
-	defaultSeed        = 1
-	defaultBaseline    = "pytorch-sdpa"
-	defaultPython      = "python3"
-	defaultCallTimeout = 120 * time.Second
-	defaultDType       = sdk.FP16
+	defaultSeed         = 1
+	defaultBaseline     = "pytorch-sdpa"
+	defaultPython       = "python3"
+	defaultCallTimeout  = 120 * time.Second
+	defaultStartTimeout = 60 * time.Second
+	defaultDType        = sdk.FP16
 )
 
 func defaultFile() fileSuite {
@@ -127,15 +129,16 @@ func defaultFile() fileSuite {
 		Baseline: preset(defaultBaseline),
 		Python:   preset(defaultPython),
 		Measurement: fileMeasurement{
-			WarmupRuns:  preset(m.WarmupRuns),
-			WarmupTime:  preset(m.WarmupTime),
-			MinSamples:  preset(m.MinSamples),
-			MaxSamples:  preset(m.MaxSamples),
-			TargetNoise: preset(m.TargetNoise),
-			TimeCap:     preset(m.TimeCap),
-			CallSamples: preset(m.CallSamples),
-			L2:          preset([]string{string(m.L2)}),
-			CallTimeout: preset(defaultCallTimeout),
+			WarmupRuns:   preset(m.WarmupRuns),
+			WarmupTime:   preset(m.WarmupTime),
+			MinSamples:   preset(m.MinSamples),
+			MaxSamples:   preset(m.MaxSamples),
+			TargetNoise:  preset(m.TargetNoise),
+			TimeCap:      preset(m.TimeCap),
+			CallSamples:  preset(m.CallSamples),
+			L2:           preset([]string{string(m.L2)}),
+			CallTimeout:  preset(defaultCallTimeout),
+			StartTimeout: preset(defaultStartTimeout),
 		},
 		Check: fileCheck{
 			FullCheckMaxPairs: preset(c.FullCheckMaxPairs),

@@ -36,7 +36,9 @@ type Suite struct {
 	L2Modes []sdk.L2Mode
 	// CallTimeout is the deadline of one plugin call.
 	CallTimeout time.Duration
-	Check       CheckSettings
+	// StartTimeout bounds a plugin's start: its handshake with the host.
+	StartTimeout time.Duration
+	Check        CheckSettings
 	// Tolerances holds an entry for every dtype.
 	Tolerances map[sdk.DType]Tolerance
 	// Backends is empty when the suite selects none: then every backend

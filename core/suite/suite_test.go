@@ -93,9 +93,10 @@ func TestParseFullExample(t *testing.T) {
 		PluginPath: []string{"suites/plugins", "/opt/flashcore/plugins"},
 		Measurement: sdk.Measurement{WarmupRuns: 3, WarmupTime: 10 * time.Millisecond, MinSamples: 5,
 			MaxSamples: 50, TargetNoise: 0.01, TimeCap: 500 * time.Millisecond, L2: sdk.L2Cold, CallSamples: 7},
-		L2Modes:     []sdk.L2Mode{sdk.L2Cold, sdk.L2Hot},
-		CallTimeout: 30 * time.Second,
-		Check:       CheckSettings{FullCheckMaxPairs: 1000, SampledRows: 16, Repeat: 3},
+		L2Modes:      []sdk.L2Mode{sdk.L2Cold, sdk.L2Hot},
+		CallTimeout:  30 * time.Second,
+		StartTimeout: 60 * time.Second,
+		Check:        CheckSettings{FullCheckMaxPairs: 1000, SampledRows: 16, Repeat: 3},
 		Tolerances: map[sdk.DType]Tolerance{
 			sdk.FP16: {Atol: 1e-3, Rtol: 1e-2, RelL2: 2e-3},
 			sdk.BF16: {Atol: 1.6e-2, Rtol: 3e-2, RelL2: 0.05},

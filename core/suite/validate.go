@@ -34,6 +34,7 @@ func (d *decoder) build(in *decoded) (*Suite, error) {
 	d.nonEmpty("baseline", s.Baseline)
 	d.nonEmpty("python", s.Python)
 	s.Measurement, s.L2Modes, s.CallTimeout = d.measurement(f.Measurement)
+	s.StartTimeout = f.Measurement.StartTimeout.Value
 	s.Check = d.check(f.Check)
 	s.Tolerances = d.tolerances(f.Tolerance)
 	s.Backends = d.backends(in.backends)
@@ -93,6 +94,9 @@ func (d *decoder) measurement(f fileMeasurement) (sdk.Measurement, []sdk.L2Mode,
 	d.atLeast("measurement.call_samples", m.CallSamples, 0)
 	if f.CallTimeout.Value <= 0 {
 		d.problem("measurement.call_timeout", -1, "must be positive, got %s", f.CallTimeout.Value)
+	}
+	if f.StartTimeout.Value <= 0 {
+		d.problem("measurement.start_timeout", -1, "must be positive, got %s", f.StartTimeout.Value)
 	}
 	modes := d.l2Modes(f.L2.Value)
 	if len(modes) > 0 {

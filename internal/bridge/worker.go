@@ -36,6 +36,20 @@ type worker struct {
 	lastID   uint64
 }
 
+// WorkerWrapperEnv names a command prefix the Python worker is started
+// under, e.g. FLASHCORE_WORKER_WRAPPER="ncu --nvtx --export report". It is
+// FLASHCORE_PLUGIN_WRAPPER's twin for the bridges: a profiler cannot follow
+// the plugin's exec of its worker (Go does not exec through libc), so it
+// has to wrap the interpreter itself. The wrapper must pass on the
+// worker's file descriptors 3 and 4 (its request and reply pipes).
+const WorkerWrapperEnv = "FLASHCORE_WORKER_WRAPPER"
+
+// UnderProfilerEnv, set to 1, tells the worker a profiler is watching it:
+// it marks every call with an NVTX push/pop range (ncu.CallRange, inside
+// the range "flashcore") and leaves out its CUPTI cross-check, since the
+// profiler holds CUPTI.
+const UnderProfilerEnv = "FLASHCORE_UNDER_PROFILER"
+
 // errPythonNotFound marks an interpreter that could not be executed.
 var errPythonNotFound = errors.New("python3 not found ($FLASHCORE_PYTHON or python3)")
 
@@ -53,7 +67,10 @@ func startWorker(python, dir, module string, output io.Writer) (*worker, error) 
 		return nil, err
 	}
 	w := &worker{requests: requestsWrite, replies: repliesRead, output: newTailBuffer(outputTailBytes), exited: make(chan struct{})}
-	cmd := exec.Command(python, "-u", filepath.Join(dir, "worker_main.py"), module)
+	args := []string{python, "-u", filepath.Join(dir, "worker_main.py"), module}
+	wrapper := strings.Fields(os.Getenv(WorkerWrapperEnv))
+	args = append(wrapper, args...)
+	cmd := exec.Command(args[0], args[1:]...)
 	combined := io.MultiWriter(output, w.output)
 	cmd.Stdout, cmd.Stderr = combined, combined
 	cmd.ExtraFiles = []*os.File{requestsRead, repliesWrite} // fds 3 and 4
@@ -63,6 +80,9 @@ func startWorker(python, dir, module string, output io.Writer) (*worker, error) 
 	closeAll(requestsRead, repliesWrite) // the child holds its own copies
 	if err != nil {
 		closeAll(requestsWrite, repliesRead)
+		if len(wrapper) > 0 {
+			return nil, fmt.Errorf("start python worker under $%s (%s): %w", WorkerWrapperEnv, wrapper[0], err)
+		}
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %v", errPythonNotFound, err)
 		}

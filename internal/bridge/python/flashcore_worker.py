@@ -66,6 +66,14 @@ HOT_BATCH_MAX = 32
 # events over this many samples where CUPTI does.
 CROSS_CHECK_CALLS = 20
 
+# Under a profiler (internal/bridge.UnderProfilerEnv set to 1) every call
+# runs inside two NVTX push/pop ranges: NVTX_OUTER_RANGE, which ncu's filter
+# selects (--nvtx-include "flashcore/"), and the call's own range
+# (call_range), which names the row and the call so ncu's kernels can be
+# grouped per call (internal/ncu, calls.go).
+UNDER_PROFILER_ENV = "FLASHCORE_UNDER_PROFILER"
+NVTX_OUTER_RANGE = "flashcore"
+
 
 # ---------------------------------------------------------------- protocol
 
@@ -343,11 +351,51 @@ class Kernel:
 
 @dataclasses.dataclass
 class PreparedCase:
-    """A case the worker holds between prepare and release."""
+    """A case the worker holds between prepare and release. label is the
+    row's label in tables; calls counts the calls timed so far (their NVTX
+    ranges are numbered on across Run requests)."""
 
     kernel: Kernel
     shape: Shape
     output_path: str
+    case_id: str = ""
+    label: str = ""
+    calls: int = 0
+
+
+def row_label(variant, tunables):
+    """The row's label as the host writes it (core/runner, label): the
+    variant, then "[k=v,...]" with the keys sorted when it has tunables."""
+    if not tunables:
+        return variant
+    return variant + "[" + ",".join(f"{k}={tunables[k]}" for k in sorted(tunables)) + "]"
+
+
+def call_range(case_id, label, n):
+    """The NVTX range of call n of a row: ncu.CallRange in Go."""
+    return f"flashcore call {case_id} {label} #{n}"
+
+
+def under_profiler():
+    return os.environ.get(UNDER_PROFILER_ENV) == "1"
+
+
+def nvtx_marked(fn, case, nvtx):
+    """fn, with each call inside NVTX_OUTER_RANGE and its own call_range.
+    Only the call is inside: the sleep and the L2 flush queued around it
+    are not, so ncu profiles the attention alone."""
+
+    def marked():
+        case.calls += 1
+        nvtx.range_push(NVTX_OUTER_RANGE)
+        nvtx.range_push(call_range(case.case_id, case.label, case.calls))
+        try:
+            return fn()
+        finally:
+            nvtx.range_pop()
+            nvtx.range_pop()
+
+    return marked
 
 
 # ---------------------------------------------------------------- tensors
@@ -821,7 +869,8 @@ class Worker:
             kernel = self.backend.prepare(case)
         except Unsupported as refused:
             return {"loaded_sha256": loaded, "diagnostics": [diagnostic("unsupported", refused.summary, refused.detail)]}
-        self.cases[case_id] = PreparedCase(kernel, shape, params["files"]["Output"])
+        label = row_label(variant["name"], params.get("tunables") or {})
+        self.cases[case_id] = PreparedCase(kernel, shape, params["files"]["Output"], case_id, label)
         return {"loaded_sha256": loaded, "facts": kernel.facts}
 
     def _case(self, params):
@@ -851,22 +900,29 @@ class Worker:
         timer = self.timer()
         output_path = params.get("output") or ""
         run, last_output = _recording(kernel.run)
+        profiled = under_profiler() and self.device.type == "cuda"
+        if profiled:
+            import torch
+
+            run = nvtx_marked(run, case, torch.cuda.nvtx)
         with kernel.session():
             if output_path and kernel.output is not None:
                 poison(kernel.output)
             before = timer.device_state()
             facts = {}
-            kernel_times, method = self._kernel_times(m, run, cold, facts)
+            kernel_times, method = self._kernel_times(m, run, cold, facts, profiled)
             clock, timer_facts, diagnostics = timer.sampling_report()
             call_times = [timer.call_sample(run, cold) for _ in range(m.call_samples)]
             after = timer.device_state()
-            cross = self._cross_check(kernel, method, cold, facts)
+            cross = [] if profiled else self._cross_check(kernel, method, cold, facts)
             if output_path:
                 # The cross-check calls ran after the timed ones: write what
                 # the last timed call returned (or left in the kernel's buffer).
                 self._synchronize()
                 write_tensor(output_path, last_output())
         facts.update(timer_facts)
+        if profiled:
+            facts["cross_check_note"] = "left out: the worker ran under a profiler, which holds CUPTI"
         if cold:
             facts["l2_flush_bytes"] = str(timer.flush_bytes)
         return {
@@ -881,9 +937,11 @@ class Worker:
             "facts": facts,
         }
 
-    def _kernel_times(self, m, run, cold, facts):
+    def _kernel_times(self, m, run, cold, facts, profiled):
         sampler = None
-        if self.device.type == "cuda":
+        if profiled:
+            facts["cupti_fallback"] = "the worker runs under a profiler, which holds CUPTI"
+        elif self.device.type == "cuda":
             import torch
 
             sampler = cupti.CuptiSampler(torch, run, cold, self.timer().flush)

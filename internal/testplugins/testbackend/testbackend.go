@@ -183,6 +183,15 @@ func (b *Backend) Run(ctx context.Context, request sdk.RunRequest) (sdk.Samples,
 	for i := range callTimes {
 		callTimes[i], _ = copyQ(ctx)
 	}
+	if request.Output != "" {
+		// The timed output is what the checked run writes, so the only
+		// finding is the plugin's chosen misbehaviour.
+		Poison(output)
+		b.options.FillOutput(output, loaded.shape, loaded.q)
+		if err := os.WriteFile(request.Output, output, 0o644); err != nil {
+			return sdk.Samples{}, err
+		}
+	}
 	return sdk.Samples{KernelTimes: kernelTimes, CallTimes: callTimes, Method: "wallclock-copy"}, nil
 }
 

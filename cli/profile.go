@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/core/runner"
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/internal/ncu"
+	"github.com/flashcore/bench/sdk"
+)
+
+const profileUsage = `flashcore profile: Nsight Compute's view of one row's kernels
+
+Usage:
+  flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]
+
+B is a backend (cuda-v8; its first row) or a row label (sdpa-flash). CASE
+is a case ID of the suite (default: the embedded default suite). A short
+run finds the row and how it is timed; a second runs it under ncu around
+its timed calls only and prints, for each kernel of one call, the tensor
+pipe's activity, DRAM throughput, occupancy and its limiter, L2 hit rate,
+the top warp stall reasons, registers and shared memory, and bottleneck
+hints naming the metric and threshold behind each (docs/profiling.md).
+The ncu report and the table are saved in DIR (default flashcore-profile).
+
+Exit codes: 0 profiled, 2 usage or suite error, 3 the row did not run,
+4 other errors (ncu missing or not allowed to read the counters), 130
+interrupted.
+`
+
+// profileCallKernels is how many kernels of a bridge's calls ncu profiles:
+// the first call whole, if it launches fewer.
+const profileCallKernels = 8
+
+func profileCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(stderr, profileUsage) }
+	suitePath := fs.String("suite", "", "suite TOML file (default: the embedded default suite)")
+	backend := fs.String("backend", "", "backend or row label to profile")
+	caseID := fs.String("case", "", "case ID of the suite")
+	outDir := fs.String("out", "flashcore-profile", "directory for the ncu report and the table")
+	if _, err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *backend == "" || *caseID == "" {
+		return withCode(ExitUsage, errors.New("usage: flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]"))
+	}
+	dir, err := checkOutDir(*outDir)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	s, err := loadSuite(*suitePath)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	c, ok := caseOf(s, *caseID)
+	if !ok {
+		return withCode(ExitUsage, fmt.Errorf("case %q is not in suite %s (cases: %s)", *caseID, s.Name, caseIDs(s)))
+	}
+	plugin, sel, err := findRow(ctx, s, *backend)
+	if err != nil {
+		return err
+	}
+	tool, err := ncu.Find()
+	if err != nil {
+		return withCode(ExitOther, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return withCode(ExitOther, err)
+	}
+	res, reach, err := findTimedRow(ctx, s, c, plugin, sel)
+	if err != nil {
+		return err
+	}
+	return profileRow(ctx, tool, s, c, plugin, res, reach, dir, stdout)
+}
+
+// findRow resolves B to a plugin and a selection: a plugin by name, or
+// the plugin that has a variant named B.
+func findRow(ctx context.Context, s *suite.Suite, name string) (host.Plugin, suite.BackendSelection, error) {
+	found, err := host.Discover(pluginPlaces(s))
+	if err != nil {
+		return host.Plugin{}, suite.BackendSelection{}, withCode(ExitOther, err)
+	}
+	if i := slices.IndexFunc(found, func(p host.Plugin) bool { return p.Name == name }); i >= 0 {
+		return found[i], selectionFor(s, name), nil
+	}
+	for _, p := range found {
+		d := runner.Describe(ctx, p, hostOptions(s))
+		if slices.ContainsFunc(d.Variants, func(v sdk.Variant) bool { return v.Name == name }) {
+			sel := selectionFor(s, p.Name)
+			sel.Variants = []string{name}
+			return p, sel, nil
+		}
+	}
+	return host.Plugin{}, suite.BackendSelection{}, withCode(ExitUsage,
+		fmt.Errorf("%q is neither a backend nor a row of one (backends: %s)", name, pluginNames(found)))
+}
+
+// findTimedRow runs the case briefly, unprofiled, to learn the row's label
+// and how it is timed, which says how ncu reaches it.
+func findTimedRow(ctx context.Context, s *suite.Suite, c suite.Case, p host.Plugin, sel suite.BackendSelection) (results.Result, ncu.Reach, error) {
+	probe := underNcu(s, sdk.L2Hot, []suite.Case{c}, []suite.BackendSelection{sel})
+	probe.Measurement.MinSamples, probe.Measurement.MaxSamples = 3, 3
+	run, err := runner.Run(ctx, runner.Config{Suite: probe, Plugins: []host.Plugin{p}})
+	if err != nil {
+		return results.Result{}, ncu.Reach{}, runError(err)
+	}
+	for _, res := range run.Results {
+		timing, ok := res.TimingFor(sdk.L2Hot)
+		if !ok {
+			return res, ncu.Reach{}, withCode(ExitFailures, fmt.Errorf("%s on %s: %s: %s", res.Label, c.ID, res.Status, res.Reason))
+		}
+		reach, ok := ncu.ReachFor(timing.Method)
+		if !ok {
+			return res, ncu.Reach{}, withCode(ExitUsage, fmt.Errorf("%s is timed by %s: it runs no GPU kernel for ncu to profile", res.Label, timing.Method))
+		}
+		return res, reach, nil
+	}
+	for _, b := range run.Backends {
+		if !b.Available {
+			return results.Result{}, ncu.Reach{}, withCode(ExitFailures, fmt.Errorf("%s is unavailable: %s", b.Name, b.UnavailableReason))
+		}
+	}
+	return results.Result{}, ncu.Reach{}, withCode(ExitFailures, fmt.Errorf("%s has no row for case %s", p.Name, c.ID))
+}
+
+// profileRow runs the row under ncu with the profile's sections, around
+// its timed calls only, and prints the first call's kernels.
+func profileRow(ctx context.Context, tool ncu.Tool, s *suite.Suite, c suite.Case, p host.Plugin, res results.Result,
+	reach ncu.Reach, dir string, stdout io.Writer) error {
+	set := ncuSettings{measure: ncu.ProfileMeasure(), limit: ncu.Limit{Count: profileCallKernels}}
+	if !reach.NVTX {
+		// Each call launches one attention kernel: skip the checked run's.
+		set.limit = ncu.Limit{Skip: 1, Count: 1}
+	}
+	sess := ncuSession{name: fileName(res.Label, c.ID), plugin: p, reach: reach, rows: []ncu.RowKey{rowKey(res)},
+		suite: underNcu(s, sdk.L2Hot, []suite.Case{c}, []suite.BackendSelection{rowSelection(res)})}
+	calls, report, err := runNcuSession(ctx, tool, sess, set, dir)
+	if err != nil {
+		if ExitCode(err) == ExitInterrupted {
+			return err
+		}
+		return withCode(ExitOther, err)
+	}
+	calls = ncu.CallsOf(calls, rowKey(res))
+	if len(calls) == 0 {
+		return withCode(ExitFailures, fmt.Errorf("ncu profiled no call of %s on %s (log: %s)", res.Label, c.ID, strings.TrimSuffix(report, ".ncu-rep")+".log"))
+	}
+	pc := ncu.ProfiledCall{Backend: res.Backend, Call: calls[0]}
+	for _, k := range calls[0].Kernels {
+		pc.Kernels = append(pc.Kernels, ncu.Profile(k))
+	}
+	var out bytes.Buffer
+	if err := ncu.WriteProfile(&out, pc, report); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, sess.name+".txt"), out.Bytes(), 0o644); err != nil {
+		return withCode(ExitOther, err)
+	}
+	_, err = stdout.Write(out.Bytes())
+	return err
+}
+
+func caseIDs(s *suite.Suite) string {
+	ids := make([]string, len(s.Cases))
+	for i, c := range s.Cases {
+		ids[i] = c.ID
+	}
+	return strings.Join(ids, ", ")
+}

@@ -1,0 +1,190 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/internal/buildtest"
+)
+
+// liarSuite has one case checked on every row and one checked on a
+// sample of rows (full_check_max_pairs is set low so a small case is
+// sampled, as the large cases of real suites are).
+const liarSuite = `
+name = "lies"
+[measurement]
+warmup_runs = 1
+min_samples = 6
+time_cap = "100ms"
+call_samples = 3
+call_timeout = "5s"
+[check]
+full_check_max_pairs = 8192
+sampled_rows = 16
+[[cases]]
+batch = 1
+heads = 2
+seq_q = 48
+head_dim = 32
+[[cases]]
+batch = 1
+heads = 2
+seq_q = 256
+head_dim = 32
+causal = true
+`
+
+// liarPlugins copies the liar test plugin once per lie (the lie is read
+// from the executable's name) and returns them in order.
+func liarPlugins(t *testing.T, lies ...string) []host.Plugin {
+	t.Helper()
+	built := buildtest.Plugin(t, "test-liar", "internal/testplugins/liar")
+	data, err := os.ReadFile(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var plugins []host.Plugin
+	for _, lie := range lies {
+		name := "test-liar-" + lie
+		path := filepath.Join(dir, host.BinaryPrefix+name)
+		if err := os.WriteFile(path, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		plugins = append(plugins, host.Plugin{Name: name, Path: path})
+	}
+	return plugins
+}
+
+// TestEveryLieIsCaughtAndBlamedOnItsTeller runs a backend per kind of lie,
+// then the honest control and cpu-reference. Each lie must end as its own
+// row's FAIL or ERROR with a reason that says what it did; the honest
+// backends' rows after it must PASS (nothing a liar did to shared state
+// reaches them), and no plugin process may be left.
+func TestEveryLieIsCaughtAndBlamedOnItsTeller(t *testing.T) {
+	want := []struct {
+		lie    string // the backend is test-liar-<lie>, or cpu-reference for ""
+		status results.Status
+		reason string
+	}{
+		{"rows-only", results.StatusFail, ""},
+		{"fast-clock", results.StatusError, "implausible"},
+		{"few-samples", results.StatusError, "returned 1 kernel-time samples; the suite asks for at least min_samples = 6"},
+		{"bad-calls", results.StatusError, "call-time sample 1 is -"},
+		{"huge-output", results.StatusFail, "wrong output size: 68719476736 bytes"},
+		{"tamper", results.StatusError, "modified its read-only input files during the row (q.bin: sha256 "},
+		{"sabotage", results.StatusFail, "directory"},
+		{"wreck", results.StatusError, "modified its read-only input files"},
+		{"checked-only", results.StatusFail, "the output of the last timed call (L2 hot) is wrong, though the checked call's was right"},
+		{"honest", results.StatusPass, ""},
+		{"", results.StatusPass, ""},
+	}
+	var lies []string
+	for _, w := range want[:len(want)-1] {
+		lies = append(lies, w.lie)
+	}
+	plugins := liarPlugins(t, append(lies, "no-handshake")...)
+	plugins = append(plugins, host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")})
+	s, err := suite.Parse("lies.toml", []byte(liarSuite))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "results.json")
+	run, err := Run(context.Background(), Config{
+		Suite: s, Plugins: plugins, ResultsPath: out,
+		HostOptions: host.Options{StartTimeout: 3 * time.Second},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, c := range s.Cases {
+		for _, w := range want {
+			name := "cpu-reference"
+			if w.lie != "" {
+				name = "test-liar-" + w.lie
+			}
+			r := find(run, c.ID, name)
+			if r == nil {
+				t.Errorf("%s %s: no row", c.ID, name)
+				continue
+			}
+			t.Logf("%s %-24s %-5s %s", c.ID, name, r.Status, r.Reason)
+			if r.Status != w.status || !strings.Contains(r.Reason, w.reason) {
+				t.Errorf("%s %s: %s %q, want %s containing %q", c.ID, name, r.Status, r.Reason, w.status, w.reason)
+			}
+			if r.Status == results.StatusPass && r.Check != nil && r.Check.Sampled && r.Check.RowSeed == 0 {
+				t.Errorf("%s %s: a sampled check with no recorded row seed", c.ID, name)
+			}
+		}
+	}
+	silent := backendNamed(run, "test-liar-no-handshake")
+	if silent == nil || silent.Available || !silent.Fault {
+		t.Errorf("test-liar-no-handshake: %+v, want unavailable with fault set", silent)
+	}
+	assertNoPluginProcesses(t, plugins)
+}
+
+// TestImpossibleCaseIsRefusedBeforeItsInputsExist: a legal but huge shape
+// must be skipped, with the reason, before the host generates gigabytes of
+// inputs or waits out a deadline.
+func TestImpossibleCaseIsRefusedBeforeItsInputsExist(t *testing.T) {
+	plugins := liarPlugins(t, "honest")
+	plugins = append(plugins, host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")})
+	s, err := suite.Parse("huge.toml", []byte(`name = "huge"
+[[cases]]
+batch = 1
+heads = 1
+seq_q = 10000000
+head_dim = 64
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	run, err := Run(context.Background(), Config{Suite: s, Plugins: plugins, ResultsPath: filepath.Join(t.TempDir(), "r.json")})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, r := range run.Results {
+		t.Logf("%s: %s %s", r.Backend, r.Status, r.Reason)
+		if r.Status != results.StatusSkip || r.Reason == "" {
+			t.Errorf("%s: %s %q, want a SKIP with its reason", r.Backend, r.Status, r.Reason)
+		}
+	}
+	if len(run.Results) != 2 {
+		t.Errorf("%d rows, want 2", len(run.Results))
+	}
+	if run.Cases[0].InputSHA256 != "" {
+		t.Errorf("inputs were generated for a case no row runs")
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("refusing took %s", took)
+	}
+}
+
+// TestRunInterruptedBeforeItsFirstRowListsNoResults: the schema promises
+// lists, so a run stopped before any row writes [] rather than null.
+func TestRunInterruptedBeforeItsFirstRowListsNoResults(t *testing.T) {
+	s, err := suite.Parse("tiny.toml", []byte(tinySuite))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := filepath.Join(t.TempDir(), "r.json")
+	Run(ctx, Config{Suite: s, Plugins: liarPlugins(t, "honest"), ResultsPath: out})
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "null") || !strings.Contains(string(raw), `"results": []`) {
+		t.Errorf("results file of an interrupted run:\n%s", raw)
+	}
+}

@@ -1,0 +1,121 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+func durations(ns ...int) []time.Duration {
+	out := make([]time.Duration, len(ns))
+	for i, n := range ns {
+		out[i] = time.Duration(n)
+	}
+	return out
+}
+
+func TestSampleRules(t *testing.T) {
+	m := sdk.Measurement{MinSamples: 3, MaxSamples: 5, CallSamples: 2}
+	tests := []struct {
+		name    string
+		samples sdk.Samples
+		want    string
+	}{
+		{"fine", sdk.Samples{KernelTimes: durations(10, 11, 12), CallTimes: durations(20, 21)}, ""},
+		{"too few", sdk.Samples{KernelTimes: durations(10), CallTimes: durations(20, 21)}, "returned 1 kernel-time samples; the suite asks for at least min_samples = 3"},
+		{"too many", sdk.Samples{KernelTimes: durations(1, 2, 3, 4, 5, 6), CallTimes: durations(20, 21)}, "at most max_samples = 5"},
+		{"few calls", sdk.Samples{KernelTimes: durations(10, 11, 12), CallTimes: durations(20)}, "call_samples = 2"},
+		{"zero kernel", sdk.Samples{KernelTimes: durations(10, 0, 12), CallTimes: durations(20, 21)}, "kernel-time sample 2 is 0s"},
+		{"negative call", sdk.Samples{KernelTimes: durations(10, 11, 12), CallTimes: durations(20, -21)}, "call-time sample 2 is -21ns"},
+		{"huge cross-check", sdk.Samples{KernelTimes: durations(10, 11, 12), CallTimes: durations(20, 21), CrossCheckTimes: []time.Duration{2 * time.Hour}}, "cross-check-time sample 1 is 2h0m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := sampleRuleViolation(tt.samples, m)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPhysicalCeilings(t *testing.T) {
+	shape := sdk.Shape{Batch: 4, Heads: 16, KVHeads: 16, SeqQ: 2048, SeqK: 2048, HeadDim: 128, DType: sdk.FP16}
+	// 4·B·H·S²·D = 137.4 GFLOP; at 1000 TFLOP/s that takes 137 µs.
+	h100 := Ceilings{TFLOPS: 1000, GBps: 3350, Source: "H100 peak"}
+	tests := []struct {
+		name    string
+		fastest time.Duration
+		mode    sdk.L2Mode
+		device  sdk.Device
+		want    string
+	}{
+		{"at 90% of peak", 153 * time.Microsecond, sdk.L2Hot, sdk.Device{}, ""},
+		{"above the FLOP peak", 100 * time.Microsecond, sdk.L2Hot, sdk.Device{}, "implausible: a 100µs kernel sample means 1374 TFLOP/s, above H100 peak of 1000 TFLOP/s"},
+		// 4 tensors of 16.8 MB = 67 MB; at 3350 GB/s that takes 20 µs.
+		{"above the memory peak, cold", 15 * time.Microsecond, sdk.L2Cold, sdk.Device{}, "GB/s, above the memory peak"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := h100
+			if tt.name == "above the memory peak, cold" {
+				c.TFLOPS = 1e6 // only the memory bound applies
+			}
+			got := physicalViolation(shape, sdk.Samples{KernelTimes: []time.Duration{tt.fastest, 2 * tt.fastest}}, tt.mode, tt.device, c)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKernelWithinCall(t *testing.T) {
+	us := func(xs ...int) []time.Duration {
+		out := make([]time.Duration, len(xs))
+		for i, x := range xs {
+			out[i] = time.Duration(x) * time.Microsecond
+		}
+		return out
+	}
+	tests := []struct {
+		name         string
+		kernel, call []time.Duration
+		inconsistent bool
+	}{
+		{"kernel well inside call", us(100, 101, 102, 103), us(150, 160, 170), false},
+		{"CPU backend: equal within noise", us(6400, 6500, 6515, 6600), us(6300, 6321, 6349), false},
+		{"kernel twice the call", us(200, 201, 202, 203), us(100, 101, 102), true},
+		{"no call samples", us(100, 101), nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := consistencyViolation(sdk.Samples{KernelTimes: tt.kernel, CallTimes: tt.call})
+			if (got != "") != tt.inconsistent {
+				t.Errorf("got %q, want inconsistent=%v", got, tt.inconsistent)
+			}
+		})
+	}
+}
+
+func TestThrottled(t *testing.T) {
+	state := func(mhz float64) *sdk.DeviceState { return &sdk.DeviceState{SMClockMHz: mhz} }
+	tests := []struct {
+		before, after *sdk.DeviceState
+		want          bool
+	}{
+		{state(1980), state(1980), false},
+		{state(1980), state(1800), false}, // 9% down
+		{state(1980), state(1590), true},  // 20% down
+		{state(1590), state(1980), false}, // up is not a throttle
+		{nil, state(1000), false},
+		{state(0), state(1000), false},
+	}
+	for _, tt := range tests {
+		got, note := throttled(sdk.Samples{Before: tt.before, After: tt.after})
+		if got != tt.want || got && !strings.Contains(note, "SM clock fell from") {
+			t.Errorf("%+v → %+v: throttled %v %q, want %v", tt.before, tt.after, got, note, tt.want)
+		}
+	}
+}

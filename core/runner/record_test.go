@@ -1,0 +1,43 @@
+package runner
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/sdk"
+)
+
+// TestTimingRecordKeepsEverySample: the results file keeps the raw
+// samples, in the order taken, beside the stats that summarise them.
+func TestTimingRecordKeepsEverySample(t *testing.T) {
+	us := func(values ...int) []time.Duration {
+		var out []time.Duration
+		for _, v := range values {
+			out = append(out, time.Duration(v)*time.Microsecond+7)
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		samples sdk.Samples
+		want    results.Samples
+	}{
+		{"every kind", sdk.Samples{KernelTimes: us(9, 8, 10), CallTimes: us(40, 41), CrossCheckTimes: us(7, 7, 8)},
+			results.Samples{KernelNs: []int64{9007, 8007, 10007}, CallNs: []int64{40007, 41007}, CrossCheckNs: []int64{7007, 7007, 8007}}},
+		{"no cross-check", sdk.Samples{KernelTimes: us(9, 8), CallTimes: us(40)},
+			results.Samples{KernelNs: []int64{9007, 8007}, CallNs: []int64{40007}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := timingRecord(sdk.L2Hot, tt.samples)
+			if got.Samples == nil || !reflect.DeepEqual(*got.Samples, tt.want) {
+				t.Fatalf("samples %+v, want %+v", got.Samples, tt.want)
+			}
+			if got.Kernel.N != len(tt.want.KernelNs) || got.Call.N != len(tt.want.CallNs) {
+				t.Errorf("stats n %d and %d disagree with the samples kept", got.Kernel.N, got.Call.N)
+			}
+		})
+	}
+}

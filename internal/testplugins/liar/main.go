@@ -1,0 +1,273 @@
+// Command liar is a test-only plugin that computes attention correctly and
+// then lies in one chosen way, so that host tests can show each kind of
+// lie is caught and blamed on the row that told it.
+//
+// One binary serves every lie: the lie is the part of the executable's
+// name after "flashcore-backend-test-liar-" (tests copy the binary under
+// each name), so each copy is a separate backend with its own name.
+//
+//	honest         tells no lie: the control, which must PASS
+//	rows-only      computes a few rows per head correctly and writes, in
+//	               every other row, V's first key row: finite and within
+//	               V's range, so only rows the backend could not predict
+//	               catch it
+//	fast-clock     reports 1 ns kernel samples
+//	few-samples    reports one kernel sample whatever min_samples says
+//	bad-calls      reports negative call times
+//	huge-output    makes its output a 64 GiB sparse file
+//	tamper         rewrites q.bin after loading it (and reports the hash of
+//	               what it loaded, so the hash handshake passes)
+//	sabotage       makes its output a directory
+//	wreck          replaces the directory every row's workspace of the
+//	               case lives in with a regular file
+//	checked-only   writes the right output when checked, a wrong one from
+//	               the timed calls
+//	no-handshake   never completes the plugin handshake
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/reference"
+	"github.com/flashcore/bench/sdk"
+)
+
+const namePrefix = "flashcore-backend-test-liar-"
+
+func main() {
+	lie := strings.TrimPrefix(filepath.Base(os.Args[0]), namePrefix)
+	if lie == "no-handshake" {
+		// Hold stdout open and say nothing: the host must give up.
+		time.Sleep(time.Hour)
+		return
+	}
+	sdk.Serve(func() sdk.Backend {
+		return &liar{lie: lie, cases: map[string]*loaded{}}
+	})
+}
+
+type liar struct {
+	lie   string
+	mu    sync.Mutex
+	cases map[string]*loaded
+}
+
+type loaded struct {
+	tensors *inputs.Tensors
+	files   sdk.Tensors
+}
+
+func (l *liar) name() string { return "test-liar-" + l.lie }
+
+func (l *liar) Describe(context.Context) (sdk.Description, error) {
+	return sdk.Description{
+		Name:      l.name(),
+		Version:   "test",
+		Build:     runtime.Version(),
+		Available: true,
+		Device:    sdk.Device{Kind: "cpu", Name: "test plugin (no device)", Runtime: runtime.Version(), Cores: runtime.NumCPU()},
+		Variants: []sdk.Variant{{
+			Name:        l.name(),
+			Description: "test only: correct attention, then the lie " + l.lie,
+			Capabilities: sdk.Capabilities{
+				DTypes:            []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32},
+				Causal:            true,
+				NonCausal:         true,
+				GroupedQueryHeads: true,
+				UnequalSeqLens:    true,
+			},
+		}},
+	}, nil
+}
+
+func (l *liar) Prepare(_ context.Context, request sdk.PrepareRequest) (sdk.Prepared, error) {
+	t := &inputs.Tensors{Shape: request.Shape}
+	var err error
+	for _, f := range []struct {
+		dst  *[]byte
+		path string
+	}{{&t.Q, request.Files.Q}, {&t.K, request.Files.K}, {&t.V, request.Files.V}} {
+		if *f.dst, err = os.ReadFile(f.path); err != nil {
+			return sdk.Prepared{}, err
+		}
+	}
+	t.SHA256 = inputs.HashInputs(t.Q, t.K, t.V)
+	if l.lie == "tamper" {
+		// Make the file writable again and flip its first byte.
+		if err := os.Chmod(request.Files.Q, 0o644); err != nil {
+			return sdk.Prepared{}, err
+		}
+		changed := append([]byte(nil), t.Q...)
+		changed[0] ^= 0x01
+		if err := os.WriteFile(request.Files.Q, changed, 0o644); err != nil {
+			return sdk.Prepared{}, err
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cases[request.CaseID] = &loaded{tensors: t, files: request.Files}
+	return sdk.Prepared{LoadedSHA256: t.SHA256}, nil
+}
+
+func (l *liar) lookup(caseID string) (*loaded, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.cases[caseID]
+	if !ok {
+		return nil, fmt.Errorf("unknown case %q", caseID)
+	}
+	return c, nil
+}
+
+func (l *liar) Fetch(_ context.Context, request sdk.FetchRequest) (sdk.Fetched, error) {
+	c, err := l.lookup(request.CaseID)
+	if err != nil {
+		return sdk.Fetched{}, err
+	}
+	path := c.files.Output
+	switch l.lie {
+	case "huge-output":
+		return sdk.Fetched{}, hugeFile(path)
+	case "sabotage":
+		return sdk.Fetched{}, os.MkdirAll(path, 0o755)
+	case "wreck":
+		workspaces := filepath.Dir(filepath.Dir(path))
+		if err := os.RemoveAll(workspaces); err != nil {
+			return sdk.Fetched{}, err
+		}
+		return sdk.Fetched{}, os.WriteFile(workspaces, []byte("wrecked"), 0o644)
+	case "rows-only":
+		return sdk.Fetched{}, os.WriteFile(path, rowsOnly(c.tensors), 0o644)
+	}
+	return sdk.Fetched{}, os.WriteFile(path, attention(c.tensors), 0o644)
+}
+
+// hugeFile makes path a sparse file of 64 GiB: nothing is written, but a
+// reader that believes its size allocates it all.
+func hugeFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Truncate(64 << 30)
+}
+
+func (l *liar) Run(ctx context.Context, request sdk.RunRequest) (sdk.Samples, error) {
+	c, err := l.lookup(request.CaseID)
+	if err != nil {
+		return sdk.Samples{}, err
+	}
+	var output []byte
+	compute := func(context.Context) (time.Duration, error) {
+		start := time.Now()
+		output = attention(c.tensors)
+		return time.Since(start), nil
+	}
+	kernel, err := sdk.CollectSamples(ctx, request.Measurement, compute)
+	if err != nil {
+		return sdk.Samples{}, err
+	}
+	calls := make([]time.Duration, max(request.Measurement.CallSamples, 1))
+	for i := range calls {
+		calls[i], _ = compute(ctx)
+	}
+	switch l.lie {
+	case "fast-clock":
+		for i := range kernel {
+			kernel[i] = time.Nanosecond
+		}
+		for i := range calls {
+			calls[i] = time.Microsecond
+		}
+	case "few-samples":
+		kernel = kernel[:1]
+	case "bad-calls":
+		for i := range calls {
+			calls[i] = -calls[i]
+		}
+	case "checked-only":
+		output = rowsOnly(c.tensors)
+	case "rows-only":
+		output = rowsOnly(c.tensors)
+	}
+	if request.Output != "" {
+		if l.lie == "huge-output" {
+			err = hugeFile(request.Output)
+		} else {
+			err = os.WriteFile(request.Output, output, 0o644)
+		}
+		if err != nil {
+			return sdk.Samples{}, err
+		}
+	}
+	return sdk.Samples{KernelTimes: kernel, CallTimes: calls, Method: "wallclock"}, nil
+}
+
+func (l *liar) Release(_ context.Context, request sdk.ReleaseRequest) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.cases, request.CaseID)
+	return nil
+}
+
+// allRows lists every query row in layout order.
+func allRows(s sdk.Shape) []reference.RowIndex {
+	rows := make([]reference.RowIndex, 0, s.Batch*s.Heads*s.SeqQ)
+	for b := range s.Batch {
+		for h := range s.Heads {
+			for i := range s.SeqQ {
+				rows = append(rows, reference.RowIndex{Batch: b, Head: h, Row: i})
+			}
+		}
+	}
+	return rows
+}
+
+// attention is the right answer, in the shape's dtype.
+func attention(t *inputs.Tensors) []byte {
+	return encodeRows(t, allRows(t.Shape), nil)
+}
+
+// rowsOnly computes the first, the last and every 97th row of each head
+// and fills the rest with V's first key row, which every row (causal or
+// not) sees, so each element stays within V's range over the visible keys.
+func rowsOnly(t *inputs.Tensors) []byte {
+	s := t.Shape
+	var computed []reference.RowIndex
+	for _, r := range allRows(s) {
+		if r.Row == 0 || r.Row == s.SeqQ-1 || r.Row%97 == 0 {
+			computed = append(computed, r)
+		}
+	}
+	return encodeRows(t, computed, func(r reference.RowIndex) []float64 {
+		kvHead := r.Batch*s.KVHeads + r.Head/(s.Heads/s.KVHeads)
+		size := s.DType.Size()
+		start := kvHead * s.SeqK * s.HeadDim * size
+		return inputs.Decode(s.DType, t.V[start:start+s.HeadDim*size])
+	})
+}
+
+// encodeRows writes the computed rows' reference values and, where fill is
+// set, fill's values in every other row.
+func encodeRows(t *inputs.Tensors, rows []reference.RowIndex, fill func(reference.RowIndex) []float64) []byte {
+	s := t.Shape
+	values := make([]float64, s.QElements())
+	if fill != nil {
+		for _, r := range allRows(s) {
+			copy(values[r.Flat(s)*s.HeadDim:], fill(r))
+		}
+	}
+	for i, row := range reference.Compute(t, rows) {
+		copy(values[rows[i].Flat(s)*s.HeadDim:], row)
+	}
+	return inputs.Encode(s.DType, values)
+}
