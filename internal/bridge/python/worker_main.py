@@ -16,6 +16,11 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# Large cases (PyTorch's math attention at S=16384 needs about 66 GiB) fail
+# on fragmentation of the caching allocator after other cases ran in the
+# same worker; expandable segments avoid that. A setting of the user's wins.
+os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+
 import flashcore_worker as core  # noqa: E402
 
 REQUEST_FD = 3
