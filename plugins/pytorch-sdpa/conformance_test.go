@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/flashcore/bench/internal/bridge/bridgetest"
-	"github.com/flashcore/bench/sdk/conformance"
+	"github.com/flashcore/bench/conformance"
 )
 
 // TestConformance checks the plugin binary against the host–plugin
