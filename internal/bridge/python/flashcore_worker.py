@@ -745,6 +745,17 @@ def cpu_flush_bytes():
 # ---------------------------------------------------------------- worker
 
 
+def tunable_gap(variant, tunables):
+    """The reason tunables ask for what variant does not declare, or None."""
+    declared = {t["name"]: t.get("values", []) for t in variant.get("tunables") or ()}
+    for name in sorted(tunables):
+        if name not in declared:
+            return f"unknown tunable {name!r} (this variant has: {', '.join(declared) or 'none'})"
+        if tunables[name] not in declared[name]:
+            return f"tunable {name}: {tunables[name]!r} is not one of {', '.join(declared[name])}"
+    return None
+
+
 def diagnostic(severity, summary, detail=""):
     out = {"severity": severity, "summary": summary}
     if detail:
@@ -793,6 +804,7 @@ class Worker:
             raise ValueError(f"unknown variant {params['variant']!r} (have {', '.join(self._variants)})")
         shape = Shape.from_json(params["shape"])
         gap = capability_gap(variant["capabilities"], shape, self.device.type == "cuda")
+        gap = gap or tunable_gap(variant, params.get("tunables") or {})
         if gap:
             return {"loaded_sha256": "", "diagnostics": [diagnostic("unsupported", f"{variant['name']}: {gap}")]}
         (q, k, v), loaded = load_inputs(params["files"], shape, self.device)
