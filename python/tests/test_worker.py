@@ -63,6 +63,8 @@ GAPS = [
     ({"unequal_seq_lens": False}, shape(1, 1, 1, 8, 9, 64, False, "fp16"), "seq_q != seq_k"),
     ({"max_seq_len": 256}, shape(1, 1, 1, 8, 257, 64, False, "fp16"), "above 256"),
     ({"max_elements": 1000}, shape(1, 1, 1, 16, 16, 64, False, "fp16"), "more than 1000"),
+    ({}, shape(1, 3, 2, 8, 8, 64, False, "fp16"), "heads 3 is not a multiple of kv_heads 2"),
+    ({}, shape(1, 2, 2, 0, 8, 64, False, "fp16"), "below 1"),
     ({}, shape(1, 4, 2, 8, 9, 64, True, "fp16"), None),
 ]
 

@@ -284,6 +284,9 @@ def capability_gap(caps, shape, on_gpu):
     checks = [
         (caps["needs_gpu"] and not on_gpu, "needs a CUDA GPU; this machine has none"),
         (shape.dtype not in caps["dtypes"], f"dtype {shape.dtype} not supported (supports {', '.join(caps['dtypes'])})"),
+        (min(shape.batch, shape.heads, shape.kv_heads, shape.seq_q, shape.seq_k, shape.head_dim) < 1,
+         "a dimension is below 1"),
+        (shape.heads % max(shape.kv_heads, 1) != 0, f"heads {shape.heads} is not a multiple of kv_heads {shape.kv_heads}"),
         (caps["head_dims"] and shape.head_dim not in caps["head_dims"],
          f"head dim {shape.head_dim} not supported (supports {caps['head_dims']})"),
         (shape.causal and not caps["causal"], "causal masking not supported"),
