@@ -4,6 +4,7 @@
 #   make test    set up, build, and run every test (Go and Python)
 #   make build   flashcore and every plugin this machine can build, into bin/
 #   make dist    everything for a GPU machine without Go, into dist/
+#   make gpu-tests  conformance test binaries for that machine, into dist/tests/
 #   make lint    gofmt and go vet (with and without the cuda tag)
 
 GO      ?= go
@@ -27,7 +28,7 @@ VENV_PYTHON  := $(abspath $(VENV))/bin/python
 
 include mk/cuda.mk
 
-.PHONY: all build run test test-go test-python setup lint dist clean
+.PHONY: all build run test test-go test-python setup lint dist gpu-tests clean
 
 all: build
 
@@ -84,6 +85,19 @@ dist: cuda-kernels
 	cp suites/*.toml dist/suites/
 	cp scripts/gpu-verify.sh scripts/gpu-verify-timing.sh scripts/compare-self.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py scripts/timing_probe.py plugins/triton/triton_attention.py dist/scripts/
 	@du -sh dist
+
+# gpu-tests adds to dist/ the conformance test binaries of the plugins that
+# need a GPU machine to be checked, and the script that runs them there
+# against dist/'s plugins (scripts/gpu-conformance.sh). Kept out of dist
+# itself: each binary is about 15 MB.
+GPU_TEST_PLUGINS := $(CUDA_PLUGINS) pytorch-sdpa triton
+
+gpu-tests:
+	mkdir -p dist/tests dist/scripts
+	@for p in $(GPU_TEST_PLUGINS); do \
+		$(GO) test -c $(DIST_FLAGS) -o dist/tests/$$p.test ./plugins/$$p || exit 1; done
+	cp scripts/gpu-conformance.sh dist/scripts/
+	@du -sh dist/tests
 
 clean:
 	rm -rf bin dist

@@ -4,7 +4,8 @@
 //   - README.md, whose first heading names the plugin;
 //   - main.go, whose func main is the single call sdk.Serve(New), so that
 //     the handshake, the gRPC limits and the logging stay in the SDK;
-//   - at least one _test.go file.
+//   - conformance_test.go, which calls Run of the conformance kit, so that
+//     every plugin's output is checked as flashcore run checks it.
 //
 // A folder that cannot comply is listed in exempt with its reason; nothing
 // is skipped silently. Where to start: TestPluginFolders.
@@ -28,6 +29,10 @@ import (
 
 // sdkImportPath is the package whose Serve a plugin's main must call.
 const sdkImportPath = "github.com/flashcore/bench/sdk"
+
+// conformanceImportPath is the kit whose Run a plugin's conformance test
+// must call.
+const conformanceImportPath = "github.com/flashcore/bench/conformance"
 
 // exempt lists the folders under plugins/ that are not held to the
 // conventions, each with the reason. Keep it empty when you can.
@@ -84,10 +89,46 @@ func checkPluginFolder(plugins fs.FS, dir string) []string {
 	if problem := checkMain(plugins, dir); problem != "" {
 		problems = append(problems, problem)
 	}
-	if tests, _ := fs.Glob(plugins, path.Join(dir, "*_test.go")); len(tests) == 0 {
-		problems = append(problems, "has no _test.go file")
+	if problem := checkConformanceTest(plugins, dir); problem != "" {
+		problems = append(problems, problem)
 	}
 	return problems
+}
+
+// checkConformanceTest requires conformance_test.go to call Run of the
+// conformance kit.
+func checkConformanceTest(plugins fs.FS, dir string) string {
+	src, err := fs.ReadFile(plugins, path.Join(dir, "conformance_test.go"))
+	if err != nil {
+		return "has no conformance_test.go"
+	}
+	file, err := parser.ParseFile(token.NewFileSet(), path.Join(dir, "conformance_test.go"), src, parser.SkipObjectResolution)
+	if err != nil {
+		return fmt.Sprintf("conformance_test.go does not parse: %v", err)
+	}
+	kit, imported := localName(file, conformanceImportPath)
+	if !imported || !callsRun(file, kit) {
+		return fmt.Sprintf("conformance_test.go does not call Run of %s", conformanceImportPath)
+	}
+	return ""
+}
+
+// callsRun reports whether file calls kit.Run anywhere.
+func callsRun(file *ast.File, kit string) bool {
+	found := false
+	ast.Inspect(file, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return !found
+		}
+		if fun, ok := call.Fun.(*ast.SelectorExpr); ok && fun.Sel.Name == "Run" {
+			if pkg, ok := fun.X.(*ast.Ident); ok && pkg.Name == kit {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // checkReadme requires README.md whose first heading contains the plugin's
@@ -223,38 +264,47 @@ func isServeCall(stmt ast.Stmt, sdkName string) bool {
 func TestCheckPluginFolder(t *testing.T) {
 	const goodMain = "package main\n\nimport \"github.com/flashcore/bench/sdk\"\n\nfunc main() { sdk.Serve(New) }\n"
 	const goodReadme = "# my-backend\n\nWhat it is.\n"
+	const goodConformance = "package main\n\nimport (\n\t\"testing\"\n\n\t\"github.com/flashcore/bench/conformance\"\n)\n\n" +
+		"func TestConformance(t *testing.T) { conformance.Run(t, conformance.Options{Binary: \"b\"}) }\n"
 	tests := []struct {
 		name  string
 		files map[string]string // file name in the folder → content
 		want  string            // part of the one problem; "" for none
 	}{
-		{"complete", map[string]string{"README.md": goodReadme, "main.go": goodMain, "backend_test.go": ""}, ""},
+		{"complete", map[string]string{"README.md": goodReadme, "main.go": goodMain, "conformance_test.go": goodConformance}, ""},
 		{"heading with more words", map[string]string{"README.md": "# `my-backend`: a fast one\n",
-			"main.go": goodMain, "x_test.go": ""}, ""},
-		{"aliased sdk import", map[string]string{"README.md": goodReadme, "x_test.go": "",
+			"main.go": goodMain, "conformance_test.go": goodConformance}, ""},
+		{"aliased sdk import", map[string]string{"README.md": goodReadme, "conformance_test.go": goodConformance,
 			"main.go": "package main\n\nimport fc \"github.com/flashcore/bench/sdk\"\n\nfunc main() { fc.Serve(New) }\n"}, ""},
-		{"no README", map[string]string{"main.go": goodMain, "x_test.go": ""}, "has no README.md"},
-		{"README without heading", map[string]string{"README.md": "text\n", "main.go": goodMain, "x_test.go": ""},
+		{"no README", map[string]string{"main.go": goodMain, "conformance_test.go": goodConformance}, "has no README.md"},
+		{"README without heading", map[string]string{"README.md": "text\n", "main.go": goodMain, "conformance_test.go": goodConformance},
 			"README.md has no heading"},
-		{"heading names another plugin", map[string]string{"README.md": "# my-backend-2\n", "main.go": goodMain, "x_test.go": ""},
+		{"heading names another plugin", map[string]string{"README.md": "# my-backend-2\n", "main.go": goodMain, "conformance_test.go": goodConformance},
 			"does not name the plugin"},
 		{"heading only inside a code fence", map[string]string{"README.md": "```\n# my-backend\n```\n## Other\n",
-			"main.go": goodMain, "x_test.go": ""}, "does not name the plugin"},
-		{"no main.go", map[string]string{"README.md": goodReadme, "x_test.go": ""}, "has no main.go"},
-		{"main.go broken", map[string]string{"README.md": goodReadme, "main.go": "package main\nfunc main() {", "x_test.go": ""},
+			"main.go": goodMain, "conformance_test.go": goodConformance}, "does not name the plugin"},
+		{"no main.go", map[string]string{"README.md": goodReadme, "conformance_test.go": goodConformance}, "has no main.go"},
+		{"main.go broken", map[string]string{"README.md": goodReadme, "main.go": "package main\nfunc main() {", "conformance_test.go": goodConformance},
 			"does not parse"},
-		{"main does more", map[string]string{"README.md": goodReadme, "x_test.go": "",
+		{"main does more", map[string]string{"README.md": goodReadme, "conformance_test.go": goodConformance,
 			"main.go": "package main\n\nimport \"github.com/flashcore/bench/sdk\"\n\nfunc main() { setup(); sdk.Serve(New) }\n"},
 			"single statement"},
-		{"serve of another package", map[string]string{"README.md": goodReadme, "x_test.go": "",
+		{"serve of another package", map[string]string{"README.md": goodReadme, "conformance_test.go": goodConformance,
 			"main.go": "package main\n\nimport (\n\t\"github.com/flashcore/bench/sdk\"\n\tplugin \"github.com/hashicorp/go-plugin\"\n)\n\nvar _ sdk.Backend\n\nfunc main() { plugin.Serve(nil) }\n"},
 			"single statement"},
-		{"no sdk import", map[string]string{"README.md": goodReadme, "x_test.go": "",
+		{"no sdk import", map[string]string{"README.md": goodReadme, "conformance_test.go": goodConformance,
 			"main.go": "package main\n\nfunc main() { sdk.Serve(New) }\n"}, "does not import"},
-		{"not package main", map[string]string{"README.md": goodReadme, "x_test.go": "",
+		{"not package main", map[string]string{"README.md": goodReadme, "conformance_test.go": goodConformance,
 			"main.go": "package mybackend\n\nimport \"github.com/flashcore/bench/sdk\"\n\nfunc main() { sdk.Serve(New) }\n"},
 			"not main"},
-		{"no tests", map[string]string{"README.md": goodReadme, "main.go": goodMain}, "has no _test.go file"},
+		{"no conformance test", map[string]string{"README.md": goodReadme, "main.go": goodMain, "backend_test.go": ""},
+			"has no conformance_test.go"},
+		{"conformance test without the kit", map[string]string{"README.md": goodReadme, "main.go": goodMain,
+			"conformance_test.go": "package main\n\nimport \"testing\"\n\nfunc TestConformance(t *testing.T) { t.Run(\"x\", nil) }\n"},
+			"does not call Run of"},
+		{"kit imported but Run not called", map[string]string{"README.md": goodReadme, "main.go": goodMain,
+			"conformance_test.go": "package main\n\nimport \"github.com/flashcore/bench/conformance\"\n\nvar _ = conformance.Cases\n"},
+			"does not call Run of"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,7 +26,8 @@ var (
 //
 // When $FLASHCORE_BIN names a directory holding that plugin (make test sets
 // it to bin/, built just before), that binary is used instead: it is built
-// the way users build it, with the cuda tag where CUDA is installed.
+// the way users build it, with the cuda tag where CUDA is installed. Else
+// the plugin is built with the cuda tag exactly when this test binary was.
 func Plugin(t testing.TB, name, pkg string) string {
 	t.Helper()
 	if dir := os.Getenv("FLASHCORE_BIN"); dir != "" {
@@ -59,7 +60,7 @@ func build(t testing.TB, file, pkg string) string {
 		dir = d
 	}
 	path := filepath.Join(dir, file)
-	cmd := exec.Command("go", "build", "-o", path, "./"+pkg)
+	cmd := exec.Command("go", "build", "-tags", buildTags, "-o", path, "./"+pkg)
 	cmd.Dir = moduleRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)

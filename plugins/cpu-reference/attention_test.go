@@ -7,6 +7,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flashcore/bench/conformance"
+	"github.com/flashcore/bench/core/check"
+	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -35,17 +38,47 @@ func shape(batch, heads, kvHeads, seqQ, seqK, headDim int, causal bool) sdk.Shap
 		HeadDim: headDim, Causal: causal, DType: sdk.FP32}
 }
 
+// The forward pass is checked exactly as flashcore run checks an output:
+// the conformance kit's CheckOutput (core/check against the fp64
+// reference, the default suite's fp32 tolerance).
 func TestAttentionMatchesFP64Reference(t *testing.T) {
 	for _, tc := range attentionCases {
 		for _, workers := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/workers=%d", tc.name, workers), func(t *testing.T) {
 				p := randomProblem(tc.shape, tc.spread, 1)
 				attentionWith(p, workers)
-				want := referenceAttention(p)
-				assertClose(t, p.out, want, 1e-5)
+				if r := conformance.CheckOutput(fp32Tensors(p)); r.Verdict != check.Pass {
+					t.Errorf("%s (max abs err %.3g, rel L2 %.3g)", r.Reason, r.MaxAbsErr, r.RelL2Err)
+				}
 			})
 		}
 	}
+}
+
+// The check above must be able to fail: one element moved by a few units
+// in the fourth digit is a FAIL.
+func TestCheckCatchesOneWrongElement(t *testing.T) {
+	p := randomProblem(shape(1, 2, 2, 33, 40, 64, true), 1, 3)
+	attention(p)
+	p.out[len(p.out)/2] += 0.01
+	if r := conformance.CheckOutput(fp32Tensors(p)); r.Verdict != check.Fail {
+		t.Errorf("an output with one element off by 0.01 passed: %+v", r)
+	}
+}
+
+// fp32Tensors are p's inputs and output as the host and the check see
+// them: raw fp32 bytes (float32 values are exact in it).
+func fp32Tensors(p problem) (*inputs.Tensors, []byte) {
+	raw := func(values []float32) []byte {
+		wide := make([]float64, len(values))
+		for i, v := range values {
+			wide[i] = float64(v)
+		}
+		return inputs.Encode(sdk.FP32, wide)
+	}
+	t := &inputs.Tensors{Shape: p.shape, Q: raw(p.q), K: raw(p.k), V: raw(p.v)}
+	t.SHA256 = inputs.HashInputs(t.Q, t.K, t.V)
+	return t, raw(p.out)
 }
 
 // The split into tiles must not change a single bit: each output row is
@@ -94,74 +127,6 @@ func randomProblem(s sdk.Shape, spread float32, seed uint64) problem {
 		k:     normal(s.KVElements(), 1),
 		v:     normal(s.KVElements(), 1),
 		out:   make([]float32, s.QElements()),
-	}
-}
-
-// referenceAttention is softmax(Q·Kᵀ/√D)·V written the plain way, in
-// float64, with the whole row of scores at once: no tiles, no running max.
-func referenceAttention(p problem) []float64 {
-	s := p.shape
-	d := s.HeadDim
-	out := make([]float64, s.QElements())
-	scores := make([]float64, s.SeqK)
-	for b := range s.Batch {
-		for h := range s.Heads {
-			qBase := ((b*s.Heads + h) * s.SeqQ) * d
-			kvBase := ((b*s.KVHeads + h/(s.Heads/s.KVHeads)) * s.SeqK) * d
-			for i := range s.SeqQ {
-				visible := s.SeqK
-				if s.Causal {
-					visible = min(i+1, s.SeqK)
-				}
-				largest := math.Inf(-1)
-				for j := range visible {
-					var dot float64
-					for x := range d {
-						dot += float64(p.q[qBase+i*d+x]) * float64(p.k[kvBase+j*d+x])
-					}
-					scores[j] = dot * s.Scale()
-					largest = max(largest, scores[j])
-				}
-				var sum float64
-				for j := range visible {
-					scores[j] = math.Exp(scores[j] - largest)
-					sum += scores[j]
-				}
-				for j := range visible {
-					for x := range d {
-						out[qBase+i*d+x] += scores[j] / sum * float64(p.v[kvBase+j*d+x])
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
-// assertClose fails unless every element satisfies
-// |got − want| ≤ rtol·(|want| + rms(want)): relative to the element, with
-// the typical magnitude as the floor for elements near zero.
-func assertClose(t *testing.T, got []float32, want []float64, rtol float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("got %d elements, want %d", len(got), len(want))
-	}
-	var squares float64
-	for _, w := range want {
-		squares += w * w
-	}
-	rms := math.Sqrt(squares / float64(len(want)))
-	bad := 0
-	for i := range got {
-		if diff := math.Abs(float64(got[i]) - want[i]); !(diff <= rtol*(math.Abs(want[i])+rms)) {
-			if bad < 5 {
-				t.Errorf("element %d: got %.8g, want %.8g (difference %.3g)", i, got[i], want[i], diff)
-			}
-			bad++
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d elements outside tolerance", bad, len(got))
 	}
 }
 

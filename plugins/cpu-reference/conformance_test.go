@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/flashcore/bench/sdk/conformance"
+	"github.com/flashcore/bench/conformance"
 )
 
 // TestConformance builds this plugin and checks the binary against the

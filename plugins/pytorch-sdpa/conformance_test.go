@@ -3,8 +3,8 @@ package main
 import (
 	"testing"
 
+	"github.com/flashcore/bench/conformance"
 	"github.com/flashcore/bench/internal/bridge/bridgetest"
-	"github.com/flashcore/bench/sdk/conformance"
 )
 
 // TestConformance checks the plugin binary against the host–plugin

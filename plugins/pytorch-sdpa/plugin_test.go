@@ -67,7 +67,7 @@ func testVariants(t *testing.T, backend sdk.Backend, d sdk.Description) {
 				return
 			}
 			for i, s := range shapes {
-				if !bridgetest.Fits(v.Capabilities, s) {
+				if v.Capabilities.Unsupported(s) != "" {
 					continue
 				}
 				c := bridgetest.NewCase(t, fmt.Sprintf("c%d", i), v.Name, s, uint64(i))

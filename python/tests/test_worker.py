@@ -63,6 +63,8 @@ GAPS = [
     ({"unequal_seq_lens": False}, shape(1, 1, 1, 8, 9, 64, False, "fp16"), "seq_q != seq_k"),
     ({"max_seq_len": 256}, shape(1, 1, 1, 8, 257, 64, False, "fp16"), "above 256"),
     ({"max_elements": 1000}, shape(1, 1, 1, 16, 16, 64, False, "fp16"), "more than 1000"),
+    ({}, shape(1, 3, 2, 8, 8, 64, False, "fp16"), "heads 3 is not a multiple of kv_heads 2"),
+    ({}, shape(1, 2, 2, 0, 8, 64, False, "fp16"), "below 1"),
     ({}, shape(1, 4, 2, 8, 9, 64, True, "fp16"), None),
 ]
 
@@ -107,6 +109,25 @@ def test_refusals_are_unsupported_rows(worker, tmp_path):
     params, _, _ = make_case(tmp_path, shape(1, 2, 2, 4, 4, 8, False, "bf16"), "math")
     (diag,) = worker.handle("prepare", params)["diagnostics"]
     assert diag["severity"] == "unsupported" and "dtype bf16" in diag["summary"]
+
+
+def test_undeclared_tunables_are_refused_before_reading_inputs(worker, tmp_path):
+    params, _, _ = make_case(tmp_path, shape(1, 2, 2, 4, 4, 8, False, "fp16"), "math")
+    params["tunables"] = {"block_m": "64"}
+    params["files"]["Q"] = str(tmp_path / "missing.bin")
+    prepared = worker.handle("prepare", params)
+    assert prepared["diagnostics"] == [core.diagnostic("unsupported", "math: unknown tunable 'block_m' (this variant has: none)")]
+
+
+@pytest.mark.parametrize("tunables, reason", [
+    ({}, None),
+    ({"tile": "32"}, None),
+    ({"tile": "48"}, "tunable tile: '48' is not one of 32, 64"),
+    ({"tile": "32", "stages": "2"}, "unknown tunable 'stages' (this variant has: tile)"),
+])
+def test_tunable_gap(tunables, reason):
+    variant = {"name": "v", "tunables": [{"name": "tile", "values": ["32", "64"], "default": "32"}]}
+    assert core.tunable_gap(variant, tunables) == reason
 
 
 def test_serve_answers_errors_as_frames(worker, tmp_path):

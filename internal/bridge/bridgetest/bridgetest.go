@@ -1,7 +1,8 @@
 // Package bridgetest holds what the tests of the Python bridges share: the
 // interpreter check that skips without torch, small attention cases written
-// as the host writes them, a plain fp64 reference to check outputs against,
-// and the build-and-dispense of a plugin binary through go-plugin.
+// as the host writes them, and the build-and-dispense of a plugin binary
+// through go-plugin. Outputs are checked by the conformance kit's
+// CheckOutput; there is no reference or tolerance here.
 //
 // Where to start: RequireTorch, then NewCase and CheckOutput.
 package bridgetest
@@ -11,11 +12,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -25,7 +23,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/flashcore/bench/conformance"
+	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/internal/bridge"
 	"github.com/flashcore/bench/internal/buildtest"
 	"github.com/flashcore/bench/sdk"
@@ -66,141 +67,38 @@ func Shape(batch, heads, kvHeads, seqQ, seqK, headDim int, causal bool, dtype sd
 // Case is one attention problem written to files as the host writes them.
 type Case struct {
 	Request sdk.PrepareRequest
-	// Q, K and V are the values as stored (rounded to the dtype).
-	Q, K, V []float64
+	// Tensors are the inputs as stored, from core/inputs as flashcore run
+	// makes them.
+	Tensors *inputs.Tensors
 }
 
-// NewCase draws Q, K and V from a standard normal with seed, writes them
-// into a temporary directory and returns the request that names them, with
-// the input hash the host would send.
+// NewCase generates the inputs of shape (normal values, the suite case's
+// ID and seed keying them, as flashcore run does), writes them into a
+// temporary directory and returns the request that names them, with the
+// input hash the host would send.
 func NewCase(t testing.TB, caseID, variant string, shape sdk.Shape, seed uint64) Case {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(seed, 17))
-	draw := func(n int) []float64 {
-		values := make([]float64, n)
-		for i := range values {
-			values[i] = inputs.Round(shape.DType, rng.NormFloat64())
-		}
-		return values
+	tensors := inputs.Generate(seed, suite.NewCase(shape, suite.Normal))
+	files, err := inputs.WriteFiles(t.TempDir(), tensors)
+	if err != nil {
+		t.Fatal(err)
 	}
-	c := Case{Q: draw(shape.QElements()), K: draw(shape.KVElements()), V: draw(shape.KVElements())}
-	dir := t.TempDir()
-	files := sdk.Tensors{Q: filepath.Join(dir, "q.bin"), K: filepath.Join(dir, "k.bin"),
-		V: filepath.Join(dir, "v.bin"), Output: filepath.Join(dir, "out.bin")}
-	raw := map[string][]byte{}
-	for path, values := range map[string][]float64{files.Q: c.Q, files.K: c.K, files.V: c.V} {
-		raw[path] = inputs.Encode(shape.DType, values)
-		if err := os.WriteFile(path, raw[path], 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.Request = sdk.PrepareRequest{CaseID: caseID, Variant: variant, Shape: shape, Files: files,
-		InputSHA256: inputs.HashInputs(raw[files.Q], raw[files.K], raw[files.V])}
-	return c
+	return Case{Tensors: tensors, Request: sdk.PrepareRequest{CaseID: caseID, Variant: variant, Shape: shape,
+		Files: files, InputSHA256: tensors.SHA256}}
 }
 
-// Reference is softmax(Q·Kᵀ/√D)·V in float64 for query row i of head h of
-// batch b, one whole row of scores at a time, with top-left causal masking
-// and grouped-query heads.
-func (c Case) Reference(b, h, i int) []float64 {
-	s := c.Request.Shape
-	d := s.HeadDim
-	q := ((b*s.Heads+h)*s.SeqQ + i) * d
-	kv := ((b*s.KVHeads + h/(s.Heads/s.KVHeads)) * s.SeqK) * d
-	visible := s.SeqK
-	if s.Causal {
-		visible = min(i+1, s.SeqK)
-	}
-	scores := make([]float64, visible)
-	largest := math.Inf(-1)
-	for j := range visible {
-		var dot float64
-		for x := range d {
-			dot += c.Q[q+x] * c.K[kv+j*d+x]
-		}
-		scores[j] = dot * s.Scale()
-		largest = max(largest, scores[j])
-	}
-	var sum float64
-	for j := range scores {
-		scores[j] = math.Exp(scores[j] - largest)
-		sum += scores[j]
-	}
-	out := make([]float64, d)
-	for j, p := range scores {
-		for x := range d {
-			out[x] += p / sum * c.V[kv+j*d+x]
-		}
-	}
-	return out
-}
-
-// Tolerance is the largest absolute error allowed for outputs in dtype:
-// a few units in the last place of values of magnitude about 1.
-func Tolerance(dtype sdk.DType) float64 {
-	switch dtype {
-	case sdk.FP16:
-		return 1e-2
-	case sdk.BF16:
-		return 4e-2
-	}
-	return 1e-4
-}
-
-// checkedRows bounds how many query rows CheckOutput compares with the
-// reference: every row of a small case, an even spread of a large one.
-const checkedRows = 512
-
-// CheckOutput reads the output file the backend wrote, checks that no
-// element is NaN (poison the backend left unwritten decodes as NaN) and
-// compares rows with the reference: all of them, or checkedRows spread
-// over a large case.
+// CheckOutput reads the output file the backend wrote and checks it with
+// the conformance kit's CheckOutput: core/check against the fp64
+// reference, with the default suite's tolerances.
 func (c Case) CheckOutput(t testing.TB) {
 	t.Helper()
-	s := c.Request.Shape
 	raw, err := os.ReadFile(c.Request.Files.Output)
 	if err != nil {
 		t.Fatalf("read output: %v", err)
 	}
-	if want := s.QElements() * s.DType.Size(); len(raw) != want {
-		t.Fatalf("output file has %d bytes, want %d", len(raw), want)
+	if r := conformance.CheckOutput(c.Tensors, raw); r.Verdict != check.Pass {
+		t.Errorf("%s: output %s: %s (max abs err %.3g, rel L2 %.3g)", c.Request.Shape, r.Verdict, r.Reason, r.MaxAbsErr, r.RelL2Err)
 	}
-	got := inputs.Decode(s.DType, raw)
-	for i, x := range got {
-		if math.IsNaN(x) {
-			t.Fatalf("%s: output element %d is NaN (unwritten?)", s, i)
-		}
-	}
-	rows := s.Batch * s.Heads * s.SeqQ
-	step := max(rows/checkedRows, 1)
-	worst, at, want := 0.0, 0, 0.0
-	for row := 0; row < rows; row += step {
-		reference := c.Reference(row/(s.Heads*s.SeqQ), row/s.SeqQ%s.Heads, row%s.SeqQ)
-		for x, r := range reference {
-			if diff := math.Abs(got[row*s.HeadDim+x] - r); diff > worst {
-				worst, at, want = diff, row*s.HeadDim+x, r
-			}
-		}
-	}
-	if worst > Tolerance(s.DType) {
-		t.Errorf("%s: output element %d = %g, want %g (error %.3g > %.3g)", s, at, got[at], want, worst, Tolerance(s.DType))
-	}
-}
-
-// Fits reports whether caps declare shape runnable (on a device that has
-// what caps need).
-func Fits(caps sdk.Capabilities, s sdk.Shape) bool {
-	switch {
-	case !slices.Contains(caps.DTypes, s.DType),
-		len(caps.HeadDims) > 0 && !slices.Contains(caps.HeadDims, s.HeadDim),
-		s.Causal && !caps.Causal, !s.Causal && !caps.NonCausal,
-		s.KVHeads != s.Heads && !caps.GroupedQueryHeads,
-		s.SeqQ != s.SeqK && !caps.UnequalSeqLens,
-		caps.MaxSeqLen > 0 && max(s.SeqQ, s.SeqK) > caps.MaxSeqLen,
-		caps.MaxElements > 0 && max(s.QElements(), s.KVElements()) > caps.MaxElements:
-		return false
-	}
-	return true
 }
 
 // QuickMeasurement is a short measurement for tests on a CPU.

@@ -298,6 +298,9 @@ def capability_gap(caps, shape, on_gpu):
     checks = [
         (caps["needs_gpu"] and not on_gpu, "needs a CUDA GPU; this machine has none"),
         (shape.dtype not in caps["dtypes"], f"dtype {shape.dtype} not supported (supports {', '.join(caps['dtypes'])})"),
+        (min(shape.batch, shape.heads, shape.kv_heads, shape.seq_q, shape.seq_k, shape.head_dim) < 1,
+         "a dimension is below 1"),
+        (shape.heads % max(shape.kv_heads, 1) != 0, f"heads {shape.heads} is not a multiple of kv_heads {shape.kv_heads}"),
         (caps["head_dims"] and shape.head_dim not in caps["head_dims"],
          f"head dim {shape.head_dim} not supported (supports {caps['head_dims']})"),
         (shape.causal and not caps["causal"], "causal masking not supported"),
@@ -813,6 +816,17 @@ def cpu_flush_bytes():
 # ---------------------------------------------------------------- worker
 
 
+def tunable_gap(variant, tunables):
+    """The reason tunables ask for what variant does not declare, or None."""
+    declared = {t["name"]: t.get("values", []) for t in variant.get("tunables") or ()}
+    for name in sorted(tunables):
+        if name not in declared:
+            return f"unknown tunable {name!r} (this variant has: {', '.join(declared) or 'none'})"
+        if tunables[name] not in declared[name]:
+            return f"tunable {name}: {tunables[name]!r} is not one of {', '.join(declared[name])}"
+    return None
+
+
 def diagnostic(severity, summary, detail=""):
     out = {"severity": severity, "summary": summary}
     if detail:
@@ -861,6 +875,7 @@ class Worker:
             raise ValueError(f"unknown variant {params['variant']!r} (have {', '.join(self._variants)})")
         shape = Shape.from_json(params["shape"])
         gap = capability_gap(variant["capabilities"], shape, self.device.type == "cuda")
+        gap = gap or tunable_gap(variant, params.get("tunables") or {})
         if gap:
             return {"loaded_sha256": "", "diagnostics": [diagnostic("unsupported", f"{variant['name']}: {gap}")]}
         (q, k, v), loaded = load_inputs(params["files"], shape, self.device)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flashcore/bench/conformance"
 	"github.com/flashcore/bench/internal/cudabackend"
 	"github.com/flashcore/bench/internal/gpu"
 	"github.com/flashcore/bench/sdk"
@@ -26,10 +27,11 @@ func InstantiatedKernels(kernelSource []byte) []string {
 	return names
 }
 
-// CheckPlans checks, without a GPU, that spec plans every case its
-// capabilities and tunables allow to a kernel that kernelSource
-// instantiates, that every instantiated kernel is reachable, and that every
-// launch is well formed.
+// CheckPlans checks, without a GPU, that spec plans every conformance case
+// of its variant (conformance.Cases: shapes inside the declared
+// capabilities), with every combination of tunables, to a kernel that
+// kernelSource instantiates, that every instantiated kernel is reachable,
+// and that every launch is well formed.
 func CheckPlans(t *testing.T, spec cudabackend.Spec, kernelSource []byte) {
 	t.Helper()
 	defined := InstantiatedKernels(kernelSource)
@@ -41,23 +43,19 @@ func CheckPlans(t *testing.T, spec cudabackend.Spec, kernelSource []byte) {
 			t.Errorf("tunable %s: default %q is not among %v", tun.Name, tun.Default, tun.Values)
 		}
 	}
-	caps := spec.Variant.Capabilities
 	used := map[string]bool{}
-	for _, dtype := range caps.DTypes {
-		for _, d := range caps.HeadDims {
-			for _, combo := range Combinations(spec.Variant.Tunables) {
-				s := sdk.Shape{Batch: 2, Heads: 4, KVHeads: 2, SeqQ: 77, SeqK: 131, HeadDim: d, DType: dtype, Causal: true}
-				l, err := spec.Plan(s, combo)
-				if err != nil {
-					t.Errorf("plan %s %v: %v", s, combo, err)
-					continue
-				}
-				if !slices.Contains(defined, l.Function) {
-					t.Errorf("plan %s %v: kernel %s is not instantiated in kernel.cu", s, combo, l.Function)
-				}
-				used[l.Function] = true
-				checkLaunch(t, s, l)
+	for _, c := range conformance.Cases(spec.Variant) {
+		for _, combo := range conformance.Combinations(spec.Variant.Tunables) {
+			l, err := spec.Plan(c.Shape, combo)
+			if err != nil {
+				t.Errorf("plan %s %v: %v", c.Shape, combo, err)
+				continue
 			}
+			if !slices.Contains(defined, l.Function) {
+				t.Errorf("plan %s %v: kernel %s is not instantiated in kernel.cu", c.Shape, combo, l.Function)
+			}
+			used[l.Function] = true
+			checkLaunch(t, c.Shape, l)
 		}
 	}
 	for _, name := range defined {

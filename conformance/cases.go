@@ -1,0 +1,175 @@
+package conformance
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/sdk"
+)
+
+// Case is one conformance case: a suite case (its ID keys the inputs, as in
+// flashcore run) run with one set of tunables.
+type Case struct {
+	suite.Case
+	// Tunables are the values sent with Prepare; nil for the defaults.
+	Tunables map[string]string
+}
+
+// Name is the case ID followed by the tunables, e.g.
+// "b2-h4-kv2-s77-sk131-d128-fp16-causal tile_n=64 kv_stages=1": one element
+// of a go test -run pattern (go test turns the spaces into underscores).
+func (c Case) Name() string {
+	if len(c.Tunables) == 0 {
+		return c.ID
+	}
+	parts := []string{c.ID}
+	for _, k := range slices.Sorted(maps.Keys(c.Tunables)) {
+		parts = append(parts, k+"="+c.Tunables[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// edge is a shape a kernel can get wrong, before it is fitted into a
+// variant's capabilities.
+type edge struct {
+	why                               string
+	batch, heads, kvHeads, seqQ, seqK int
+	causal                            bool
+}
+
+// edges are the shapes every variant is checked on, each pulled inside the
+// variant's declared capabilities by fit: a variant without GQA gets the
+// same lengths with one key/value head per query head, and so on.
+var edges = []edge{
+	{"tile multiples", 1, 2, 2, 64, 64, false},
+	{"odd lengths, causal", 2, 2, 2, 77, 77, true},
+	{"odd lengths, Sq < Sk, GQA, causal", 2, 4, 2, 77, 131, true},
+	{"Sq > Sk causal: late rows see every key", 1, 2, 2, 100, 37, true},
+	{"one query row, 3:1 GQA", 1, 3, 1, 1, 200, false},
+	{"crosses 48-, 64- and 128-row tiles", 1, 2, 1, 257, 257, true},
+	{"Sq > Sk without masking", 2, 2, 2, 95, 33, false},
+	{"many key tiles, long causal rescaling chains", 1, 1, 1, 300, 300, true},
+}
+
+// anyHeadDims are the head dims checked when a variant declares any.
+var anyHeadDims = []int{64, 128}
+
+// Cases are the cases a variant is checked on, all inside its declared
+// capabilities, most telling first (so that Options.MaxCasesPerVariant
+// keeps the best ones):
+//
+//  1. every declared dtype at every declared head dim, on the first edge;
+//  2. every edge in the first dtype, head dims taken in turn;
+//  3. every edge in each other dtype;
+//  4. for each combination of tunables other than the defaults, every edge
+//     in the first dtype and the GQA causal edge in each other dtype.
+//
+// Edges that cannot be fitted (a length or element limit too small) are
+// left out; duplicates after fitting are dropped.
+func Cases(v sdk.Variant) []Case {
+	caps := v.Capabilities
+	if len(caps.DTypes) == 0 {
+		return nil
+	}
+	headDims := caps.HeadDims
+	if len(headDims) == 0 {
+		headDims = anyHeadDims
+	}
+	var cases []Case
+	seen := map[string]bool{}
+	add := func(e edge, dtype sdk.DType, headDim int, tunables map[string]string) {
+		s, ok := fit(e, caps, dtype, headDim)
+		if !ok {
+			return
+		}
+		c := Case{Case: suite.NewCase(s, suite.Normal), Tunables: tunables}
+		if !seen[c.Name()] {
+			seen[c.Name()] = true
+			cases = append(cases, c)
+		}
+	}
+	for _, dtype := range caps.DTypes {
+		for _, d := range headDims {
+			add(edges[0], dtype, d, nil)
+		}
+	}
+	for _, dtype := range caps.DTypes {
+		for i, e := range edges {
+			add(e, dtype, headDims[i%len(headDims)], nil)
+		}
+	}
+	for _, combo := range Combinations(v.Tunables) {
+		if isDefault(v.Tunables, combo) {
+			continue
+		}
+		for i, e := range edges {
+			add(e, caps.DTypes[0], headDims[i%len(headDims)], combo)
+		}
+		for _, dtype := range caps.DTypes[1:] {
+			add(edges[2], dtype, headDims[0], combo)
+		}
+	}
+	return cases
+}
+
+// fit pulls an edge inside caps: the masking it lacks is swapped for the
+// other, grouped heads become one key/value head per query head, unequal
+// lengths become equal, lengths are clipped to MaxSeqLen, and batch and
+// heads shrink under MaxElements. It reports false when the result still
+// falls outside caps.
+func fit(e edge, caps sdk.Capabilities, dtype sdk.DType, headDim int) (sdk.Shape, bool) {
+	s := sdk.Shape{Batch: e.batch, Heads: e.heads, KVHeads: e.kvHeads, SeqQ: e.seqQ, SeqK: e.seqK,
+		HeadDim: headDim, DType: dtype, Causal: e.causal}
+	if s.Causal && !caps.Causal || !s.Causal && !caps.NonCausal {
+		s.Causal = !s.Causal
+	}
+	if !caps.GroupedQueryHeads {
+		s.KVHeads = s.Heads
+	}
+	if !caps.UnequalSeqLens {
+		s.SeqK = s.SeqQ
+	}
+	if caps.MaxSeqLen > 0 {
+		s.SeqQ, s.SeqK = min(s.SeqQ, caps.MaxSeqLen), min(s.SeqK, caps.MaxSeqLen)
+	}
+	over := func() bool { return caps.MaxElements > 0 && max(s.QElements(), s.KVElements()) > caps.MaxElements }
+	if over() {
+		s.Batch = 1
+	}
+	if over() && s.KVHeads != s.Heads {
+		s.Heads, s.KVHeads = 2, 1
+	}
+	if over() && s.KVHeads == s.Heads {
+		s.Heads, s.KVHeads = 1, 1
+	}
+	return s, caps.Unsupported(s) == ""
+}
+
+// Combinations returns every combination of the tunables' values, the
+// first being the first value of each.
+func Combinations(tunables []sdk.Tunable) []map[string]string {
+	combos := []map[string]string{{}}
+	for _, t := range tunables {
+		var next []map[string]string
+		for _, c := range combos {
+			for _, v := range t.Values {
+				m := maps.Clone(c)
+				m[t.Name] = v
+				next = append(next, m)
+			}
+		}
+		combos = next
+	}
+	return combos
+}
+
+func isDefault(tunables []sdk.Tunable, combo map[string]string) bool {
+	for _, t := range tunables {
+		if combo[t.Name] != t.Default {
+			return false
+		}
+	}
+	return true
+}

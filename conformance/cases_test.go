@@ -1,0 +1,182 @@
+package conformance
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// Declarations of the kinds the plugins make.
+var (
+	cudaLike = sdk.Variant{Name: "cuda-like", Capabilities: sdk.Capabilities{
+		DTypes: []sdk.DType{sdk.FP16, sdk.BF16}, HeadDims: []int{64, 128},
+		Causal: true, NonCausal: true, GroupedQueryHeads: true, UnequalSeqLens: true, NeedsGPU: true},
+		Tunables: []sdk.Tunable{{Name: "tile_n", Values: []string{"32", "64"}, Default: "32"}}}
+	everything = sdk.Variant{Name: "everything", Capabilities: sdk.Capabilities{
+		DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32},
+		Causal: true, NonCausal: true, GroupedQueryHeads: true, UnequalSeqLens: true}}
+	interpreter = sdk.Variant{Name: "interpreter", Capabilities: sdk.Capabilities{
+		DTypes: []sdk.DType{sdk.FP16, sdk.FP32}, HeadDims: []int{64, 128},
+		Causal: true, NonCausal: true, GroupedQueryHeads: true, UnequalSeqLens: true,
+		MaxSeqLen: 256, MaxElements: 1 << 16}}
+	causalOnly = sdk.Variant{Name: "causal-only", Capabilities: sdk.Capabilities{
+		DTypes: []sdk.DType{sdk.FP16}, HeadDims: []int{64}, Causal: true}}
+	noGQA = sdk.Variant{Name: "no-gqa", Capabilities: sdk.Capabilities{
+		DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}, Causal: true, NonCausal: true, UnequalSeqLens: true}}
+)
+
+var declarations = []sdk.Variant{cudaLike, everything, interpreter, causalOnly, noGQA}
+
+// Every case lies inside the declaration, and together the cases use every
+// declared dtype, head dim and ability.
+func TestCasesStayInsideAndCoverTheDeclaration(t *testing.T) {
+	for _, v := range declarations {
+		t.Run(v.Name, func(t *testing.T) {
+			caps := v.Capabilities
+			cases := Cases(v)
+			seen := map[string]bool{}
+			for _, c := range cases {
+				if reason := caps.Unsupported(c.Shape); reason != "" {
+					t.Errorf("%s lies outside the declaration: %s", c.Name(), reason)
+				}
+				if seen[c.Name()] {
+					t.Errorf("%s twice", c.Name())
+				}
+				seen[c.Name()] = true
+			}
+			for _, want := range wantedFeatures(v) {
+				if !slices.ContainsFunc(cases, want.in) {
+					t.Errorf("no case has %s", want.name)
+				}
+			}
+		})
+	}
+}
+
+type feature struct {
+	name string
+	in   func(Case) bool
+}
+
+// wantedFeatures are what the cases of v must show: each declared dtype and
+// head dim, each declared masking, GQA and Sq on either side of Sk when
+// declared, a length no tile divides, one query row, and each non-default
+// tunable value.
+func wantedFeatures(v sdk.Variant) []feature {
+	caps := v.Capabilities
+	var want []feature
+	add := func(name string, in func(Case) bool) { want = append(want, feature{name, in}) }
+	for _, dtype := range caps.DTypes {
+		add("dtype "+string(dtype), func(c Case) bool { return c.Shape.DType == dtype })
+	}
+	for _, d := range caps.HeadDims {
+		add(fmt.Sprint("head dim ", d), func(c Case) bool { return c.Shape.HeadDim == d })
+	}
+	if caps.Causal {
+		add("causal masking", func(c Case) bool { return c.Shape.Causal })
+	}
+	if caps.NonCausal {
+		add("no masking", func(c Case) bool { return !c.Shape.Causal })
+	}
+	if caps.GroupedQueryHeads {
+		add("grouped-query heads", func(c Case) bool { return c.Shape.KVHeads < c.Shape.Heads })
+	}
+	if caps.UnequalSeqLens {
+		add("Sq < Sk", func(c Case) bool { return c.Shape.SeqQ < c.Shape.SeqK })
+		add("Sq > Sk causal", func(c Case) bool { return c.Shape.SeqQ > c.Shape.SeqK && c.Shape.Causal == caps.Causal })
+		add("one query row", func(c Case) bool { return c.Shape.SeqQ == 1 })
+	}
+	add("a length no tile of 16 divides", func(c Case) bool { return c.Shape.SeqQ%16 != 0 })
+	for _, tun := range v.Tunables {
+		for _, value := range tun.Values {
+			if value != tun.Default {
+				add(tun.Name+"="+value, func(c Case) bool { return c.Tunables[tun.Name] == value })
+			}
+		}
+	}
+	return want
+}
+
+// Each refusal lies outside the declaration in the one respect it names;
+// a declaration with nothing outside it gets none.
+func TestUndeclaredLieOutside(t *testing.T) {
+	want := map[string][]string{
+		"cuda-like":   {"dtype fp32", "head dim 96"},
+		"everything":  nil,
+		"interpreter": {"dtype bf16", "head dim 96", "sequence length 257", "more than 65536 elements"},
+		"causal-only": {"dtype bf16", "head dim 96", "no masking", "grouped-query heads", "Sq != Sk"},
+		"no-gqa":      {"grouped-query heads"},
+	}
+	for _, v := range declarations {
+		t.Run(v.Name, func(t *testing.T) {
+			var whys []string
+			for _, r := range Undeclared(v) {
+				whys = append(whys, r.Why)
+				if caps := v.Capabilities; caps.Unsupported(r.Shape) == "" {
+					t.Errorf("%s: %s lies inside the declaration", r.Why, r.Shape)
+				}
+			}
+			if !slices.Equal(whys, want[v.Name]) {
+				t.Errorf("refusals %q, want %q", whys, want[v.Name])
+			}
+		})
+	}
+}
+
+// The cases and refusals a user sees in go test -v, per declaration: a
+// change to the derivation shows up here.
+func TestCasesGolden(t *testing.T) {
+	var b strings.Builder
+	for _, v := range declarations {
+		fmt.Fprintf(&b, "%s:\n", v.Name)
+		for _, c := range Cases(v) {
+			fmt.Fprintf(&b, "  %s\n", c.Name())
+		}
+		for _, r := range Undeclared(v) {
+			fmt.Fprintf(&b, "  refuses %s: %s\n", r.Why, r.Shape)
+		}
+	}
+	checkGolden(t, "cases.golden", b.String())
+}
+
+func TestCombinations(t *testing.T) {
+	tunables := []sdk.Tunable{
+		{Name: "a", Values: []string{"1", "2"}, Default: "1"},
+		{Name: "b", Values: []string{"x", "y", "z"}, Default: "x"},
+	}
+	combos := Combinations(tunables)
+	if len(combos) != 6 || combos[0]["a"] != "1" || combos[0]["b"] != "x" || combos[5]["a"] != "2" || combos[5]["b"] != "z" {
+		t.Errorf("Combinations = %v, want the 6 of a×b, first values first", combos)
+	}
+	if n := len(Combinations(nil)); n != 1 {
+		t.Errorf("%d combinations of no tunables, want 1 (the defaults)", n)
+	}
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != got {
+		gotPath := path + ".got"
+		_ = os.WriteFile(gotPath, []byte(got), 0o644)
+		t.Errorf("%s differs from the output; see %s (go test -update rewrites it)", path, gotPath)
+	}
+}

@@ -1,0 +1,373 @@
+// Package conformance is the one test kit every backend plugin's tests
+// call: it checks that a plugin keeps the host–plugin contract and computes
+// attention correctly by exactly the rules `flashcore run` applies. A
+// plugin author calls Run from their own go test:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, conformance.Options{Binary: buildPlugin(t)})
+//	}
+//
+// Where to start: Run, then Cases. The steps, for each variant the plugin
+// describes:
+//
+//  1. Start the binary as a real plugin process through host.Start, as
+//     flashcore does; a plugin unavailable here (no GPU, no torch) is
+//     skipped with its reason. A variant that needs a GPU the device lacks
+//     must refuse a case, and is then skipped.
+//  2. Refusals: every shape just outside a declared capability (a dtype, a
+//     head dim, a masking, GQA, Sq ≠ Sk, a length or element limit), an
+//     invalid shape, an unknown tunable and an unknown variant must come
+//     back as an Unsupported diagnostic before any input is read.
+//  3. Cases (cases.go), all inside the declared capabilities: inputs from
+//     the default suite's seed (core/inputs), Prepare (the loaded hash must
+//     be the inputs' hash), the checked run repeated as the default suite
+//     says with every output bit-identical, each checked by core/check
+//     against the fp64 reference with the default suite's tolerances
+//     (CheckOutput), a timed Run whose samples obey the contract and whose
+//     last output passes the same check, and Release.
+//
+// There is no other reference and no other tolerance table: a plugin that
+// passes here passes the check of a `flashcore run` with the default suite
+// on the same shapes.
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flashcore/bench/core/check"
+	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/sdk"
+)
+
+// Options configure a conformance run.
+type Options struct {
+	// Binary is the path of the plugin executable.
+	Binary string
+	// Env is added to the plugin's environment.
+	Env []string
+	// RuntimeSkipsAllowed lets a variant answer Unsupported at Prepare for a
+	// case inside its declared capabilities. Only backends whose library
+	// decides at run time (PyTorch's SDPA dispatch) should set it.
+	RuntimeSkipsAllowed bool
+	// MaxCasesPerVariant bounds the run time for slow backends; 0 means all.
+	// Cases come most telling first (see Cases).
+	MaxCasesPerVariant int
+	// CallTimeout bounds every plugin call; 0 means 5 minutes.
+	CallTimeout time.Duration
+	// RequiredFacts are the Prepared facts every case must record (the CUDA
+	// plugins: kernel, target and resources).
+	RequiredFacts []string
+	// Method, when set, is the sdk.Samples.Method every Run must report.
+	Method string
+}
+
+// defaults is the suite `flashcore run` uses when it is given none: its
+// seed, check settings and tolerances are the kit's.
+var defaults = sync.OnceValue(suite.Default)
+
+// CheckOutput checks output, the bytes a backend wrote for the inputs t,
+// as `flashcore run` checks it with the default suite: core/check against
+// the fp64 reference, with the default suite's check settings and its
+// tolerance for the dtype. Plugins' own unit tests use it too, so that
+// there is one definition of a correct output.
+func CheckOutput(t *inputs.Tensors, output []byte) check.Report {
+	d := defaults()
+	return check.Check(t, output, d.Check, d.Tolerances[t.Shape.DType])
+}
+
+// Run checks the plugin at opts.Binary. It fails t on any broken rule.
+func Run(t *testing.T, opts Options) {
+	t.Helper()
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = 5 * time.Minute
+	}
+	k := &kit{opts: opts}
+	k.inst = start(t, opts)
+	desc := k.describe(t)
+	for _, v := range desc.Variants {
+		t.Run(v.Name, func(t *testing.T) { k.checkVariant(t, desc.Device, v) })
+	}
+}
+
+// kit is one plugin process under test.
+type kit struct {
+	opts Options
+	inst *host.Instance
+}
+
+func start(t *testing.T, opts Options) *host.Instance {
+	t.Helper()
+	inst, err := host.Start(context.Background(), host.Plugin{Name: filepath.Base(opts.Binary), Path: opts.Binary}, host.Options{Env: opts.Env})
+	if err != nil {
+		if se, ok := host.IsStartError(err); ok && se.Unavailable {
+			t.Skipf("plugin unavailable here: %s", se.Reason)
+		}
+		t.Fatalf("start plugin: %v", err)
+	}
+	t.Cleanup(inst.Close)
+	return inst
+}
+
+// call runs one plugin call under the call timeout.
+func call[T any](k *kit, f func(ctx context.Context, api sdk.Backend) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), k.opts.CallTimeout)
+	defer cancel()
+	out, err := f(ctx, k.inst.Backend())
+	if err != nil {
+		err = fmt.Errorf("%w\nplugin stderr:\n%s", err, k.inst.StderrTail())
+	}
+	return out, err
+}
+
+func (k *kit) describe(t *testing.T) sdk.Description {
+	t.Helper()
+	desc, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Description, error) { return api.Describe(ctx) })
+	if err != nil {
+		t.Fatalf("Describe: %v", err)
+	}
+	if !desc.Available {
+		t.Skipf("plugin unavailable here: %s", desc.UnavailableReason)
+	}
+	if problems := describeProblems(desc); len(problems) > 0 {
+		t.Fatal(errors.Join(problems...))
+	}
+	return desc
+}
+
+// describeProblems lists what is wrong with a description.
+func describeProblems(desc sdk.Description) []error {
+	var problems []error
+	switch {
+	case desc.Name == "":
+		problems = append(problems, errors.New("Describe: empty Name"))
+	case desc.Version == "":
+		problems = append(problems, errors.New("Describe: empty Version"))
+	case len(desc.Variants) == 0:
+		problems = append(problems, errors.New("Describe: no variants"))
+	}
+	for _, v := range desc.Variants {
+		if v.Name == "" || len(v.Capabilities.DTypes) == 0 || !(v.Capabilities.Causal || v.Capabilities.NonCausal) {
+			problems = append(problems, fmt.Errorf("variant %q: needs a name, at least one dtype and one masking mode: %+v", v.Name, v.Capabilities))
+		}
+		for _, tun := range v.Tunables {
+			if !slices.Contains(tun.Values, tun.Default) {
+				problems = append(problems, fmt.Errorf("variant %s tunable %s: default %q not among values %v", v.Name, tun.Name, tun.Default, tun.Values))
+			}
+		}
+	}
+	return problems
+}
+
+func (k *kit) checkVariant(t *testing.T, device sdk.Device, v sdk.Variant) {
+	cases := Cases(v)
+	if len(cases) == 0 {
+		t.Fatalf("no case fits the declared capabilities %+v", v.Capabilities)
+	}
+	if v.Capabilities.NeedsGPU && device.Kind != "gpu" {
+		if err := k.expectRefusal(v.Name, Refusal{Why: "needs a GPU", Shape: cases[0].Shape}); err != nil {
+			t.Error(err)
+		}
+		t.Skipf("needs a GPU; this %s device has none (and it refused a case)", device.Kind)
+	}
+	t.Run("refuses", func(t *testing.T) { k.checkRefusals(t, v) })
+	if n := k.opts.MaxCasesPerVariant; n > 0 && len(cases) > n {
+		t.Logf("checking the first %d of %d cases (MaxCasesPerVariant)", n, len(cases))
+		cases = cases[:n]
+	}
+	sampled := map[string]bool{} // tunable combinations whose Run has been checked
+	for _, c := range cases {
+		combo := Case{Tunables: c.Tunables}.Name()
+		var modes []sdk.L2Mode
+		switch {
+		case len(sampled) == 0:
+			modes = []sdk.L2Mode{sdk.L2Hot, sdk.L2Cold}
+		case !sampled[combo]:
+			modes = []sdk.L2Mode{sdk.L2Hot}
+		}
+		sampled[combo] = true
+		t.Run(c.Name(), func(t *testing.T) {
+			skip, err := k.checkCase(t.TempDir(), v, c, modes)
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case skip != "":
+				t.Skipf("backend declined at run time: %s", skip)
+			}
+		})
+	}
+}
+
+// checkCase takes c through the lifecycle the runner drives. It returns the
+// reason of an allowed run-time refusal, or what broke a rule.
+func (k *kit) checkCase(dir string, v sdk.Variant, c Case, modes []sdk.L2Mode) (skip string, err error) {
+	tensors := inputs.Generate(defaults().Seed, c.Case)
+	files, err := inputs.WriteFiles(dir, tensors)
+	if err != nil {
+		return "", err
+	}
+	prepared, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Prepared, error) {
+		return api.Prepare(ctx, sdk.PrepareRequest{CaseID: c.ID, Variant: v.Name, Shape: c.Shape,
+			Tunables: c.Tunables, Files: files, InputSHA256: tensors.SHA256})
+	})
+	if err != nil {
+		return "", fmt.Errorf("Prepare: %w", err)
+	}
+	defer func() {
+		_, releaseErr := call(k, func(ctx context.Context, api sdk.Backend) (struct{}, error) {
+			return struct{}{}, api.Release(ctx, sdk.ReleaseRequest{CaseID: c.ID})
+		})
+		if releaseErr != nil {
+			err = errors.Join(err, fmt.Errorf("Release: %w", releaseErr))
+		}
+	}()
+	if reason := unsupportedIn(prepared.Diagnostics); reason != "" {
+		if k.opts.RuntimeSkipsAllowed {
+			return reason, nil
+		}
+		return "", fmt.Errorf("Prepare declined a case inside the declared capabilities: %s", reason)
+	}
+	if err := k.preparedProblems(prepared, tensors.SHA256); err != nil {
+		return "", err
+	}
+	if err := k.checkedRuns(c, tensors, files.Output); err != nil {
+		return "", err
+	}
+	for _, mode := range modes {
+		if err := k.timedRun(c, tensors, filepath.Join(dir, "timed-"+string(mode)+".bin"), mode); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+func (k *kit) preparedProblems(p sdk.Prepared, inputHash string) error {
+	if len(p.Diagnostics) > 0 {
+		return fmt.Errorf("Prepare: diagnostics %+v", p.Diagnostics)
+	}
+	if p.LoadedSHA256 != inputHash {
+		return fmt.Errorf("LoadedSHA256 = %q, want the hash of the input files %q", p.LoadedSHA256, inputHash)
+	}
+	var missing []string
+	for _, key := range k.opts.RequiredFacts {
+		if p.Facts[key] == "" {
+			missing = append(missing, key)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("Prepare: facts %v missing (facts: %v)", missing, p.Facts)
+	}
+	return nil
+}
+
+// checkedRuns does the checked run as many times as the default suite's
+// check repeats it: the first output must pass CheckOutput, the others
+// must equal it bit for bit.
+func (k *kit) checkedRuns(c Case, tensors *inputs.Tensors, outputPath string) error {
+	var first []byte
+	for run := 1; run <= max(defaults().Check.Repeat, 1); run++ {
+		if err := os.RemoveAll(outputPath); err != nil {
+			return err
+		}
+		fetched, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Fetched, error) {
+			return api.Fetch(ctx, sdk.FetchRequest{CaseID: c.ID})
+		})
+		if err != nil {
+			return fmt.Errorf("Fetch (checked run %d): %w", run, err)
+		}
+		if len(fetched.Diagnostics) > 0 {
+			return fmt.Errorf("Fetch (checked run %d): diagnostics %+v", run, fetched.Diagnostics)
+		}
+		output, err := os.ReadFile(outputPath)
+		if err != nil {
+			return fmt.Errorf("Fetch (checked run %d) wrote no output file: %w", run, err)
+		}
+		if run == 1 {
+			if err := verdict("output", CheckOutput(tensors, output)); err != nil {
+				return err
+			}
+			first = output
+		} else if !bytes.Equal(output, first) {
+			return fmt.Errorf("nondeterministic: checked run %d differs from run 1", run)
+		}
+	}
+	return nil
+}
+
+// timedRun samples the case briefly in one L2 mode: the samples must obey
+// the measurement, and the output of the last timed call must pass the
+// same check as the checked run's.
+func (k *kit) timedRun(c Case, tensors *inputs.Tensors, outputPath string, mode sdk.L2Mode) error {
+	m := quickMeasurement(mode)
+	samples, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Samples, error) {
+		return api.Run(ctx, sdk.RunRequest{CaseID: c.ID, Measurement: m, Output: outputPath})
+	})
+	if err != nil {
+		return fmt.Errorf("Run (L2 %s): %w", mode, err)
+	}
+	if err := k.sampleProblems(samples, m); err != nil {
+		return fmt.Errorf("Run (L2 %s): %w", mode, err)
+	}
+	output, err := os.ReadFile(outputPath)
+	if err != nil {
+		return fmt.Errorf("Run (L2 %s) wrote no timed output: %w", mode, err)
+	}
+	return verdict(fmt.Sprintf("output of the last timed call (L2 %s)", mode), CheckOutput(tensors, output))
+}
+
+// quickMeasurement keeps the sampling in tests short.
+func quickMeasurement(mode sdk.L2Mode) sdk.Measurement {
+	return sdk.Measurement{WarmupRuns: 2, MinSamples: 6, MaxSamples: 50, TargetNoise: 0.05,
+		TimeCap: 300 * time.Millisecond, L2: mode, CallSamples: 3}
+}
+
+func (k *kit) sampleProblems(s sdk.Samples, m sdk.Measurement) error {
+	switch {
+	case len(s.Diagnostics) > 0:
+		return fmt.Errorf("diagnostics %+v", s.Diagnostics)
+	case len(s.KernelTimes) < m.MinSamples:
+		return fmt.Errorf("%d kernel samples, the contract asks for at least %d", len(s.KernelTimes), m.MinSamples)
+	case len(s.KernelTimes) > m.MaxSamples:
+		return fmt.Errorf("%d kernel samples, more than max_samples %d", len(s.KernelTimes), m.MaxSamples)
+	case len(s.CallTimes) != m.CallSamples:
+		return fmt.Errorf("%d call-time samples, want call_samples %d", len(s.CallTimes), m.CallSamples)
+	case s.Method == "":
+		return errors.New("Method is empty; say how kernel time was taken")
+	case k.opts.Method != "" && s.Method != k.opts.Method:
+		return fmt.Errorf("Method %q, want %q", s.Method, k.opts.Method)
+	}
+	for i, d := range slices.Concat(s.KernelTimes, s.CallTimes) {
+		if d <= 0 || d > time.Minute {
+			return fmt.Errorf("sample %d is %v, not a plausible time", i, d)
+		}
+	}
+	return nil
+}
+
+// verdict turns a FAIL into an error that says what was checked.
+func verdict(what string, r check.Report) error {
+	if r.Verdict == check.Pass {
+		return nil
+	}
+	return fmt.Errorf("%s: %s %s (max abs err %.3g, rel L2 %.3g, %d of %d rows checked)",
+		what, r.Verdict, r.Reason, r.MaxAbsErr, r.RelL2Err, r.RowsChecked, r.RowsTotal)
+}
+
+func unsupportedIn(diags []sdk.Diagnostic) string {
+	for _, d := range diags {
+		if d.Severity == sdk.Unsupported {
+			return d.Summary + " " + d.Detail
+		}
+	}
+	return ""
+}

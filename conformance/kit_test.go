@@ -1,0 +1,112 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flashcore/bench/internal/buildtest"
+	"github.com/flashcore/bench/sdk"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	buildtest.Cleanup()
+	os.Exit(code)
+}
+
+// startKit starts a plugin of this repository as a real plugin process and
+// returns the kit on it and its one variant.
+func startKit(t *testing.T, name, pkg string, opts Options) (*kit, sdk.Variant) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and starts plugin binaries")
+	}
+	opts.Binary = buildtest.Plugin(t, name, pkg)
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = time.Minute
+	}
+	k := &kit{opts: opts, inst: start(t, opts)}
+	desc, err := k.inst.Backend().Describe(context.Background())
+	if err != nil || len(desc.Variants) != 1 {
+		t.Fatalf("Describe = %+v, %v; want one variant", desc, err)
+	}
+	return k, desc.Variants[0]
+}
+
+// gqaCase is the odd-length GQA causal case, the one most kernels get wrong.
+func gqaCase(t *testing.T, v sdk.Variant) Case {
+	t.Helper()
+	for _, c := range Cases(v) {
+		if c.Shape.KVHeads < c.Shape.Heads && c.Shape.Causal && c.Shape.SeqQ != c.Shape.SeqK {
+			return c
+		}
+	}
+	t.Fatalf("no GQA causal case with Sq != Sk for %+v", v.Capabilities)
+	return Case{}
+}
+
+// The kit must be able to fail: test plugins that write a wrong output are
+// caught by the same check flashcore run applies, with its reason.
+func TestKitFindsWrongOutputs(t *testing.T) {
+	tests := []struct {
+		plugin string
+		want   string
+	}{
+		{"echo", "output: FAIL"},
+		{"zeros", "output: FAIL output is all zeros"},
+		{"nan", "output: FAIL output has"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.plugin, func(t *testing.T) {
+			k, v := startKit(t, "test-"+tc.plugin, "internal/testplugins/"+tc.plugin, Options{})
+			_, err := k.checkCase(t.TempDir(), v, gqaCase(t, v), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("checkCase = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The cpu-reference passes a whole case, timed run included; the same case
+// fails when the options ask for facts or a timing method it does not give.
+func TestKitOnTheCPUReference(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		want string // "" for a pass
+	}{
+		{"passes", Options{}, ""},
+		{"required facts", Options{RequiredFacts: []string{"goroutines", "kernel_function"}}, "facts [kernel_function] missing"},
+		{"method", Options{Method: "cuda-events+spin"}, `Method "wall-clock", want "cuda-events+spin"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k, v := startKit(t, "cpu-reference", "plugins/cpu-reference", tc.opts)
+			_, err := k.checkCase(t.TempDir(), v, gqaCase(t, v), []sdk.L2Mode{sdk.L2Hot})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("checkCase: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("checkCase = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A plugin that reads its inputs before refusing a shape it cannot run is
+// caught; the cpu-reference refuses first.
+func TestKitFindsALateRefusal(t *testing.T) {
+	echo, echoVariant := startKit(t, "test-echo", "internal/testplugins/echo", Options{})
+	if err := echo.expectRefusal(echoVariant.Name, invalid(echoVariant)[0]); err == nil {
+		t.Error("the echo plugin reads its inputs before looking at the shape, and the kit let it pass")
+	}
+	cpu, cpuVariant := startKit(t, "cpu-reference", "plugins/cpu-reference", Options{})
+	for _, r := range append(Undeclared(cpuVariant), invalid(cpuVariant)...) {
+		if err := cpu.expectRefusal(cpuVariant.Name, r); err != nil {
+			t.Errorf("cpu-reference: %v", err)
+		}
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !cuda
+
+package buildtest
+
+// buildTags: see tags_cuda.go.
+const buildTags = ""
