@@ -68,7 +68,6 @@ func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
 	}
 	config := sdk.ClientConfig(nil, stderr, logger)
 	config.RunnerFunc = process.runnerFunc(os.Getenv(WrapperEnv), opts.Env)
-	config.UnixSocketConfig = &plugin.UnixSocketConfig{TempDir: process.scratch}
 	if opts.StartTimeout > 0 {
 		config.StartTimeout = opts.StartTimeout
 	}

@@ -54,10 +54,11 @@ func newPluginProcess(p Plugin) (*pluginProcess, error) {
 
 // command prepares the reaper's command; env is what go-plugin made for
 // the plugin (host environment and handshake variables), extra is
-// Options.Env, which loses to it.
-func (pp *pluginProcess) command(wrapper string, extra, env []string) error {
+// Options.Env, which loses to it, and sockets is go-plugin's directory for
+// the plugin's Unix socket (the reaper removes it too, should the host die).
+func (pp *pluginProcess) command(wrapper string, extra, env []string, sockets string) error {
 	plugin := pluginCommand(pp.plugin.Path, wrapper).Args
-	cmd := exec.Command("/proc/self/exe", reaperArgs(pp.scratch, pp.cgroup, plugin)...)
+	cmd := exec.Command("/proc/self/exe", reaperArgs(pp.scratch, sockets, pp.cgroup, plugin)...)
 	cmd.Args[0] = "flashcore-reaper"
 	cmd.Env = append(append(append([]string(nil), extra...), env...), reaperEnv+"="+strconv.Itoa(os.Getpid()))
 	cmd.Stdin = os.Stdin
@@ -78,8 +79,8 @@ func (pp *pluginProcess) command(wrapper string, extra, env []string) error {
 
 // runnerFunc is go-plugin's ClientConfig.RunnerFunc for this process.
 func (pp *pluginProcess) runnerFunc(wrapper string, extra []string) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
-	return func(_ hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
-		if err := pp.command(wrapper, extra, cmd.Env); err != nil {
+	return func(_ hclog.Logger, cmd *exec.Cmd, sockets string) (runner.Runner, error) {
+		if err := pp.command(wrapper, extra, cmd.Env, sockets); err != nil {
 			return nil, err
 		}
 		return pp, nil

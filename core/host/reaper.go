@@ -49,13 +49,14 @@ func init() {
 type reaperConfig struct {
 	hostPID int
 	scratch string   // the plugin's TMPDIR, removed at the end
+	sockets string   // go-plugin's socket directory, removed at the end
 	cgroup  string   // the plugin's cgroup, or "" to use none
 	command []string // the plugin (under its wrapper, if any)
 }
 
 // reaperArgs is the reaper's command line after argv[0].
-func reaperArgs(scratch, cgroup string, command []string) []string {
-	return append([]string{"-scratch", scratch, "-cgroup", cgroup, "--"}, command...)
+func reaperArgs(scratch, sockets, cgroup string, command []string) []string {
+	return append([]string{"-scratch", scratch, "-sockets", sockets, "-cgroup", cgroup, "--"}, command...)
 }
 
 func parseReaperArgs(hostPID string, args []string) (reaperConfig, error) {
@@ -67,6 +68,7 @@ func parseReaperArgs(hostPID string, args []string) (reaperConfig, error) {
 	flags := flag.NewFlagSet("reaper", flag.ContinueOnError)
 	flags.SetOutput(new(strings.Builder))
 	flags.StringVar(&c.scratch, "scratch", "", "the plugin's scratch directory")
+	flags.StringVar(&c.sockets, "sockets", "", "go-plugin's socket directory")
 	flags.StringVar(&c.cgroup, "cgroup", "", "the plugin's cgroup directory")
 	if err := flags.Parse(args); err != nil {
 		return c, err
@@ -134,14 +136,16 @@ func (c reaperConfig) watch(exited <-chan syscall.WaitStatus, stop <-chan os.Sig
 }
 
 // cleanUp kills every descendant and the plugin's cgroup, and removes the
-// cgroup and the scratch directory.
+// cgroup, the scratch directory and go-plugin's socket directory.
 func (c reaperConfig) cleanUp() {
 	sweepDescendants()
 	if c.cgroup != "" {
 		_ = removeCgroup(c.cgroup)
 	}
-	if c.scratch != "" {
-		_ = os.RemoveAll(c.scratch)
+	for _, dir := range []string{c.scratch, c.sockets} {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
 	}
 }
 
