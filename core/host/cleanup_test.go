@@ -45,33 +45,33 @@ func helperHost(path string) int {
 	}
 }
 
-// ending is one way a plugin's life ends; it starts the plugin (with
-// env) and ends it.
+// ending is one way a plugin's life ends: start starts the plugin (with
+// env) and returns what ends it.
 type ending struct {
-	name string
-	end  func(t *testing.T, path string, env []string)
+	name  string
+	start func(t *testing.T, path string, env []string) (end func())
 }
 
 var endings = []ending{
-	{"closed", func(t *testing.T, path string, env []string) {
+	{"closed", func(t *testing.T, path string, env []string) func() {
 		inst := startForTest(t, path, env)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := inst.Backend().Describe(ctx); err != nil {
 			t.Errorf("Describe: %v", err)
 		}
-		inst.Close()
+		return inst.Close
 	}},
-	{"killed after a call timed out", func(t *testing.T, path string, env []string) {
+	{"killed after a call timed out", func(t *testing.T, path string, env []string) func() {
 		inst := startForTest(t, path, append(env, stray.HangEnv+"=1"))
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		if _, err := inst.Backend().Run(ctx, sdk.RunRequest{CaseID: "c1"}); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Run = %v, want the deadline", err)
 		}
-		inst.Kill()
+		return inst.Kill
 	}},
-	{"host SIGKILLed", func(t *testing.T, path string, env []string) {
+	{"host SIGKILLed", func(t *testing.T, path string, env []string) func() {
 		host := exec.Command(os.Args[0])
 		host.Env = append(append(os.Environ(), env...), helperHostEnv+"="+path)
 		host.Stderr = os.Stderr
@@ -82,14 +82,16 @@ var endings = []ending{
 		if err := host.Start(); err != nil {
 			t.Fatal(err)
 		}
-		if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "started\n" {
+		kill := func() {
 			host.Process.Kill()
 			host.Wait()
+		}
+		if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "started\n" {
+			kill()
 			t.Fatalf("helper host said %q, not started", line)
 		}
 		checkStraysRunning(t, env)
-		host.Process.Kill()
-		host.Wait()
+		return kill
 	}},
 }
 
@@ -113,7 +115,7 @@ func TestNoStraySurvives(t *testing.T) {
 					marker := newMarker(t)
 					env := []string{stray.MarkerEnv + "=" + marker}
 					start := time.Now()
-					e.end(t, plugins[kind], env)
+					endWithin(t, 15*time.Second, marker, e.start(t, plugins[kind], env))
 					waitForNoStrays(t, marker, 5*time.Second)
 					t.Logf("ended and swept in %v", time.Since(start))
 					if left, _ := os.ReadDir(tmp); len(left) != 0 {
@@ -268,6 +270,29 @@ func checkStraysRunning(t *testing.T, env []string) {
 			t.Fatalf("the plugin started no stray")
 		}
 	}
+}
+
+// endWithin runs end, and fails the test if it has not returned within
+// limit: a stray that holds the plugin's stderr keeps go-plugin waiting
+// for ever. The strays are then killed so that end can return.
+func endWithin(t *testing.T, limit time.Duration, marker string, end func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		end()
+	}()
+	select {
+	case <-done:
+		return
+	case <-time.After(limit):
+	}
+	left := stray.Find(marker)
+	t.Errorf("the host hung for %v ending the plugin; %d process(es) still running: %s", limit, len(left), stray.Describe(left))
+	for _, pid := range left {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	<-done
 }
 
 func waitForNoStrays(t *testing.T, marker string, limit time.Duration) {

@@ -203,12 +203,14 @@ func zombie(pid string) bool {
 	return len(fields) == 0 || fields[0] == "Z" || fields[0] == "X"
 }
 
-// Describe names the processes of pids for a test's failure message.
+// Describe names the processes of pids for a test's failure message:
+// "pid (command) state parent-pid" each.
 func Describe(pids []int) string {
 	var parts []string
 	for _, pid := range pids {
 		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		parts = append(parts, strings.TrimSpace(string(stat)))
+		fields := strings.Fields(string(stat))
+		parts = append(parts, strings.Join(fields[:min(4, len(fields))], " "))
 	}
 	return strings.Join(parts, "; ")
 }
