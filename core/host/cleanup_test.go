@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -215,6 +216,37 @@ func TestPluginRunsInItsCgroup(t *testing.T) {
 				t.Errorf("%s mode: the stray's cgroups are\n%s", mode, membership)
 			}
 		})
+	}
+}
+
+// TestWrapperRunsUnderTheReaper checks that FLASHCORE_PLUGIN_WRAPPER still
+// wraps the plugin, and that what the wrapped plugin starts is swept too.
+func TestWrapperRunsUnderTheReaper(t *testing.T) {
+	path := buildtest.Plugin(t, "test-setsid", "internal/testplugins/setsid")
+	t.Setenv(WrapperEnv, "env FLASHCORE_TEST_WRAPPED=yes")
+	marker := newMarker(t)
+	inst := startForTest(t, path, []string{stray.MarkerEnv + "=" + marker})
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", stray.Sleepers(marker)[0]))
+	if err != nil || !strings.Contains(string(environ), "\x00FLASHCORE_TEST_WRAPPED=yes\x00") {
+		t.Errorf("the plugin did not run under the wrapper (%v)", err)
+	}
+	endWithin(t, 15*time.Second, marker, inst.Close)
+	waitForNoStrays(t, marker, 5*time.Second)
+}
+
+// TestMissingPluginIsAStartError: the reaper cannot start the plugin, and
+// says why on the stderr that becomes the reason.
+func TestMissingPluginIsAStartError(t *testing.T) {
+	tmp := shortTempDir(t)
+	t.Setenv("TMPDIR", tmp)
+	_, err := Start(context.Background(), Plugin{Name: "gone", Path: filepath.Join(tmp, "flashcore-backend-gone")}, Options{})
+	se, ok := IsStartError(err)
+	const want = "plugin exited during start-up: flashcore: start plugin: fork/exec "
+	if !ok || !strings.HasPrefix(se.Reason, want) || !strings.HasSuffix(se.Reason, "no such file or directory") {
+		t.Errorf("err = %v, want a StartError with a reason starting %q", err, want)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left in the temporary directory: %v", names(left))
 	}
 }
 

@@ -152,6 +152,8 @@ func classifyStart(name string, err error, stderr string) *StartError {
 		se.Reason, se.Unavailable = "no usable CUDA driver: "+firstLine(stderrOr(stderr, msg)), true
 	case strings.Contains(msg, "Incompatible API version"), strings.Contains(msg, "incompatible core API version"):
 		se.Reason = "plugin speaks another protocol version; rebuild it against this flashcore"
+	case strings.Contains(msg, "Failed to read any lines from plugin's stdout"):
+		se.Reason = "plugin exited during start-up: " + firstLine(stderrOr(stderr, "it said nothing"))
 	case strings.Contains(msg, "Unrecognized remote plugin message"):
 		se.Reason = "plugin wrote to stdout before the handshake: " + strings.TrimSpace(strings.TrimPrefix(firstLine(msg), "Unrecognized remote plugin message:"))
 	case strings.Contains(msg, "timeout while waiting for plugin to start"):

@@ -153,9 +153,12 @@ func (c reaperConfig) cleanUp() {
 // handshake travels on stdout), TMPDIR set to the scratch directory, inside
 // the cgroup when one is given and usable, and killed if the reaper dies.
 func (c reaperConfig) startPlugin() (int, error) {
-	path, err := exec.LookPath(c.command[0])
-	if err != nil {
-		return 0, err
+	path := c.command[0]
+	if !strings.Contains(path, "/") { // a wrapper, from PATH
+		var err error
+		if path, err = exec.LookPath(path); err != nil {
+			return 0, err
+		}
 	}
 	attr := &os.ProcAttr{
 		Env:   pluginEnv(os.Environ(), c.scratch),
