@@ -82,7 +82,7 @@ dist: cuda-kernels
 	@for p in $(CUDA_PLUGINS); do \
 		$(GO) build -tags cuda $(DIST_FLAGS) -o dist/flashcore-backend-$$p ./plugins/$$p || exit 1; done
 	cp suites/*.toml dist/suites/
-	cp scripts/gpu-verify.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py plugins/triton/triton_attention.py dist/scripts/
+	cp scripts/gpu-verify.sh scripts/gpu-cleanup-check.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py plugins/triton/triton_attention.py dist/scripts/
 	@du -sh dist
 
 clean:

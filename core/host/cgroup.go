@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// CgroupEnv turns the per-plugin cgroup off when set to "off". The subreaper
-// sweep alone still leaves no survivor in every ending but one: a reaper
-// that is itself SIGKILLed (see doc.go).
+// CgroupEnv turns the per-plugin cgroup off when set to "off". The
+// reaper's subreaper sweep alone still leaves no survivor, unless the
+// reaper itself is SIGKILLed: only a cgroup catches what it leaves then.
 const CgroupEnv = "FLASHCORE_CGROUP"
 
 // cgroupKillLimit bounds how long a cgroup is killed and waited for before
