@@ -103,16 +103,11 @@ func reaperMain(hostPID string, args []string) int {
 	}
 	exited := make(chan syscall.WaitStatus, 1)
 	go reapChildren(plugin, exited)
-	if status, ok := c.watch(exited, stop); ok {
-		return status
+	status, ok := c.watch(exited, stop)
+	if !ok {
+		status = 128 + int(syscall.SIGKILL) // the deferred sweep kills the plugin
 	}
-	sweepDescendants()
-	select {
-	case status := <-exited:
-		return exitStatus(status)
-	default:
-		return 128 + int(syscall.SIGKILL)
-	}
+	return status
 }
 
 // watch waits for the plugin to exit, the host to ask for the end or the
