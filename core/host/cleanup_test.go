@@ -22,20 +22,20 @@ import (
 	"github.com/flashcore/bench/sdk"
 )
 
-// helperHostEnv makes the test binary a host that starts the plugin it
+// testHostEnv makes the test binary a host that starts the plugin it
 // names, says "started" on stdout and waits to be killed.
-const helperHostEnv = "FLASHCORE_TEST_HELPER_HOST"
+const testHostEnv = "FLASHCORE_TEST_HOST"
 
 func TestMain(m *testing.M) {
-	if plugin := os.Getenv(helperHostEnv); plugin != "" {
-		os.Exit(helperHost(plugin))
+	if plugin := os.Getenv(testHostEnv); plugin != "" {
+		os.Exit(runTestHost(plugin))
 	}
 	code := m.Run()
 	buildtest.Cleanup()
 	os.Exit(code)
 }
 
-func helperHost(path string) int {
+func runTestHost(path string) int {
 	if _, err := Start(context.Background(), Plugin{Name: nameOf(path), Path: path}, Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -74,7 +74,7 @@ var endings = []ending{
 	}},
 	{"host SIGKILLed", func(t *testing.T, path string, env []string) func() {
 		host := exec.Command(os.Args[0])
-		host.Env = append(append(os.Environ(), env...), helperHostEnv+"="+path)
+		host.Env = append(append(os.Environ(), env...), testHostEnv+"="+path)
 		host.Stderr = os.Stderr
 		stdout, err := host.StdoutPipe()
 		if err != nil {
@@ -89,7 +89,7 @@ var endings = []ending{
 		}
 		if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "started\n" {
 			kill()
-			t.Fatalf("helper host said %q, not started", line)
+			t.Fatalf("test host said %q, not started", line)
 		}
 		checkStraysRunning(t, env)
 		return kill
