@@ -6,10 +6,15 @@
 // host never imports CUDA, Python or any backend code: everything it knows
 // about a backend comes through that interface.
 //
-// Reliability lives here too. Each plugin runs in its own process group
-// with a parent-death signal, so Kill (and a killed host) leaves no
-// orphans; its stderr is kept in a ring buffer so a crash becomes a reason
-// with the tail of what it said; and a plugin that fails to start is
-// classified into a reason a user can act on ("no CUDA device", "wrote to
-// stdout before the handshake", ...).
+// Reliability lives here too. Each plugin runs under a reaper (reaper.go):
+// the host's own binary run again in a hidden mode, which is the child
+// subreaper of all the plugin starts, puts it in a cgroup of its own where
+// the machine allows (cgroup.go) and gives it a scratch TMPDIR. When the
+// plugin exits, is killed, or the host dies, the reaper kills every
+// descendant, even those that called setsid or double-forked, and removes
+// the cgroup and the scratch directory; pluginProcess (process.go) is the
+// host's side of it, as go-plugin's runner. The plugin's stderr is kept in
+// a ring buffer so a crash becomes a reason with the tail of what it said;
+// and a plugin that fails to start is classified into a reason a user can
+// act on ("no CUDA device", "wrote to stdout before the handshake", ...).
 package host

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,7 +36,7 @@ type Options struct {
 type Instance struct {
 	Plugin  Plugin
 	client  *plugin.Client
-	cmd     *exec.Cmd
+	process *pluginProcess
 	backend sdk.Backend
 	stderr  *tailBuffer
 }
@@ -56,26 +55,30 @@ type StartError struct {
 func (e *StartError) Error() string { return fmt.Sprintf("start %s: %s", e.Plugin, e.Reason) }
 func (e *StartError) Unwrap() error { return e.Err }
 
-// Start launches p and connects to it. The plugin gets its own process
-// group and SIGKILL when the host dies, so no plugin outlives the host.
+// Start launches p and connects to it. The plugin runs under a reaper
+// (see reaper.go), in a scratch directory that is its TMPDIR and, where the
+// machine allows, a cgroup of its own, so that nothing it starts outlives
+// it: not when it exits, is killed, or the host itself dies.
 func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
 	wrapper := opts.Wrapper
 	if wrapper == nil {
 		wrapper = strings.Fields(os.Getenv(WrapperEnv))
 	}
-	cmd := pluginCommand(p.Path, wrapper)
-	cmd.Env = append(os.Environ(), opts.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	process, err := newPluginProcess(p)
+	if err != nil {
+		return nil, &StartError{Plugin: p.Name, Reason: "create its scratch directory: " + err.Error(), Err: err}
+	}
 	stderr := newTailBuffer(stderrTailBytes)
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	config := sdk.ClientConfig(cmd, stderr, logger)
+	config := sdk.ClientConfig(nil, stderr, logger)
+	config.RunnerFunc = process.runnerFunc(wrapper, opts.Env)
 	if opts.StartTimeout > 0 {
 		config.StartTimeout = opts.StartTimeout
 	}
-	inst := &Instance{Plugin: p, client: plugin.NewClient(config), cmd: cmd, stderr: stderr}
+	inst := &Instance{Plugin: p, client: plugin.NewClient(config), process: process, stderr: stderr}
 	started := make(chan error, 1)
 	go func() {
 		backend, err := sdk.Dispense(inst.client)
@@ -122,23 +125,21 @@ func (i *Instance) StderrTail() string { return i.stderr.String() }
 // Exited reports whether the plugin process has ended.
 func (i *Instance) Exited() bool { return i.client.Exited() }
 
-// Kill ends the plugin and everything it started. It first kills the
-// process group outright, because a plugin that hangs may never answer a
-// graceful shutdown, then lets go-plugin clean up its side.
+// Kill ends the plugin and everything it started, at once: a plugin that
+// hangs may never answer a graceful shutdown. Then it lets go-plugin clean
+// up its side.
 func (i *Instance) Kill() {
-	if i.cmd.Process != nil {
-		_ = syscall.Kill(-i.cmd.Process.Pid, syscall.SIGKILL)
-	}
+	_ = i.process.Kill(context.Background())
 	i.client.Kill()
+	i.process.cleanUp()
 }
 
 // Close asks the plugin to exit gracefully (so it can release its device
-// or worker), then makes sure it and its children are gone.
+// or worker); go-plugin kills it (through Kill's path) if it has not
+// within 2 s. Either way its reaper leaves nothing it started behind.
 func (i *Instance) Close() {
 	i.client.Kill()
-	if i.cmd.Process != nil {
-		_ = syscall.Kill(-i.cmd.Process.Pid, syscall.SIGKILL)
-	}
+	i.process.cleanUp()
 }
 
 // classifyStart turns go-plugin's start errors into reasons a user can act
@@ -157,6 +158,8 @@ func classifyStart(name string, err error, stderr string) *StartError {
 		se.Reason, se.Unavailable = "no usable CUDA driver: "+firstLine(stderrOr(stderr, msg)), true
 	case strings.Contains(msg, "Incompatible API version"), strings.Contains(msg, "incompatible core API version"):
 		se.Reason = "plugin speaks another protocol version; rebuild it against this flashcore"
+	case strings.Contains(msg, "Failed to read any lines from plugin's stdout"):
+		se.Reason = "plugin exited during start-up: " + firstLine(stderrOr(stderr, "it said nothing"))
 	case strings.Contains(msg, "Unrecognized remote plugin message"):
 		se.Reason = "plugin wrote to stdout before the handshake: " + strings.TrimSpace(strings.TrimPrefix(firstLine(msg), "Unrecognized remote plugin message:"))
 	case strings.Contains(msg, "timeout while waiting for plugin to start"):

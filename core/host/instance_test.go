@@ -33,6 +33,9 @@ func TestClassifyStart(t *testing.T) {
 		{"no driver", "plugin exited before we could connect", "error while loading shared libraries: libcuda.so.1: cannot open shared object file", "no usable CUDA driver: error while loading shared libraries: libcuda.so.1: cannot open shared object file", true},
 		{"stdout", "Unrecognized remote plugin message: hello\nThis usually means...", "", "plugin wrote to stdout before the handshake: hello", false},
 		{"exit", "plugin exited before we could connect", "panic: boom", "plugin exited during start-up: panic: boom", false},
+		{"exit before a line", "Unrecognized remote plugin message: \nFailed to read any lines from plugin's stdout", "flashcore: start plugin: fork/exec /p: no such file or directory",
+			"plugin exited during start-up: flashcore: start plugin: fork/exec /p: no such file or directory", false},
+		{"silent exit", "Unrecognized remote plugin message: \nFailed to read any lines from plugin's stdout", "", "plugin exited during start-up: it said nothing", false},
 		{"version", "Incompatible API version with plugin. Plugin version: 2, Client versions: [1]", "", "plugin speaks another protocol version; rebuild it against this flashcore", false},
 	}
 	for _, tt := range tests {
