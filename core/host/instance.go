@@ -56,7 +56,7 @@ func (e *StartError) Unwrap() error { return e.Err }
 // Start launches p and connects to it. The plugin gets its own process
 // group and SIGKILL when the host dies, so no plugin outlives the host.
 func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
-	cmd := pluginCommand(p.Path, os.Getenv(WrapperEnv))
+	cmd := pluginCommand(p.Path, p.args(), os.Getenv(WrapperEnv))
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stderr := newTailBuffer(stderrTailBytes)
@@ -97,14 +97,14 @@ func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
 // is where the go-plugin handshake travels.
 const WrapperEnv = "FLASHCORE_PLUGIN_WRAPPER"
 
-// pluginCommand is the command that starts the plugin at path, under the
-// wrapper when one is given (split on white space).
-func pluginCommand(path, wrapper string) *exec.Cmd {
+// pluginCommand is the command that starts the plugin at path with args,
+// under the wrapper when one is given (split on white space).
+func pluginCommand(path string, args []string, wrapper string) *exec.Cmd {
 	prefix := strings.Fields(wrapper)
 	if len(prefix) == 0 {
-		return exec.Command(path)
+		return exec.Command(path, args...)
 	}
-	return exec.Command(prefix[0], append(prefix[1:], path)...)
+	return exec.Command(prefix[0], append(append(prefix[1:], path), args...)...)
 }
 
 // Backend is the plugin's interface. Calls on it go to the plugin process.
