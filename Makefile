@@ -83,7 +83,7 @@ dist: cuda-kernels
 		$(GO) build -tags cuda $(DIST_FLAGS) -o dist/flashcore-backend-$$p ./plugins/$$p || exit 1; done
 	cp suites/*.toml dist/suites/
 	cp -r examples dist/
-	cp scripts/gpu-verify.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py plugins/triton/triton_attention.py dist/scripts/
+	cp scripts/gpu-verify.sh scripts/gpu-verify-python-file.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py plugins/triton/triton_attention.py dist/scripts/
 	@du -sh dist
 
 clean:
