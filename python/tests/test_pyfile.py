@@ -101,8 +101,8 @@ def test_a_syntax_error_names_its_line(tmp_path):
 
 
 def test_an_error_raised_deeper_names_the_files_line(tmp_path):
-    write(tmp_path, "def helper():\n    raise RuntimeError('no GPU found')\n", name="helpers_beside.py")
-    path = write(tmp_path, "import helpers_beside\n\nhelpers_beside.helper()\n")
+    write(tmp_path, "def find_gpu():\n    raise RuntimeError('no GPU found')\n", name="gpu_lookup.py")
+    path = write(tmp_path, "import gpu_lookup\n\ngpu_lookup.find_gpu()\n")
     assert unavailable(path) == f"{path}:3: import failed: RuntimeError: no GPU found"
 
 
