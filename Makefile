@@ -22,7 +22,7 @@ CUDA_H    := $(wildcard /usr/include/cuda.h $(if $(NVCC),$(dir $(NVCC))../includ
 HAVE_CUDA := $(if $(and $(NVCC),$(CUDA_H)),yes,)
 CUDA_TAGS := $(if $(HAVE_CUDA),cuda,)
 
-PLUGINS      := cpu-reference pytorch-sdpa triton cuda-scalar cuda-wmma cuda-v8
+PLUGINS      := cpu-reference pytorch-sdpa triton python-file cuda-scalar cuda-wmma cuda-v8
 CUDA_PLUGINS := cuda-scalar cuda-wmma cuda-v8
 VENV_PYTHON  := $(abspath $(VENV))/bin/python
 
@@ -70,7 +70,7 @@ lint: $(if $(HAVE_CUDA),cuda-kernels)
 
 # dist/ carries everything a GPU machine without Go needs: flashcore, every
 # plugin built with CUDA (kernels embedded, worker scripts embedded), the
-# suites and the GPU check scripts.
+# suites, the GPU check scripts and the Python-file examples.
 # Binaries there are stripped (-s -w; panics still name their functions) to
 # keep dist/ small enough to copy around.
 DIST_FLAGS := -trimpath -ldflags "$(LDFLAGS) -s -w"
@@ -83,7 +83,8 @@ dist: cuda-kernels
 	@for p in $(CUDA_PLUGINS); do \
 		$(GO) build -tags cuda $(DIST_FLAGS) -o dist/flashcore-backend-$$p ./plugins/$$p || exit 1; done
 	cp suites/*.toml dist/suites/
-	cp scripts/gpu-verify.sh scripts/gpu-verify-timing.sh scripts/gpu-cleanup-check.sh scripts/compare-self.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py scripts/timing_probe.py plugins/triton/triton_attention.py dist/scripts/
+	cp -r examples dist/
+	cp scripts/gpu-verify.sh scripts/gpu-verify-timing.sh scripts/gpu-cleanup-check.sh scripts/gpu-verify-python-file.sh scripts/compare-self.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py scripts/timing_probe.py plugins/triton/triton_attention.py dist/scripts/
 	@du -sh dist
 
 # gpu-tests adds to dist/ the conformance test binaries of the plugins that

@@ -28,11 +28,11 @@ func describeCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	found, err := host.Discover(pluginPlaces(s))
+	found, names, err := findPlugins(s, positional)
 	if err != nil {
 		return withCode(ExitOther, err)
 	}
-	i := slices.IndexFunc(found, func(p host.Plugin) bool { return p.Name == positional[0] })
+	i := slices.IndexFunc(found, func(p host.Plugin) bool { return p.Name == names[0] })
 	if i < 0 {
 		return withCode(ExitUsage, fmt.Errorf("backend %q not found (found: %s)", positional[0], pluginNames(found)))
 	}
@@ -43,6 +43,9 @@ func describeCommand(ctx context.Context, args []string, stdout, stderr io.Write
 func writeDescription(w io.Writer, p host.Plugin, d sdk.Description) {
 	fmt.Fprintf(w, "backend:   %s\n", p.Name)
 	fmt.Fprintf(w, "binary:    %s\n", p.Path)
+	if p.PythonFile != "" {
+		fmt.Fprintf(w, "file:      %s\n", p.PythonFile)
+	}
 	fmt.Fprintf(w, "version:   %s\n", dash(d.Version))
 	if d.Build != "" {
 		fmt.Fprintf(w, "build:     %s\n", d.Build)

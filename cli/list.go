@@ -25,7 +25,7 @@ func listCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	found, err := host.Discover(pluginPlaces(s))
+	found, _, err := findPlugins(s, nil)
 	if err != nil {
 		return withCode(ExitOther, err)
 	}

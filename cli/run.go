@@ -24,7 +24,7 @@ const DefaultResultsPath = "flashcore-results.json"
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	suitePath := fs.String("suite", "", "suite TOML file (default: the embedded default suite)")
-	backends := fs.String("backends", "", "comma-separated backends to run (default: the suite's, else all found)")
+	backends := fs.String("backends", "", "comma-separated backends to run, py:FILE.py for a Python file (default: the suite's, else all found)")
 	format := fs.String("format", "table", "table, markdown, csv or json")
 	out := fs.String("out", DefaultResultsPath, "results JSON file, saved after every row")
 	keepGoing := fs.Bool("keep-going", false, "exit 0 even when rows FAIL or plugins fail")
@@ -140,7 +140,7 @@ func pluginPlaces(s *suite.Suite) []string {
 // choosePlugins picks the plugins to start: those named on the command
 // line, else those the suite lists, else every plugin found.
 func choosePlugins(s *suite.Suite, requested []string) ([]host.Plugin, error) {
-	found, err := host.Discover(pluginPlaces(s))
+	found, requested, err := findPlugins(s, requested)
 	if err != nil {
 		return nil, err
 	}

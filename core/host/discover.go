@@ -15,6 +15,17 @@ const BinaryPrefix = "flashcore-backend-"
 type Plugin struct {
 	Name string // the backend name: the file name without BinaryPrefix
 	Path string // absolute path of the binary
+	// PythonFile is set for a backend written as one Python file: Path is
+	// then the python-file runner, started on this file (WithPythonFiles).
+	PythonFile string
+}
+
+// args are the plugin's command-line arguments.
+func (p Plugin) args() []string {
+	if p.PythonFile == "" {
+		return nil
+	}
+	return PythonFileArgs(p.Name, p.PythonFile)
 }
 
 // Discover returns the plugins found in places, in order: each place is a

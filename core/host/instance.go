@@ -107,13 +107,13 @@ func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
 // is where the go-plugin handshake travels.
 const WrapperEnv = "FLASHCORE_PLUGIN_WRAPPER"
 
-// pluginCommand is the command that starts the plugin at path, under the
-// wrapper prefix when one is given.
-func pluginCommand(path string, prefix []string) *exec.Cmd {
+// pluginCommand is the command that starts the plugin at path with args,
+// under the wrapper prefix when one is given.
+func pluginCommand(path string, args, prefix []string) *exec.Cmd {
 	if len(prefix) == 0 {
-		return exec.Command(path)
+		return exec.Command(path, args...)
 	}
-	return exec.Command(prefix[0], append(prefix[1:], path)...)
+	return exec.Command(prefix[0], append(append(prefix[1:], path), args...)...)
 }
 
 // Backend is the plugin's interface. Calls on it go to the plugin process.

@@ -10,14 +10,17 @@ import (
 func TestPluginCommandWrapsWhenAsked(t *testing.T) {
 	tests := []struct {
 		wrapper string
+		args    []string
 		want    []string
 	}{
-		{"", []string{"/bin/plugin"}},
-		{"  ", []string{"/bin/plugin"}},
-		{"compute-sanitizer --log-file s.txt", []string{"compute-sanitizer", "--log-file", "s.txt", "/bin/plugin"}},
+		{"", nil, []string{"/bin/plugin"}},
+		{"  ", nil, []string{"/bin/plugin"}},
+		{"compute-sanitizer --log-file s.txt", nil, []string{"compute-sanitizer", "--log-file", "s.txt", "/bin/plugin"}},
+		{"", []string{"--file", "a.py"}, []string{"/bin/plugin", "--file", "a.py"}},
+		{"nsys profile", []string{"--file", "a.py"}, []string{"nsys", "profile", "/bin/plugin", "--file", "a.py"}},
 	}
 	for _, tt := range tests {
-		if got := pluginCommand("/bin/plugin", strings.Fields(tt.wrapper)).Args; !reflect.DeepEqual(got, tt.want) {
+		if got := pluginCommand("/bin/plugin", tt.args, strings.Fields(tt.wrapper)).Args; !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("wrapper %q: args %q, want %q", tt.wrapper, got, tt.want)
 		}
 	}

@@ -57,7 +57,7 @@ func newPluginProcess(p Plugin) (*pluginProcess, error) {
 // Options.Env, which loses to it, and sockets is go-plugin's directory for
 // the plugin's Unix socket (the reaper removes it too, should the host die).
 func (pp *pluginProcess) command(wrapper []string, extra, env []string, sockets string) error {
-	plugin := pluginCommand(pp.plugin.Path, wrapper).Args
+	plugin := pluginCommand(pp.plugin.Path, pp.plugin.args(), wrapper).Args
 	cmd := exec.Command("/proc/self/exe", reaperArgs(pp.scratch, sockets, pp.cgroup, plugin)...)
 	cmd.Args[0] = "flashcore-reaper"
 	cmd.Env = append(append(append([]string(nil), extra...), env...), reaperEnv+"="+strconv.Itoa(os.Getpid()))

@@ -61,6 +61,13 @@ var errorCases = []struct {
 	{"empty tunable", "name = \"x\"\n[[backends]]\nname = \"cuda-v8\"\n[backends.tunables]\ntile_n = []\n" + validSweep, "backends.tunables.tile_n", 5},
 	{"plain value for the tolerance table", "name = \"x\"\ntolerance = 3\n" + validSweep, "tolerance", 2},
 	{"tunable values not strings", "name = \"x\"\n[[backends]]\nname = \"cuda-v8\"\ntunables = { tile_n = [32] }\n" + validSweep, "backends.tunables", 4},
+	{"python file missing", "name = \"x\"\n[[backends]]\nname = \"my-fa\"\npython = \"kernels/nope.py\"\n" + validSweep, "backends.python", 4},
+	{"python file not .py", "name = \"x\"\n[[backends]]\nname = \"my-fa\"\npython = \"kernels/my_fa.pyc\"\n" + validSweep, "backends.python", 4},
+	{"python file empty", "name = \"x\"\n[[backends]]\nname = \"my-fa\"\npython = \"\"\n" + validSweep, "backends.python", 4},
+	{"python file and plugin path", "name = \"x\"\n[[backends]]\nname = \"my-fa\"\npath = \"bin\"\npython = \"kernels/nope.py\"\n" + validSweep, "backends.python", 5},
+	{"python file without a name", "name = \"x\"\n[[backends]]\npython = \"kernels/nope.py\"\n" + validSweep, "backends.name", 2},
+	{"python backend listed twice", "name = \"x\"\n[[backends]]\nname = \"my-fa\"\n[[backends]]\nname = \"my-fa\"\npython = \"my_fa.py\"\n" + validSweep, "backends.name", 5},
+	{"unknown key in a python backend", "name = \"x\"\n[[backends]]\nname = \"my-fa\"\nfile = \"kernels/my_fa.py\"\n" + validSweep, "backends.file", 4},
 	{"syntax error", "name = \"x\"\nseed = = 3\n", "", 2},
 }
 

@@ -58,6 +58,7 @@ type fileBackend struct {
 	Name     field[string]   `toml:"name"`
 	Variants field[[]string] `toml:"variants"`
 	Path     field[string]   `toml:"path"`
+	Python   field[string]   `toml:"python"`
 	Tunables tunables        `toml:"tunables"`
 }
 

@@ -105,6 +105,11 @@ type BackendSelection struct {
 	// Path is an explicit plugin binary, resolved against the suite's
 	// directory; empty to search for the backend by name.
 	Path string
+	// Python is a backend written as one Python file (a .py file defining
+	// attention(q, k, v, *, causal, scale)), resolved against the suite's
+	// directory; empty for a plugin binary. The host runs it through the
+	// python-file plugin (docs/adding-a-backend.md).
+	Python string
 	// Tunables maps a tunable's name to the values to run; each combination
 	// is its own row.
 	Tunables map[string][]string

@@ -270,3 +270,25 @@ func TestDocExample(t *testing.T) {
 		t.Errorf("%d cases, L2 %v", len(s.Cases), s.L2Modes)
 	}
 }
+
+// A [[backends]] entry may name a Python file instead of a plugin binary;
+// its path is resolved against the suite's folder, as plugin paths are.
+func TestParsePythonFileBackend(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "kernels"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kernels", "my_fa.py"), []byte("def attention(q, k, v, *, causal, scale): ...\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := "name = \"x\"\n[[backends]]\nname = \"my-fa\"\npython = \"kernels/my_fa.py\"\n[backends.tunables]\nblock = [\"64\"]\n" + validSweep
+	s, err := Parse(filepath.Join(dir, "suite.toml"), []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []BackendSelection{{Name: "my-fa", Python: filepath.Join(dir, "kernels", "my_fa.py"),
+		Tunables: map[string][]string{"block": {"64"}}}}
+	if !reflect.DeepEqual(s.Backends, want) {
+		t.Errorf("backends\n got %+v\nwant %+v", s.Backends, want)
+	}
+}

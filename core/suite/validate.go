@@ -2,7 +2,9 @@ package suite
 
 import (
 	"errors"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -179,6 +181,11 @@ func (d *decoder) backends(entries []fileBackend) []BackendSelection {
 			d.problem("backends.name", i, "backend %q is listed twice; list its variants and tunables in one entry", b.Name)
 		}
 		seen[b.Name] = true
+		if f.Path.Set && f.Python.Set {
+			d.problem("backends.python", i, "set path (a plugin binary) or python (a Python file), not both")
+		} else {
+			b.Python = d.pythonFile(f.Python, i)
+		}
 		if f.Variants.Set && len(b.Variants) == 0 {
 			d.problem("backends.variants", i, "must list at least one variant (leave it out for all)")
 		}
@@ -192,6 +199,31 @@ func (d *decoder) backends(entries []fileBackend) []BackendSelection {
 		out = append(out, b)
 	}
 	return out
+}
+
+// pythonFile resolves the Python file of entry i of [[backends]] and checks
+// that it is there, so a typo is reported against the suite's line, not as
+// an unavailable backend later.
+func (d *decoder) pythonFile(f field[string], i int) string {
+	if !f.Set {
+		return ""
+	}
+	const key = "backends.python"
+	path := d.resolve(f.Value)
+	info, err := os.Stat(path)
+	switch {
+	case strings.TrimSpace(f.Value) == "":
+		d.problem(key, i, "must not be empty: name the .py file that defines attention(q, k, v, *, causal, scale)")
+	case !strings.HasSuffix(f.Value, ".py"):
+		d.problem(key, i, "%q is not a .py file", f.Value)
+	case errors.Is(err, fs.ErrNotExist):
+		d.problem(key, i, "%s: no such file (paths are relative to the suite's folder)", path)
+	case err != nil:
+		d.problem(key, i, "%v", err)
+	case info.IsDir():
+		d.problem(key, i, "%s is a folder, not a .py file", path)
+	}
+	return path
 }
 
 // atLeast checks an integer setting against its lower bound.

@@ -32,11 +32,15 @@ type Config struct {
 	// imports it and builds Module.Backend(device).
 	Module string
 	// Scripts holds the plugin's own *.py files at its root, Module's
-	// among them (usually an embed.FS).
+	// among them (usually an embed.FS); nil when Module is one of the
+	// bridge's own (python-file's pyfile_backend).
 	Scripts fs.FS
 	// Output receives the worker's stdout and stderr; nil means the
 	// plugin's stderr at the time the worker starts.
 	Output io.Writer
+	// Env is added to the worker's environment (KEY=VALUE) and wins over
+	// the plugin's own; the python-file plugin names its file there.
+	Env []string
 }
 
 // Backend is an sdk.Backend whose calls are answered by a Python worker.
@@ -172,7 +176,7 @@ func (b *Backend) ensureWorker(ctx context.Context) (*worker, error) {
 		}
 		b.scriptsDir = dir
 	}
-	w, err := startWorker(Interpreter(), b.scriptsDir, b.config.Module, b.output())
+	w, err := startWorker(Interpreter(), b.scriptsDir, b.config.Module, b.config.Env, b.output())
 	if errors.Is(err, errPythonNotFound) {
 		b.unavailable = err.Error()
 		return nil, &unavailableError{b.unavailable}

@@ -14,9 +14,9 @@ import (
 //go:embed python/*.py
 var coreScripts embed.FS
 
-// writeScripts writes the core scripts and the plugin's own *.py files into
-// a new private directory and returns it. A plugin file may not shadow a
-// core one.
+// writeScripts writes the core scripts and the plugin's own *.py files (if
+// any) into a new private directory and returns it. A plugin file may not
+// shadow a core one.
 func writeScripts(name string, plugin fs.FS) (string, error) {
 	dir, err := os.MkdirTemp("", "flashcore-"+name+"-")
 	if err != nil {
@@ -26,7 +26,7 @@ func writeScripts(name string, plugin fs.FS) (string, error) {
 	if err == nil {
 		err = copyPython(dir, core, nil)
 	}
-	if err == nil {
+	if err == nil && plugin != nil {
 		err = copyPython(dir, plugin, core)
 	}
 	if err != nil {

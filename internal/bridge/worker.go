@@ -55,8 +55,8 @@ var errPythonNotFound = errors.New("python3 not found ($FLASHCORE_PYTHON or pyth
 
 // startWorker runs `python -u dir/worker_main.py module` with the request
 // and reply pipes on fds 3 and 4. Its stdout and stderr go to output (and
-// a tail buffer); it inherits the plugin's environment.
-func startWorker(python, dir, module string, output io.Writer) (*worker, error) {
+// a tail buffer); it inherits the plugin's environment, with env added.
+func startWorker(python, dir, module string, env []string, output io.Writer) (*worker, error) {
 	requestsRead, requestsWrite, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -74,6 +74,9 @@ func startWorker(python, dir, module string, output io.Writer) (*worker, error) 
 	combined := io.MultiWriter(output, w.output)
 	cmd.Stdout, cmd.Stderr = combined, combined
 	cmd.ExtraFiles = []*os.File{requestsRead, repliesWrite} // fds 3 and 4
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...) // the last of a duplicated key wins
+	}
 	cmd.WaitDelay = time.Second
 	isolate(cmd)
 	err = cmd.Start()

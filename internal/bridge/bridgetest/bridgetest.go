@@ -116,12 +116,12 @@ func Plugin(t testing.TB, name string) string {
 	return buildtest.Plugin(t, name, "plugins/"+name)
 }
 
-// StartPlugin runs binary as a go-plugin plugin, exactly as the host does,
+// StartPlugin runs binary (with args) as a go-plugin plugin, exactly as the host does,
 // and returns its Backend. The plugin's stderr is logged if t fails.
-func StartPlugin(t testing.TB, binary string) sdk.Backend {
+func StartPlugin(t testing.TB, binary string, args ...string) sdk.Backend {
 	t.Helper()
 	stderr := LogOnFailure(t, "plugin stderr")
-	client := plugin.NewClient(sdk.ClientConfig(exec.Command(binary), stderr, hclog.NewNullLogger()))
+	client := plugin.NewClient(sdk.ClientConfig(exec.Command(binary, args...), stderr, hclog.NewNullLogger()))
 	t.Cleanup(client.Kill) // runs before the logging above
 	backend, err := sdk.Dispense(client)
 	if err != nil {

@@ -61,7 +61,14 @@ def start(module_name):
         return core.Worker(module.Backend(device), device), None
     except Exception as exc:  # a backend that cannot start is unavailable, with its reason
         traceback.print_exc(file=sys.stderr)
-        return None, f"{module_name} failed to start: {type(exc).__name__}: {exc}"
+        return None, startup_failure(module_name, exc)
+
+
+def startup_failure(module_name, exc):
+    """Why a backend that raised while starting is unavailable. An exception
+    with an ``unavailable`` attribute carries the whole reason (the
+    python-file backend names the user's file and line there)."""
+    return getattr(exc, "unavailable", "") or f"{module_name} failed to start: {type(exc).__name__}: {exc}"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,400 @@
+"""The python-file backend: one user's .py file served as a FlashCore bench
+backend, with no Go to write.
+
+Where to start: ``Backend`` loads the file named by $FLASHCORE_PYTHON_FILE
+(the python-file plugin sets it) with ``load_kernel_file``, and serves it as
+one variant named $FLASHCORE_BACKEND_NAME. The file defines
+
+    def attention(q, k, v, *, causal: bool, scale: float) -> torch.Tensor
+
+with q [B, H, Sq, D] and k, v [B, H_kv, Sk, D] on the worker's device, and
+may define ``capabilities()`` (a dict of CAPABILITY_DEFAULTS' keys),
+``TUNABLES`` (name -> list of values; attention then takes ``config=``) and
+``setup(shape)``, called outside the timed region. The worker core
+(flashcore_worker.py) does everything else: loading and hashing the inputs,
+poisoning, the measurement contract, errors.
+
+A file that cannot be loaded makes the backend unavailable with a reason
+that names the file and the line (``FileUnavailable``); worker_main.py
+reports it as is.
+"""
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import platform
+import sys
+import traceback
+import types
+
+import flashcore_worker as core
+
+FILE_ENV = "FLASHCORE_PYTHON_FILE"
+NAME_ENV = "FLASHCORE_BACKEND_NAME"
+
+SIGNATURE = "attention(q, k, v, *, causal, scale)"
+
+# What a file that defines no capabilities() is assumed to run: everything.
+# The harness checks every output, so a shape the kernel gets wrong is a
+# FAIL row that says so; declare the limits and those cases become skips.
+CAPABILITY_DEFAULTS = {
+    "dtypes": ("fp16", "bf16", "fp32"),
+    "head_dims": (),  # any
+    "causal": True,  # causal masking (top-left aligned) supported
+    "non_causal": True,  # unmasked attention supported
+    "gqa": True,  # H_kv < H (grouped-query heads)
+    "unequal_lengths": True,  # Sq != Sk
+    "max_seq_len": 0,  # 0: no limit
+    "seq_multiple": 1,  # Sq and Sk must be multiples of it
+    "needs_gpu": False,
+}
+
+_DTYPE_NAMES = {"fp16": "fp16", "float16": "fp16", "half": "fp16", "bf16": "bf16", "bfloat16": "bf16",
+                "fp32": "fp32", "float32": "fp32", "float": "fp32"}
+
+
+class FileUnavailable(Exception):
+    """The file cannot be served. ``unavailable`` is the whole reason, which
+    worker_main.py passes on to the host unchanged."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.unavailable = reason
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_module(path):
+    """Imports the file at path as a module. Its folder goes on sys.path, so
+    it can import modules that sit beside it."""
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = stem if stem not in sys.modules and stem.isidentifier() else f"flashcore_user_{abs(hash(path))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise FileUnavailable(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and triton.jit look modules up by name
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        traceback.print_exc(file=sys.stderr)
+        raise FileUnavailable(f"{where(exc, path)}: import failed: {last_line(exc)}") from exc
+    return module
+
+
+def last_line(exc):
+    """The last line of the exception as Python prints it."""
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
+def where(exc, path):
+    """path:line of the innermost point of exc's traceback in path (the line
+    of a syntax error), or path alone."""
+    if isinstance(exc, SyntaxError) and exc.filename == path and exc.lineno:
+        return f"{path}:{exc.lineno}"
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__) if frame.filename == path]
+    return f"{path}:{lines[-1]}" if lines else path
+
+
+class KernelFile:
+    """What a loaded file offers, checked: its attention function, its
+    capabilities, its tunables and its setup."""
+
+    def __init__(self, path, module):
+        self.path = path
+        self.module = module
+        self.attention = module_function(module, path, "attention")
+        if self.attention is None:
+            raise FileUnavailable(f"{path} defines no function {SIGNATURE}")
+        self.setup = module_function(module, path, "setup")
+        self.tunables = parse_tunables(getattr(module, "TUNABLES", None), path)
+        params = self._parameters(self.attention, "attention")
+        for keyword in ("causal", "scale") + (("config",) if self.tunables else ()):
+            if not accepts(params, keyword):
+                extra = " (it defines TUNABLES)" if keyword == "config" else ""
+                raise FileUnavailable(f"{path}: attention{inspect.signature(self.attention)} takes no keyword "
+                                      f"{keyword!r}{extra}: define {SIGNATURE[:-1]}"
+                                      f"{', config' if self.tunables else ''})")
+        self.takes_out = "out" in params
+        self.setup_takes_config = self.setup is not None and accepts(self._parameters(self.setup, "setup"), "config")
+        self.capabilities = parse_capabilities(self._call_capabilities(), path)
+
+    def _parameters(self, fn, name):
+        try:
+            return inspect.signature(fn).parameters
+        except (TypeError, ValueError) as exc:
+            raise FileUnavailable(f"{self.path}: cannot read the signature of {name}: {exc}") from exc
+
+    def _call_capabilities(self):
+        fn = module_function(self.module, self.path, "capabilities")
+        if fn is None:
+            return {}
+        try:
+            return fn()
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            raise FileUnavailable(f"{where(exc, self.path)}: capabilities() failed: {last_line(exc)}") from exc
+
+
+def load_kernel_file(path):
+    """Loads and checks the file at path; raises FileUnavailable."""
+    if not os.path.isfile(path):
+        raise FileUnavailable(f"{path}: no such file")
+    return KernelFile(path, load_module(path))
+
+
+def module_function(module, path, name):
+    """module.name when it is callable, None when absent."""
+    fn = getattr(module, name, None)
+    if fn is not None and not callable(fn):
+        raise FileUnavailable(f"{path}: {name} is a {type(fn).__name__}, not a function")
+    return fn
+
+
+def accepts(params, keyword):
+    """Whether a function with these parameters can be called with keyword=."""
+    param = params.get(keyword)
+    if param is not None:
+        return param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
+    return any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+
+def parse_capabilities(caps, path):
+    """capabilities()'s dict over CAPABILITY_DEFAULTS, checked key by key."""
+    if not isinstance(caps, dict):
+        raise FileUnavailable(f"{path}: capabilities() returned {type(caps).__name__}, want a dict")
+    unknown = sorted(set(caps) - set(CAPABILITY_DEFAULTS))
+    if unknown:
+        raise FileUnavailable(f"{path}: capabilities() returned unknown key {unknown[0]!r} "
+                              f"(known: {', '.join(CAPABILITY_DEFAULTS)})")
+    out = dict(CAPABILITY_DEFAULTS)
+    for key, value in caps.items():
+        out[key] = _capability(key, value, path)
+    return out
+
+
+def _capability(key, value, path):
+    def bad(want):
+        return FileUnavailable(f"{path}: capabilities()[{key!r}] is {value!r}, want {want}")
+
+    default = CAPABILITY_DEFAULTS[key]
+    if key == "dtypes":
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise bad('a list such as ["fp16", "bf16"]')
+        names = [_DTYPE_NAMES.get(str(d).removeprefix("torch.")) for d in value]
+        if not names or None in names:
+            raise bad('a non-empty list of "fp16", "bf16", "fp32" (or torch dtypes)')
+        return tuple(dict.fromkeys(names))
+    if key == "head_dims":
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise bad("a list of ints (empty for any)")
+        dims = list(value)
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
+            raise bad("a list of positive ints (empty for any)")
+        return tuple(dims)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise bad("True or False")
+        return value
+    low = 1 if key == "seq_multiple" else 0
+    if value is None and key == "max_seq_len":
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise bad(f"an int of at least {low}")
+    return value
+
+
+def parse_tunables(tunables, path):
+    """TUNABLES as {name: {str(value): value}}, in the file's order; the
+    first value of each is its default."""
+    if tunables is None:
+        return {}
+    if not isinstance(tunables, dict):
+        raise FileUnavailable(f"{path}: TUNABLES is a {type(tunables).__name__}, want a dict of name -> list of values")
+    out = {}
+    for name, values in tunables.items():
+        if not isinstance(name, str) or not name:
+            raise FileUnavailable(f"{path}: TUNABLES has the name {name!r}, want a non-empty string")
+        if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__") or not list(values):
+            raise FileUnavailable(f"{path}: TUNABLES[{name!r}] is {values!r}, want a non-empty list of values")
+        by_text = {}
+        for value in values:
+            text = str(value)
+            if text in by_text:
+                raise FileUnavailable(f"{path}: TUNABLES[{name!r}] lists {text!r} twice")
+            by_text[text] = value
+        out[name] = by_text
+    return out
+
+
+# ---------------------------------------------------------------- serving
+
+
+def sha256_of(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def check_output(result, case, out, path):
+    """Raises when attention() returned something the host cannot check."""
+    import torch
+
+    told = f"attention() in {path}"
+    if not isinstance(result, torch.Tensor):
+        raise TypeError(f"{told} returned {type(result).__name__}, want a torch.Tensor [B, H, Sq, D]")
+    if tuple(result.shape) != case.shape.q_shape:
+        raise ValueError(f"{told} returned shape {tuple(result.shape)}, want {case.shape.q_shape} ([B, H, Sq, D], as q)")
+    if result.dtype != case.q.dtype:
+        raise ValueError(f"{told} returned {result.dtype}, want {case.q.dtype} (q's dtype)")
+    if result.device != case.q.device:
+        raise ValueError(f"{told} returned a tensor on {result.device}, want {case.q.device} (q's device)")
+    if out is not None and result.data_ptr() != out.data_ptr():
+        raise ValueError(f"{told} takes out= but returned another tensor: write into out and return it")
+
+
+def at_user_line(exc, path):
+    """exc, its traceback cut after the innermost frame in the user's file,
+    so the error the host shows points at the user's line rather than into
+    torch or triton. The full traceback is printed first (it goes to the
+    plugin's stderr, whose tail the row keeps)."""
+    entries = []
+    tb = exc.__traceback__
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    last = max((i for i, e in enumerate(entries) if e.tb_frame.f_code.co_filename == path), default=None)
+    if last is None or last == len(entries) - 1:
+        return exc
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    trimmed = None
+    for entry in reversed(entries[:last + 1]):
+        trimmed = types.TracebackType(trimmed, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return exc.with_traceback(trimmed)
+
+
+class Backend:
+    """One variant, named as the backend, running the file's attention."""
+
+    def __init__(self, device):
+        import torch
+
+        path = os.environ.get(FILE_ENV, "")
+        if not path:
+            raise FileUnavailable(f"${FILE_ENV} names no file: the python-file plugin runs the file a suite names")
+        self.device = device
+        self.path = os.path.abspath(path)
+        self.name = os.environ.get(NAME_ENV) or os.path.splitext(os.path.basename(path))[0]
+        self.file = load_kernel_file(self.path)
+        self.sha256 = sha256_of(self.path)
+        self.version = str(getattr(self.file.module, "__version__", "") or f"sha256:{self.sha256[:12]}")
+        self.build = (f"{self.path} (sha256 {self.sha256[:12]}), python {platform.python_version()}, "
+                      f"torch {torch.__version__}")
+        if device.type == "cuda":
+            self.build += f", CUDA {torch.version.cuda}"
+
+    def variants(self):
+        caps = self.file.capabilities
+        capabilities = core.capabilities(
+            caps["dtypes"], causal=caps["causal"], non_causal=caps["non_causal"],
+            grouped_query_heads=caps["gqa"], unequal_seq_lens=caps["unequal_lengths"],
+            head_dims=caps["head_dims"], max_seq_len=caps["max_seq_len"], needs_gpu=caps["needs_gpu"])
+        tunables = [{"name": name, "values": list(values), "default": next(iter(values)),
+                     "description": f"TUNABLES[{name!r}] of {os.path.basename(self.path)}"}
+                    for name, values in self.file.tunables.items()]
+        variant = {"name": self.name, "description": self._description(), "capabilities": capabilities}
+        if tunables:
+            variant["tunables"] = tunables
+        return [variant]
+
+    def _description(self):
+        doc = inspect.getdoc(self.file.module) or ""
+        text = doc.splitlines()[0] if doc else f"attention() of {os.path.basename(self.path)}"
+        multiple = self.file.capabilities["seq_multiple"]
+        if multiple > 1:
+            text += f"; Sq and Sk must be multiples of {multiple} (other cases are skipped)"
+        return text
+
+    def prepare(self, case):
+        gap = self._seq_gap(case.shape)
+        if gap:
+            raise core.Unsupported(f"{self.name}: {gap}")
+        config = self._config(case.tunables)
+        self._setup(case, config)
+        out = None
+        if self.file.takes_out:
+            import torch
+
+            out = torch.empty(case.shape.q_shape, dtype=case.q.dtype, device=case.device)
+        run = self._runner(case, config, out)
+        try:
+            first = run()
+        except NotImplementedError as refused:
+            raise core.Unsupported(f"{self.name}: {refused or 'attention() raised NotImplementedError'}") from refused
+        check_output(first, case, out, self.path)
+        return core.Kernel(run, facts=self._facts(config, out), output=out)
+
+    def _seq_gap(self, shape):
+        multiple = self.file.capabilities["seq_multiple"]
+        if multiple > 1 and (shape.seq_q % multiple or shape.seq_k % multiple):
+            return f"Sq {shape.seq_q} and Sk {shape.seq_k} must be multiples of {multiple}"
+        return None
+
+    def _config(self, chosen):
+        """The values of every tunable: the suite's choice, else the first."""
+        config = {}
+        for name, values in self.file.tunables.items():
+            text = chosen.get(name)
+            if text is not None and text not in values:
+                raise ValueError(f"tunable {name}: value {text!r} not in TUNABLES (allowed: {', '.join(values)})")
+            config[name] = values[text] if text is not None else next(iter(values.values()))
+        unknown = sorted(set(chosen) - set(self.file.tunables))
+        if unknown:
+            raise ValueError(f"unknown tunable {unknown[0]!r}: {os.path.basename(self.path)} defines "
+                             f"{', '.join(self.file.tunables) or 'no TUNABLES'}")
+        return config
+
+    def _setup(self, case, config):
+        if self.file.setup is None:
+            return
+        kwargs = {"config": config} if self.file.tunables and self.file.setup_takes_config else {}
+        try:
+            self.file.setup(case.shape, **kwargs)
+        except NotImplementedError as refused:
+            raise core.Unsupported(f"{self.name}: {refused or 'setup() raised NotImplementedError'}") from refused
+        except Exception as exc:
+            raise at_user_line(exc, self.path)
+
+    def _runner(self, case, config, out):
+        """One call of the file's attention on the case, as the timed
+        region calls it. The try costs nothing unless it raises."""
+        attention, path = self.file.attention, self.path
+        q, k, v = case.q, case.k, case.v
+        kwargs = {"causal": case.shape.causal, "scale": case.shape.scale}
+        if self.file.tunables:
+            kwargs["config"] = config
+        if out is not None:
+            kwargs["out"] = out
+
+        def run():
+            try:
+                return attention(q, k, v, **kwargs)
+            except NotImplementedError:
+                raise
+            except Exception as exc:
+                raise at_user_line(exc, path)
+
+        return run
+
+    def _facts(self, config, out):
+        facts = {"file": self.path, "file_sha256": self.sha256}
+        if config:
+            facts["config"] = ", ".join(f"{name}={value}" for name, value in config.items())
+        facts["output_poison"] = ("applied: attention(out=) writes the buffer the harness poisons" if out is not None
+                                  else "not applied: attention() allocates its output; the returned tensor is written")
+        return facts

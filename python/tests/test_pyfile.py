@@ -1,0 +1,330 @@
+"""The python-file backend (internal/bridge/python/pyfile_backend.py): how it
+loads a user's file, reads capabilities() and TUNABLES, and serves the file
+through the worker core; and the examples under examples/python."""
+
+import ast
+import pathlib
+import sys
+import textwrap
+import types
+
+import pytest
+import torch
+
+import flashcore_worker as core
+import pyfile_backend as pyfile
+import worker_main
+from helpers import assert_close, make_case, read_output, reference, shape
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
+QUICK = {"warmup_runs": 1, "warmup_time": 0, "min_samples": 3, "max_samples": 6, "target_noise": 0.5,
+         "time_cap": 5_000_000_000, "l2": "hot", "call_samples": 2}
+CPU = torch.device("cpu")
+
+SDPA_FILE = """
+import torch.nn.functional as F
+
+def attention(q, k, v, *, causal, scale):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
+                                          enable_gqa=q.shape[1] != k.shape[1])
+"""
+
+
+def write(tmp_path, source, name="kernel.py"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return str(path)
+
+
+def served(monkeypatch, path, name="my-kernel"):
+    """A worker serving the file at path, as the python-file plugin starts it."""
+    monkeypatch.setenv(pyfile.FILE_ENV, path)
+    monkeypatch.setenv(pyfile.NAME_ENV, name)
+    return core.Worker(pyfile.Backend(CPU), CPU)
+
+
+def unavailable(path):
+    with pytest.raises(pyfile.FileUnavailable) as caught:
+        pyfile.load_kernel_file(path)
+    return caught.value.unavailable
+
+
+# ---------------------------------------------------------------- loading
+
+
+def test_a_file_without_capabilities_gets_the_documented_defaults(tmp_path):
+    f = pyfile.load_kernel_file(write(tmp_path, SDPA_FILE))
+    assert f.capabilities == pyfile.CAPABILITY_DEFAULTS
+    assert f.tunables == {} and f.setup is None and not f.takes_out
+
+
+def test_capabilities_are_read_key_by_key(tmp_path):
+    path = write(tmp_path, SDPA_FILE + """
+import torch
+def capabilities():
+    return {"dtypes": [torch.float16, "bf16"], "head_dims": [64, 128], "causal": False, "gqa": False,
+            "unequal_lengths": False, "max_seq_len": 4096, "seq_multiple": 64}
+""")
+    caps = pyfile.load_kernel_file(path).capabilities
+    assert caps["dtypes"] == ("fp16", "bf16")
+    assert caps["head_dims"] == (64, 128)
+    assert (caps["causal"], caps["non_causal"], caps["gqa"], caps["unequal_lengths"]) == (False, True, False, False)
+    assert (caps["max_seq_len"], caps["seq_multiple"], caps["needs_gpu"]) == (4096, 64, False)
+
+
+@pytest.mark.parametrize("body, message", [
+    ('{"dtype": ["fp16"]}', "capabilities() returned unknown key 'dtype' (known: dtypes, head_dims"),
+    ('{"dtypes": "fp16"}', "capabilities()['dtypes'] is 'fp16', want a list"),
+    ('{"dtypes": ["fp8"]}', "capabilities()['dtypes'] is ['fp8'], want a non-empty list"),
+    ('{"head_dims": [64, "128"]}', "capabilities()['head_dims'] is [64, '128'], want a list of positive ints"),
+    ('{"causal": 1}', "capabilities()['causal'] is 1, want True or False"),
+    ('{"seq_multiple": 0}', "capabilities()['seq_multiple'] is 0, want an int of at least 1"),
+    ('[("dtypes", ["fp16"])]', "capabilities() returned list, want a dict"),
+    ('1 / 0', ":10: capabilities() failed: ZeroDivisionError: division by zero"),
+])
+def test_bad_capabilities_name_the_file_and_the_key(tmp_path, body, message):
+    path = write(tmp_path, SDPA_FILE + f"\n\ndef capabilities():\n    return {body}\n")
+    reason = unavailable(path)
+    assert reason.startswith(path) and message in reason, reason
+
+
+def test_an_import_error_names_the_file_its_line_and_the_last_line(tmp_path):
+    path = write(tmp_path, "import torch\nimport flash_attn_not_installed\n" + SDPA_FILE)
+    assert unavailable(path) == (f"{path}:2: import failed: "
+                                 "ModuleNotFoundError: No module named 'flash_attn_not_installed'")
+
+
+def test_a_syntax_error_names_its_line(tmp_path):
+    path = write(tmp_path, "import torch\n\ndef attention(q, k, v, *, causal, scale)\n    return q\n")
+    reason = unavailable(path)
+    assert reason.startswith(f"{path}:3: import failed: SyntaxError"), reason
+
+
+def test_an_error_raised_deeper_names_the_files_line(tmp_path):
+    write(tmp_path, "def find_gpu():\n    raise RuntimeError('no GPU found')\n", name="gpu_lookup.py")
+    path = write(tmp_path, "import gpu_lookup\n\ngpu_lookup.find_gpu()\n")
+    assert unavailable(path) == f"{path}:3: import failed: RuntimeError: no GPU found"
+
+
+@pytest.mark.parametrize("source, message", [
+    ("x = 1\n", "defines no function attention(q, k, v, *, causal, scale)"),
+    ("attention = 3\n", "attention is a int, not a function"),
+    ("def attention(q, k, v, causal):\n    return q\n", "takes no keyword 'scale'"),
+    ("def attention(q, k, v, *, causal, scale):\n    return q\nTUNABLES = {'block': [64]}\n",
+     "takes no keyword 'config' (it defines TUNABLES)"),
+    ("def attention(q, k, v, **kw):\n    return q\nTUNABLES = {'block': []}\n", "TUNABLES['block'] is [], want a non-empty list"),
+    ("def attention(q, k, v, **kw):\n    return q\nTUNABLES = {'block': [64, '64']}\n", "TUNABLES['block'] lists '64' twice"),
+    ("def attention(q, k, v, **kw):\n    return q\nTUNABLES = [64]\n", "TUNABLES is a list, want a dict"),
+])
+def test_a_file_that_breaks_the_contract_is_unavailable_with_the_reason(tmp_path, source, message):
+    path = write(tmp_path, source)
+    reason = unavailable(path)
+    assert reason.startswith(path) and message in reason, reason
+
+
+def test_keyword_arguments_may_arrive_through_kwargs(tmp_path):
+    f = pyfile.load_kernel_file(write(tmp_path, "def attention(q, k, v, **options):\n    return q\n"))
+    assert f.attention is not None
+
+
+def test_worker_main_reports_the_files_reason_as_is():
+    exc = pyfile.FileUnavailable("/k/my_fa.py:2: import failed: ModuleNotFoundError: No module named 'flash_attn'")
+    assert worker_main.startup_failure("pyfile_backend", exc) == exc.unavailable
+    assert worker_main.startup_failure("sdpa_backend", ValueError("x")) == "sdpa_backend failed to start: ValueError: x"
+
+
+def test_the_backend_refuses_to_start_without_a_file(monkeypatch):
+    monkeypatch.delenv(pyfile.FILE_ENV, raising=False)
+    with pytest.raises(pyfile.FileUnavailable, match="names no file"):
+        pyfile.Backend(CPU)
+
+
+# ---------------------------------------------------------------- serving
+
+
+def test_describe_offers_one_variant_named_as_the_backend_with_its_tunables(tmp_path, monkeypatch):
+    path = write(tmp_path, '"""Blocked attention."""\n' + SDPA_FILE.replace("scale):", "scale, config):") +
+                 "\nTUNABLES = {'BLOCK_M': [64, 128], 'stages': [2, 3]}\n"
+                 "def capabilities():\n    return {'seq_multiple': 16, 'needs_gpu': False}\n")
+    d = served(monkeypatch, path).describe({})
+    (variant,) = d["variants"]
+    assert variant["name"] == "my-kernel"
+    assert variant["description"] == "Blocked attention.; Sq and Sk must be multiples of 16 (other cases are skipped)"
+    assert variant["tunables"] == [
+        {"name": "BLOCK_M", "values": ["64", "128"], "default": "64", "description": "TUNABLES['BLOCK_M'] of kernel.py"},
+        {"name": "stages", "values": ["2", "3"], "default": "2", "description": "TUNABLES['stages'] of kernel.py"},
+    ]
+    assert variant["capabilities"] == core.capabilities(("fp16", "bf16", "fp32"))
+    assert d["version"].startswith("sha256:") and path in d["build"]
+
+
+@pytest.mark.parametrize("s", [
+    shape(1, 4, 2, 33, 47, 16, True, "fp16"),
+    shape(2, 2, 2, 24, 24, 32, False, "fp32"),
+    shape(1, 2, 1, 20, 9, 16, True, "bf16"),
+])
+def test_a_file_runs_through_the_worker_core(tmp_path, monkeypatch, s):
+    worker = served(monkeypatch, str(EXAMPLES / "torch_attention.py"))
+    params, (q, k, v), digest = make_case(tmp_path, s, "my-kernel")
+    prepared = worker.prepare(params)
+    assert prepared["loaded_sha256"] == digest and "diagnostics" not in prepared
+    assert prepared["facts"]["output_poison"].startswith("not applied")
+    worker.fetch({"case_id": "case"})
+    assert_close(read_output(params["files"]["Output"], s), reference(q, k, v, s.causal), s.dtype)
+    samples = worker.run({"case_id": "case", "measurement": QUICK})
+    assert samples["method"] == "wall-clock" and len(samples["kernel_times"]) >= 3
+
+
+def test_the_chosen_tunables_arrive_as_config_values(tmp_path, monkeypatch):
+    seen = tmp_path / "seen.txt"
+    path = write(tmp_path, SDPA_FILE.replace("scale):", "scale, config):\n    open(%r, 'w').write(repr(config))" % str(seen)) +
+                 "\nTUNABLES = {'BLOCK_M': [64, 128], 'warps': [4, 8]}\n")
+    worker = served(monkeypatch, path)
+    params, _, _ = make_case(tmp_path, shape(1, 1, 1, 8, 8, 16, False, "fp32"), "my-kernel")
+    worker.prepare({**params, "tunables": {"BLOCK_M": "128"}})
+    assert seen.read_text() == "{'BLOCK_M': 128, 'warps': 4}"
+    with pytest.raises(ValueError, match="value '96' not in TUNABLES"):
+        worker.prepare({**params, "tunables": {"BLOCK_M": "96"}})
+
+
+def test_sequence_multiples_and_setup_refusals_are_skips(tmp_path, monkeypatch):
+    path = write(tmp_path, SDPA_FILE + """
+def capabilities():
+    return {"seq_multiple": 16}
+
+def setup(shape):
+    if shape.causal:
+        raise NotImplementedError("no causal masking yet")
+""")
+    worker = served(monkeypatch, path)
+    for s, reason in ((shape(1, 1, 1, 24, 32, 16, False, "fp32"), "my-kernel: Sq 24 and Sk 32 must be multiples of 16"),
+                      (shape(1, 1, 1, 16, 32, 16, True, "fp32"), "my-kernel: no causal masking yet")):
+        params, _, _ = make_case(tmp_path, s, "my-kernel")
+        (diagnostic,) = worker.prepare(params)["diagnostics"]
+        assert (diagnostic["severity"], diagnostic["summary"]) == ("unsupported", reason)
+
+
+def test_an_out_parameter_gets_a_buffer_the_core_poisons(tmp_path, monkeypatch):
+    path = write(tmp_path, SDPA_FILE.replace("def attention(q, k, v, *, causal, scale):\n    return ",
+                                             "def attention(q, k, v, *, causal, scale, out):\n    out[:, :, 1:] = ")
+                 .replace("enable_gqa=q.shape[1] != k.shape[1])", "enable_gqa=q.shape[1] != k.shape[1])[:, :, 1:]\n    return out"))
+    worker = served(monkeypatch, path)
+    s = shape(1, 2, 2, 6, 6, 16, False, "fp16")
+    params, _, _ = make_case(tmp_path, s, "my-kernel")
+    assert worker.prepare(params)["facts"]["output_poison"].startswith("applied")
+    worker.fetch({"case_id": "case"})
+    out = read_output(params["files"]["Output"], s)
+    # The kernel skips row 0: the poison the core put there is what the host sees.
+    assert bool((out[:, :, 0].contiguous().view(torch.uint8) == core.POISON_BYTE).all())
+    assert not torch.isnan(out[:, :, 1:]).any()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("return (q,)", "returned tuple, want a torch.Tensor"),
+    ("return q.float()", "returned torch.float32, want torch.float16 (q's dtype)"),
+    ("return q[:, :, :-1]", "returned shape (1, 2, 5, 16), want (1, 2, 6, 16)"),
+])
+def test_a_result_the_host_cannot_check_is_an_error_naming_the_file(tmp_path, monkeypatch, body, message):
+    path = write(tmp_path, f"def attention(q, k, v, *, causal, scale):\n    {body}\n")
+    worker = served(monkeypatch, path)
+    params, _, _ = make_case(tmp_path, shape(1, 2, 2, 6, 6, 16, False, "fp16"), "my-kernel")
+    with pytest.raises((TypeError, ValueError)) as caught:
+        worker.prepare(params)
+    assert f"attention() in {path}" in str(caught.value) and message in str(caught.value)
+
+
+def test_an_error_inside_torch_points_at_the_users_line(tmp_path, monkeypatch):
+    path = write(tmp_path, "import torch\n\ndef attention(q, k, v, *, causal, scale):\n"
+                 "    scores = q @ k.transpose(-1, -2)\n    return torch.matmul(scores, q)\n")
+    worker = served(monkeypatch, path)
+    params, _, _ = make_case(tmp_path, shape(1, 2, 2, 6, 9, 16, False, "fp32"), "my-kernel")
+    with pytest.raises(RuntimeError) as caught:
+        worker.prepare(params)
+    assert core.error_payload(caught.value)["message"].endswith("(kernel.py:5 in attention)")
+
+
+# ---------------------------------------------------------------- examples
+
+
+def test_the_plain_torch_example_is_under_30_lines():
+    assert len((EXAMPLES / "torch_attention.py").read_text().splitlines()) < 30
+
+
+@pytest.mark.parametrize("name", ["torch_attention.py", "triton_attention.py", "flash_attn_wrapper.py"])
+def test_every_example_parses_and_defines_attention(name):
+    tree = ast.parse((EXAMPLES / name).read_text(), filename=name)
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    attention = functions["attention"]
+    assert [a.arg for a in attention.args.args] == ["q", "k", "v"]
+    assert {"causal", "scale"} <= {a.arg for a in attention.args.kwonlyargs}
+
+
+@pytest.fixture
+def fake_flash_attn(monkeypatch):
+    """flash_attn.flash_attn_func on the CPU, [B, S, H, D] in and out, with
+    flash-attn's bottom-right causal alignment, so the wrapper's layout
+    handling and its refusal are tested without a GPU."""
+
+    def flash_attn_func(q, k, v, softmax_scale=None, causal=False):
+        assert q.shape[2] % k.shape[2] == 0 and q.shape[-1] == k.shape[-1], "layout [B, S, H, D] expected"
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        group = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        scores = (q.double() @ k.double().transpose(-1, -2)) * softmax_scale
+        if causal:
+            sq, sk = q.shape[2], k.shape[2]
+            rows, cols = torch.arange(sq)[:, None], torch.arange(sk)[None, :]
+            scores = scores.masked_fill(cols > rows + sk - sq, float("-inf"))
+        return (scores.softmax(-1) @ v.double()).to(q.dtype).transpose(1, 2)
+
+    monkeypatch.setitem(sys.modules, "flash_attn", types.SimpleNamespace(flash_attn_func=flash_attn_func))
+
+
+def flash_attn_worker(monkeypatch):
+    """The wrapper served on the CPU: its needs_gpu is lifted for the fake."""
+    worker = served(monkeypatch, str(EXAMPLES / "flash_attn_wrapper.py"))
+    worker._variants["my-kernel"]["capabilities"]["needs_gpu"] = False
+    return worker
+
+
+@pytest.mark.parametrize("s", [shape(1, 4, 2, 12, 12, 16, True, "fp16"), shape(2, 2, 2, 7, 13, 16, False, "bf16")])
+def test_the_flash_attn_wrapper_transposes_both_ways(tmp_path, monkeypatch, fake_flash_attn, s):
+    worker = flash_attn_worker(monkeypatch)
+    params, (q, k, v), _ = make_case(tmp_path, s, "my-kernel")
+    worker.prepare(params)
+    worker.fetch({"case_id": "case"})
+    assert_close(read_output(params["files"]["Output"], s), reference(q, k, v, s.causal), s.dtype)
+
+
+def test_the_flash_attn_wrapper_refuses_causal_with_unequal_lengths(tmp_path, monkeypatch, fake_flash_attn):
+    worker = flash_attn_worker(monkeypatch)
+    params, _, _ = make_case(tmp_path, shape(1, 2, 2, 8, 12, 16, True, "fp16"), "my-kernel")
+    (diagnostic,) = worker.prepare(params)["diagnostics"]
+    assert diagnostic["severity"] == "unsupported" and "bottom-right" in diagnostic["summary"]
+
+
+def test_the_triton_example_under_the_interpreter(tmp_path, monkeypatch):
+    """The Triton example declares needs_gpu (the interpreter is far too slow
+    to benchmark), but its kernel is checked here on the CPU all the same."""
+    if not torch.cuda.is_available():
+        monkeypatch.setenv("TRITON_INTERPRET", "1")  # read when triton.jit wraps the kernel
+    f = pyfile.load_kernel_file(str(EXAMPLES / "triton_attention.py"))
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    for s, config in ((shape(1, 2, 1, 40, 72, 16, True, "fp16"), {"BLOCK_M": 32, "BLOCK_N": 16}),
+                      (shape(1, 2, 2, 33, 20, 32, False, "fp16"), {"BLOCK_M": 16, "BLOCK_N": 16})):
+        gen = torch.Generator().manual_seed(3)
+        q, k, v = (torch.randn(dims, generator=gen).half() for dims in (s.q_shape, s.kv_shape, s.kv_shape))
+        out = torch.empty_like(q, device=device)
+        got = f.attention(q.to(device), k.to(device), v.to(device), causal=s.causal, scale=s.scale,
+                          config=config, out=out)
+        assert got is out
+        assert_close(got.cpu(), reference(q, k, v, s.causal), s.dtype)
+
+
+def test_the_torch_example_matches_the_reference_across_dtypes():
+    f = pyfile.load_kernel_file(str(EXAMPLES / "torch_attention.py"))
+    for s in (shape(1, 8, 2, 17, 29, 64, True, "bf16"), shape(1, 2, 2, 5, 5, 128, False, "fp32")):
+        gen = torch.Generator().manual_seed(1)
+        q, k, v = (torch.randn(d, generator=gen).to(getattr(torch, {"bf16": "bfloat16", "fp32": "float32"}[s.dtype]))
+                   for d in (s.q_shape, s.kv_shape, s.kv_shape))
+        assert_close(f.attention(q, k, v, causal=s.causal, scale=s.scale), reference(q, k, v, s.causal), s.dtype)
