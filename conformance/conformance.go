@@ -39,6 +39,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ type Options struct {
 	Binary string
 	// Env is added to the plugin's environment.
 	Env []string
+	// PythonFile, for the python-file runner, is the backend file it
+	// serves; the backend is then named after the file.
+	PythonFile string
 	// RuntimeSkipsAllowed lets a variant answer Unsupported at Prepare for a
 	// case inside its declared capabilities. Only backends whose library
 	// decides at run time (PyTorch's SDPA dispatch) should set it.
@@ -108,7 +112,7 @@ type kit struct {
 
 func start(t *testing.T, opts Options) *host.Instance {
 	t.Helper()
-	inst, err := host.Start(context.Background(), host.Plugin{Name: filepath.Base(opts.Binary), Path: opts.Binary}, host.Options{Env: opts.Env})
+	inst, err := host.Start(context.Background(), pluginOf(opts), host.Options{Env: opts.Env})
 	if err != nil {
 		if se, ok := host.IsStartError(err); ok && se.Unavailable {
 			t.Skipf("plugin unavailable here: %s", se.Reason)
@@ -370,4 +374,13 @@ func unsupportedIn(diags []sdk.Diagnostic) string {
 		}
 	}
 	return ""
+}
+
+// pluginOf is the plugin opts describe, as the host starts it.
+func pluginOf(opts Options) host.Plugin {
+	if opts.PythonFile != "" {
+		name := strings.TrimSuffix(filepath.Base(opts.PythonFile), ".py")
+		return host.Plugin{Name: name, Path: opts.Binary, PythonFile: opts.PythonFile}
+	}
+	return host.Plugin{Name: filepath.Base(opts.Binary), Path: opts.Binary}
 }
