@@ -78,6 +78,8 @@ class Backend:
             F.scaled_dot_product_attention, case.q, case.k, case.v,
             is_causal=case.shape.causal, scale=case.shape.scale, enable_gqa=case.shape.grouped)
         kernel = core.Kernel(run, facts=self._facts(pinned), session=session)
+        if pinned == SDPBackend.MATH and self.device.type == "cuda":
+            refuse_unfitting_math(case)
         probe(kernel, case)
         return kernel
 
@@ -87,6 +89,25 @@ class Backend:
             "sdp_backend": pinned.name if pinned is not None else "PyTorch's choice",
             "output_poison": "not applied: SDPA allocates its output; the returned tensor is written",
         }
+
+
+# PyTorch's math path materialises the scores and their softmax: measured
+# on an H100 at B1 H32 S16384, a call allocates about 9.6 bytes per (query,
+# key) pair at its peak, fp16 and head dims 64 and 128 alike.
+MATH_BYTES_PER_PAIR = 10
+
+
+def refuse_unfitting_math(case):
+    """Unsupported when the math path's intermediates cannot fit in the
+    device memory free now, rather than an out-of-memory error mid-row."""
+    s = case.shape
+    need = MATH_BYTES_PER_PAIR * s.batch * s.heads * s.seq_q * s.seq_k
+    free, _ = torch.cuda.mem_get_info()
+    if need > free:
+        raise core.Unsupported(
+            f"sdpa-math needs about {need / 2**30:.0f} GiB for its B·H·Sq·Sk intermediates; "
+            f"{free / 2**30:.0f} GiB of device memory is free",
+            f"{MATH_BYTES_PER_PAIR} bytes per (query, key) pair, measured on an H100")
 
 
 def probe(kernel, case):
