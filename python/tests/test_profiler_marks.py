@@ -65,6 +65,8 @@ def test_prepare_keeps_the_rows_label(tmp_path):
     worker = core.Worker(probe_backend.Backend(device), device)
     params, _, _ = make_case(tmp_path, shape(1, 2, 2, 4, 4, 8, False, "fp32"), "math", case_id="c7")
     params["tunables"] = {"b": "2", "a": "1"}
+    # The worker refuses tunables a variant does not declare: declare these.
+    worker._variants["math"]["tunables"] = [{"name": "a", "values": ["1"]}, {"name": "b", "values": ["2"]}]
     worker.prepare(params)
     assert worker.cases["c7"].label == "math[a=1,b=2]"
     assert worker.cases["c7"].case_id == "c7"

@@ -183,8 +183,8 @@ def test_the_chosen_tunables_arrive_as_config_values(tmp_path, monkeypatch):
     params, _, _ = make_case(tmp_path, shape(1, 1, 1, 8, 8, 16, False, "fp32"), "my-kernel")
     worker.prepare({**params, "tunables": {"BLOCK_M": "128"}})
     assert seen.read_text() == "{'BLOCK_M': 128, 'warps': 4}"
-    with pytest.raises(ValueError, match="value '96' not in TUNABLES"):
-        worker.prepare({**params, "tunables": {"BLOCK_M": "96"}})
+    (refusal,) = worker.prepare({**params, "tunables": {"BLOCK_M": "96"}})["diagnostics"]
+    assert refusal["severity"] == "unsupported" and "BLOCK_M: '96' is not one of 64, 128" in refusal["summary"]
 
 
 def test_sequence_multiples_and_setup_refusals_are_skips(tmp_path, monkeypatch):
