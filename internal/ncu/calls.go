@@ -28,19 +28,31 @@ func CallRange(row RowKey, n int) string {
 }
 
 // parseCallRange is CallRange backwards; false for any other name (a
-// kernel ncu did not rename because it ran outside every range).
+// kernel ncu did not rename because it ran outside every range). ncu's
+// renamed kernel names vary by release: the range alone, the range and
+// the kernel's own name after a "/", or the outer range before it
+// ("flashcore/flashcore call ... #3/kernel"); each is accepted.
 func parseCallRange(name string) (RowKey, int, bool) {
-	rest, ok := strings.CutPrefix(name, "flashcore call ")
+	at := strings.Index(name, "flashcore call ")
+	if at < 0 {
+		return RowKey{}, 0, false
+	}
+	rest := name[at+len("flashcore call "):]
+	caseID, rest, ok := strings.Cut(rest, " ")
 	if !ok {
 		return RowKey{}, 0, false
 	}
-	i := strings.LastIndex(rest, " #")
+	i := strings.Index(rest, " #")
 	if i < 0 {
 		return RowKey{}, 0, false
 	}
-	n, err := strconv.Atoi(rest[i+2:])
-	caseID, label, ok := strings.Cut(rest[:i], " ")
-	if err != nil || !ok || n < 1 {
+	label, digits := rest[:i], rest[i+2:]
+	end := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' })
+	if end >= 0 {
+		digits = digits[:end]
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 1 || label == "" {
 		return RowKey{}, 0, false
 	}
 	return RowKey{CaseID: caseID, Label: label}, n, true
@@ -87,10 +99,11 @@ func CallsByRange(kernels, renamed []Kernel) ([]Call, error) {
 		if !ok {
 			continue
 		}
-		i, seen := index[name]
+		key := CallRange(row, n)
+		i, seen := index[key]
 		if !seen {
 			i = len(calls)
-			index[name] = i
+			index[key] = i
 			calls = append(calls, Call{Row: row, N: n})
 		}
 		calls[i].Kernels = append(calls[i].Kernels, k)

@@ -111,6 +111,10 @@ func TestMetricValue(t *testing.T) {
 	}{
 		{"nsecond", "8,416", 8416, true},
 		{"usecond", "7.97", 7970, true},
+		{"us", "29.15", 29150, true}, // ncu 2025 prints the short names
+		{"ns", "812", 812, true},
+		{"ms", "1.5", 1.5e6, true},
+		{"KB", "35.6", 35600, true},
 		{"msecond", "1.80", 1.8e6, true},
 		{"second", "0.5", 0.5e9, true},
 		{"Kbyte/block", "36.48", 36480, true},
@@ -139,6 +143,17 @@ func TestCallRangeRoundTrip(t *testing.T) {
 		got, n, ok := parseCallRange(CallRange(row, 17))
 		if !ok || got != row || n != 17 {
 			t.Errorf("parseCallRange(CallRange(%v, 17)) = %v, %d, %v", row, got, n, ok)
+		}
+	}
+	// As ncu prints renamed kernels: the range and the kernel's name after
+	// a "/" (seen on an H100 with ncu 2025), or the outer range first.
+	sdpa := RowKey{"b1-h8-s512-d64-fp16", "sdpa-math"}
+	for _, name := range []string{
+		"flashcore call b1-h8-s512-d64-fp16 sdpa-math #3/void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 3)]>(int, T1)",
+		"flashcore/flashcore call b1-h8-s512-d64-fp16 sdpa-math #3/softmax_warp_forward",
+	} {
+		if got, n, ok := parseCallRange(name); !ok || got != sdpa || n != 3 {
+			t.Errorf("parseCallRange(%q) = %v, %d, %v", name, got, n, ok)
 		}
 	}
 	for _, name := range []string{"attn_fwd_fp16_d64", "flashcore", "flashcore call x", "flashcore call c l #0", "flashcore call c l #x"} {

@@ -19,8 +19,12 @@ func unitScale(unit string) float64 {
 	return scale
 }
 
-// timeScale is each time unit in nanoseconds.
-var timeScale = map[string]float64{"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
+// timeScale is each time unit in nanoseconds. Releases of ncu from 2023 on
+// print the short names (ns, us, ms, s); earlier ones the long names.
+var timeScale = map[string]float64{
+	"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9,
+	"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9,
+}
 
 // bytePrefixes are ncu's decimal prefixes of byte.
 var bytePrefixes = map[string]float64{"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
@@ -29,9 +33,11 @@ func prefixScale(unit string) float64 {
 	if t, ok := timeScale[unit]; ok {
 		return t
 	}
-	if p, ok := strings.CutSuffix(unit, "byte"); ok {
-		if s, ok := bytePrefixes[p]; ok {
-			return s
+	for _, suffix := range []string{"byte", "B"} {
+		if p, ok := strings.CutSuffix(unit, suffix); ok {
+			if s, ok := bytePrefixes[p]; ok {
+				return s
+			}
 		}
 	}
 	return 1
