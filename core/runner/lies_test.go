@@ -147,7 +147,6 @@ head_dim = 64
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	run, err := Run(context.Background(), Config{Suite: s, Plugins: plugins, ResultsPath: filepath.Join(t.TempDir(), "r.json")})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -163,9 +162,6 @@ head_dim = 64
 	}
 	if run.Cases[0].InputSHA256 != "" {
 		t.Errorf("inputs were generated for a case no row runs")
-	}
-	if took := time.Since(start); took > 20*time.Second {
-		t.Errorf("refusing took %s", took)
 	}
 }
 
