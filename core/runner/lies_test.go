@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,5 +183,29 @@ func TestRunInterruptedBeforeItsFirstRowListsNoResults(t *testing.T) {
 	}
 	if strings.Contains(string(raw), "null") || !strings.Contains(string(raw), `"results": []`) {
 		t.Errorf("results file of an interrupted run:\n%s", raw)
+	}
+}
+
+// TestWorkDirsOfDeadHostsAreRemoved: a host killed by SIGKILL cannot
+// remove its work directory; the next run removes it, and keeps those of
+// hosts still alive.
+func TestWorkDirsOfDeadHostsAreRemoved(t *testing.T) {
+	dir := t.TempDir()
+	dead := filepath.Join(dir, "flashcore-run-2147483646-123")
+	alive := filepath.Join(dir, fmt.Sprintf("flashcore-run-%d-456", os.Getppid()))
+	other := filepath.Join(dir, "something-else")
+	for _, d := range []string{dead, alive, other} {
+		if err := os.MkdirAll(filepath.Join(d, "case-000"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeAbandonedWorkDirs(dir)
+	for _, c := range []struct {
+		path string
+		kept bool
+	}{{dead, false}, {alive, true}, {other, true}} {
+		if _, err := os.Stat(c.path); (err == nil) != c.kept {
+			t.Errorf("%s: kept %v, want %v", filepath.Base(c.path), err == nil, c.kept)
+		}
 	}
 }

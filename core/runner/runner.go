@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flashcore/bench/core/host"
@@ -167,5 +170,24 @@ func makeWorkDir(dir string) (string, error) {
 			dir = "/dev/shm"
 		}
 	}
-	return os.MkdirTemp(dir, "flashcore-run-")
+	removeAbandonedWorkDirs(dir)
+	return os.MkdirTemp(dir, fmt.Sprintf("flashcore-run-%d-", os.Getpid()))
+}
+
+// removeAbandonedWorkDirs removes the work directories of earlier runs
+// whose host is gone (killed before it could clean up: SIGKILL leaves no
+// chance). A directory's name carries its host's process ID.
+func removeAbandonedWorkDirs(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "flashcore-run-")
+		pid, _, ok2 := strings.Cut(rest, "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || !ok2 || err != nil || n <= 0 || n == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", n)); errors.Is(err, fs.ErrNotExist) {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
