@@ -245,6 +245,9 @@ func (r *runner) refuseSamples(shape sdk.Shape, s sdk.Samples, m sdk.Measurement
 func (r *runner) checkTimedOutput(c suite.Case, t *inputs.Tensors, ws *workspace, mode sdk.L2Mode, res *results.Result) {
 	tol := r.cfg.Suite.Tolerances[c.Shape.DType]
 	output, reason := readOutput(ws.timedOutput, outputBytes(c.Shape))
+	if reason == "backend wrote no output file" {
+		reason = "Run wrote no output file at RunRequest.Output (the sdk contract: the output the last timed call left)"
+	}
 	var report check.Report
 	if reason == "" {
 		report = check.Check(t, output, r.cfg.Suite.Check, tol)
