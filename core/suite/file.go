@@ -116,7 +116,7 @@ type fileCase struct {
 const (
 	defaultSeed         = 1
 	defaultBaseline     = "pytorch-sdpa"
-	defaultPython       = "python3"
+	defaultPython       = "" // the bridge chooses: $FLASHCORE_PYTHON, the checkout's .venv, python3
 	defaultCallTimeout  = 120 * time.Second
 	defaultStartTimeout = 60 * time.Second
 	defaultDType        = sdk.FP16

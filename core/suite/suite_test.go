@@ -134,7 +134,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Seed != 1 || s.Baseline != "pytorch-sdpa" || s.Python != "python3" || s.CallTimeout != 120*time.Second {
+	if s.Seed != 1 || s.Baseline != "pytorch-sdpa" || s.Python != "" || s.CallTimeout != 120*time.Second {
 		t.Errorf("top-level defaults: seed %d baseline %q python %q call timeout %s", s.Seed, s.Baseline, s.Python, s.CallTimeout)
 	}
 	if s.Measurement != sdk.DefaultMeasurement() || !slices.Equal(s.L2Modes, []sdk.L2Mode{sdk.L2Hot}) {

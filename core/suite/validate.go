@@ -34,7 +34,9 @@ func (d *decoder) build(in *decoded) (*Suite, error) {
 	}
 	s.Seed = uint64(f.Seed.Value)
 	d.nonEmpty("baseline", s.Baseline)
-	d.nonEmpty("python", s.Python)
+	if f.Python.Set {
+		d.nonEmpty("python", s.Python)
+	}
 	s.Measurement, s.L2Modes, s.CallTimeout = d.measurement(f.Measurement)
 	s.StartTimeout = f.Measurement.StartTimeout.Value
 	s.Check = d.check(f.Check)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/flashcore/bench/sdk"
@@ -16,10 +17,25 @@ import (
 const PythonEnv = "FLASHCORE_PYTHON"
 
 // Interpreter is the Python the worker runs on: $FLASHCORE_PYTHON, else
-// python3 from PATH.
+// the project's virtual environment when the plugin runs from a checkout
+// (bin/ or dist/ next to .venv/, as `make setup` makes it), else python3
+// from PATH.
 func Interpreter() string {
 	if python := os.Getenv(PythonEnv); python != "" {
 		return python
+	}
+	exe, _ := os.Executable()
+	return interpreterBeside(exe)
+}
+
+// interpreterBeside is the checkout's .venv Python for a plugin binary at
+// exe (<checkout>/bin/plugin), else python3.
+func interpreterBeside(exe string) string {
+	if exe != "" {
+		venv := filepath.Join(filepath.Dir(filepath.Dir(exe)), ".venv", "bin", "python")
+		if info, err := os.Stat(venv); err == nil && !info.IsDir() {
+			return venv
+		}
 	}
 	return "python3"
 }
