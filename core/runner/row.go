@@ -140,7 +140,7 @@ func (r *runner) fetch(ctx context.Context, b *backend, c suite.Case, ws *worksp
 	if applyDiagnostics(res, fetched.Diagnostics) {
 		return nil, false
 	}
-	output, reason := readOutput(ws.files.Output, outputBytes(c.Shape))
+	output, reason := readOutput(ws.files.Output, outputBytes(c.Shape), "backend wrote no output file")
 	if reason != "" {
 		res.Status, res.Reason = results.StatusFail, reason
 		return nil, true
@@ -244,10 +244,8 @@ func (r *runner) refuseSamples(shape sdk.Shape, s sdk.Samples, m sdk.Measurement
 // only when it is being checked.
 func (r *runner) checkTimedOutput(c suite.Case, t *inputs.Tensors, ws *workspace, mode sdk.L2Mode, res *results.Result) {
 	tol := r.cfg.Suite.Tolerances[c.Shape.DType]
-	output, reason := readOutput(ws.timedOutput, outputBytes(c.Shape))
-	if reason == "backend wrote no output file" {
-		reason = "Run wrote no output file at RunRequest.Output (the sdk contract: the output the last timed call left)"
-	}
+	output, reason := readOutput(ws.timedOutput, outputBytes(c.Shape),
+		"Run wrote no output file at RunRequest.Output (the sdk contract: the output the last timed call left)")
 	var report check.Report
 	if reason == "" {
 		report = check.Check(t, output, r.cfg.Suite.Check, tol)

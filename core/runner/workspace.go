@@ -152,11 +152,12 @@ func describeMode(m fs.FileMode) string {
 // from the open file before anything is read, and nothing beyond want bytes
 // is ever allocated: a backend that writes a huge (or sparse) file, a
 // directory, a link or a pipe gets a reason, not the host's memory. The
-// reason is "" when data is the output.
-func readOutput(path string, want int64) (data []byte, reason string) {
+// reason is "" when data is the output; missing is the reason when there
+// is no file at all.
+func readOutput(path string, want int64, missing string) (data []byte, reason string) {
 	f, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "backend wrote no output file"
+		return nil, missing
 	}
 	if err != nil {
 		return nil, "output file " + filepath.Base(path) + " " + strings.TrimPrefix(err.Error(), "open "+path+": ")
