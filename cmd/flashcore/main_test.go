@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"os/exec"
@@ -102,7 +100,7 @@ func runAndEnd(t *testing.T, flashcore, backends string, env []string, e ending,
 	t.Helper()
 	work := t.TempDir()
 	tmp := shortTempDir(t)
-	marker := newMarker()
+	marker := stray.NewMarker()
 	suite := filepath.Join(work, "tiny.toml")
 	if err := os.WriteFile(suite, []byte(tinySuite), 0o644); err != nil {
 		t.Fatal(err)
@@ -180,10 +178,4 @@ func shortTempDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
-}
-
-func newMarker() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -3,8 +3,6 @@ package host
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -113,7 +111,7 @@ func TestNoStraySurvives(t *testing.T) {
 					useMode(t, mode)
 					tmp := shortTempDir(t)
 					t.Setenv("TMPDIR", tmp)
-					marker := newMarker(t)
+					marker := stray.NewMarker()
 					env := []string{stray.MarkerEnv + "=" + marker}
 					start := time.Now()
 					endWithin(t, 15*time.Second, marker, e.start(t, plugins[kind], env))
@@ -135,7 +133,7 @@ func TestStraysEscapeAProcessGroupKill(t *testing.T) {
 	for _, kind := range []stray.Kind{stray.Setsid, stray.DoubleFork} {
 		t.Run(string(kind), func(t *testing.T) {
 			path := buildtest.Plugin(t, "test-"+string(kind), "internal/testplugins/"+string(kind))
-			marker := newMarker(t)
+			marker := stray.NewMarker()
 			cmd := exec.Command(path)
 			cmd.Env = append(os.Environ(), stray.MarkerEnv+"="+marker, "TMPDIR="+t.TempDir())
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -200,7 +198,7 @@ func TestPluginRunsInItsCgroup(t *testing.T) {
 	for _, mode := range []string{"cgroup", "subreaper"} {
 		t.Run(mode, func(t *testing.T) {
 			useMode(t, mode)
-			marker := newMarker(t)
+			marker := stray.NewMarker()
 			inst := startForTest(t, path, []string{stray.MarkerEnv + "=" + marker})
 			defer inst.Close()
 			sleepers := stray.Sleepers(marker)
@@ -224,7 +222,7 @@ func TestPluginRunsInItsCgroup(t *testing.T) {
 func TestWrapperRunsUnderTheReaper(t *testing.T) {
 	path := buildtest.Plugin(t, "test-setsid", "internal/testplugins/setsid")
 	t.Setenv(WrapperEnv, "env FLASHCORE_TEST_WRAPPED=yes")
-	marker := newMarker(t)
+	marker := stray.NewMarker()
 	inst := startForTest(t, path, []string{stray.MarkerEnv + "=" + marker})
 	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", stray.Sleepers(marker)[0]))
 	if err != nil || !strings.Contains(string(environ), "\x00FLASHCORE_TEST_WRAPPED=yes\x00") {
@@ -370,13 +368,6 @@ func shortTempDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
-}
-
-func newMarker(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func names(entries []os.DirEntry) []string {

@@ -21,6 +21,8 @@ package stray
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -213,4 +215,12 @@ func Describe(pids []int) string {
 		parts = append(parts, strings.Join(fields[:min(4, len(fields))], " "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// NewMarker is a fresh random marker value, so that a test finds only the
+// strays it started.
+func NewMarker() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
