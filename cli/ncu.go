@@ -27,37 +27,48 @@ type ncuSession struct {
 	rows   []ncu.RowKey
 }
 
-// ncuSettings are what a session's ncu measures and which launches it takes.
+// ncuSettings are what a session's ncu measures and which launches it
+// takes, and what more the plugin's environment holds.
 type ncuSettings struct {
 	measure ncu.Measure
 	limit   ncu.Limit
+	env     []string
 }
 
-// runNcuSession runs s under ncu and returns the calls ncu profiled, with
-// the report's path. ncu's own failures (no permission) come back as the
-// error; a session that profiled nothing returns no calls and no error.
-func runNcuSession(ctx context.Context, tool ncu.Tool, s ncuSession, set ncuSettings, dir string) ([]ncu.Call, string, error) {
+// ncuOutcome is what one session under ncu gave: the calls ncu profiled,
+// the report's path, and the session's own results (which kernel each row
+// ran there; its figures are not used).
+type ncuOutcome struct {
+	calls  []ncu.Call
+	report string
+	run    *results.Run
+}
+
+// runNcuSession runs s under ncu. ncu's own failures (no permission) come
+// back as the error; a session that profiled nothing returns no calls and
+// no error.
+func runNcuSession(ctx context.Context, tool ncu.Tool, s ncuSession, set ncuSettings, dir string) (ncuOutcome, error) {
 	report := filepath.Join(dir, s.name)
 	log := report + ".log"
 	argv := tool.Profiling(s.reach, set.measure, set.limit, report, log)
-	opts := host.Options{Env: []string{bridge.UnderProfilerEnv + "=1"}}
+	opts := host.Options{Env: append([]string{bridge.UnderProfilerEnv + "=1"}, set.env...)}
 	if s.reach.Process == ncu.PluginProcess {
 		opts.Wrapper = argv
 	} else {
 		opts.Env = append(opts.Env, bridge.WorkerWrapperEnv+"="+strings.Join(argv, " "))
 	}
-	_, runErr := runner.Run(ctx, runner.Config{Suite: s.suite, Plugins: []host.Plugin{s.plugin}, HostOptions: opts})
+	run, runErr := runner.Run(ctx, runner.Config{Suite: s.suite, Plugins: []host.Plugin{s.plugin}, HostOptions: opts})
 	if ctx.Err() != nil {
-		return nil, "", withCode(ExitInterrupted, fmt.Errorf("%w: %v", runner.ErrInterrupted, ctx.Err()))
+		return ncuOutcome{}, withCode(ExitInterrupted, fmt.Errorf("%w: %v", runner.ErrInterrupted, ctx.Err()))
 	}
 	if err := ncu.CheckLog(log); err != nil {
-		return nil, "", err
+		return ncuOutcome{}, err
 	}
 	if runErr != nil {
-		return nil, "", fmt.Errorf("run %s under ncu: %w", s.plugin.Name, runErr)
+		return ncuOutcome{}, fmt.Errorf("run %s under ncu: %w", s.plugin.Name, runErr)
 	}
 	calls, err := sessionCalls(ctx, tool, s, report+".ncu-rep")
-	return calls, report + ".ncu-rep", err
+	return ncuOutcome{calls: calls, report: report + ".ncu-rep", run: run}, err
 }
 
 // sessionCalls reads the report and groups its kernels into calls: by

@@ -15,6 +15,7 @@ func TestNcuCommandUsageErrors(t *testing.T) {
 	}{
 		{"verify-timing-bad-l2", []string{"verify-timing", "--l2", "warm"}},
 		{"verify-timing-out-with-space", []string{"verify-timing", "--out", "my reports"}},
+		{"verify-timing-bad-reference", []string{"verify-timing", "--reference", "nsys"}},
 		{"profile-without-case", []string{"profile", "--backend", "cuda-v8"}},
 		{"profile-unknown-case", []string{"profile", "--backend", "cuda-v8", "--case", "b9", "--suite", "testdata/small.toml"}},
 	}
@@ -39,8 +40,9 @@ func withoutCwd(t *testing.T, s string) string {
 	return strings.ReplaceAll(s, dir, ".")
 }
 
-// TestWithoutNcu runs both commands with a PATH that has no ncu: one line
-// that says what to install, exit code 4.
+// TestWithoutNcu runs both commands, verify-timing with ncu as the only
+// reference, with a PATH that has no ncu: one line that says what to
+// install, exit code 4.
 func TestWithoutNcu(t *testing.T) {
 	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
 	env := map[string]string{"FLASHCORE_PLUGIN_PATH": dir, "PATH": t.TempDir()}
@@ -48,7 +50,7 @@ func TestWithoutNcu(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"verify-timing", []string{"verify-timing", "--suite", "testdata/small.toml", "--out", t.TempDir()}},
+		{"verify-timing", []string{"verify-timing", "--reference", "ncu", "--suite", "testdata/small.toml", "--out", t.TempDir()}},
 		{"profile", []string{"profile", "--backend", "cpu-reference", "--case", "b1-h2-s40-d64-fp16", "--suite", "testdata/small.toml", "--out", t.TempDir()}},
 	}
 	for _, tt := range tests {
@@ -59,6 +61,24 @@ func TestWithoutNcu(t *testing.T) {
 			}
 			golden(t, "no-ncu", stdout+stderr)
 		})
+	}
+}
+
+// TestVerifyTimingAutoWithoutNcu: with the default reference, a missing
+// ncu is a warning, not the end: rows that would need it have no figure,
+// and rows that need no kernel reference (a CPU's) are SKIP as ever.
+func TestVerifyTimingAutoWithoutNcu(t *testing.T) {
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	env := map[string]string{"FLASHCORE_PLUGIN_PATH": dir, "PATH": t.TempDir()}
+	stdout, stderr, code := runMain(t, env, "verify-timing", "--suite", "testdata/small.toml", "--out", t.TempDir())
+	if code != ExitOK {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitOK, stderr)
+	}
+	if !strings.Contains(stderr, "rows that need ncu will have no figure") {
+		t.Errorf("stderr does not warn of the missing ncu:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "\n2 SKIP\n") {
+		t.Errorf("stdout:\n%s", stdout)
 	}
 }
 

@@ -147,7 +147,8 @@ func profileRow(ctx context.Context, tool ncu.Tool, s *suite.Suite, c suite.Case
 	}
 	sess := ncuSession{name: fileName(res.Label, c.ID), plugin: p, reach: reach, rows: []ncu.RowKey{rowKey(res)},
 		suite: underNcu(s, sdk.L2Hot, []suite.Case{c}, []suite.BackendSelection{rowSelection(res)})}
-	calls, report, err := runNcuSession(ctx, tool, sess, set, dir)
+	outcome, err := runNcuSession(ctx, tool, sess, set, dir)
+	calls, report := outcome.calls, outcome.report
 	if err != nil {
 		if ExitCode(err) == ExitInterrupted {
 			return err

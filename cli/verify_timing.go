@@ -8,33 +8,56 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/internal/bridge"
 	"github.com/flashcore/bench/internal/ncu"
 	"github.com/flashcore/bench/sdk"
 )
 
-const verifyTimingUsage = `flashcore verify-timing: our kernel times against Nsight Compute's
+const verifyTimingUsage = `flashcore verify-timing: our kernel times against CUPTI and Nsight Compute
 
 Usage:
-  flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold] [--out DIR]
+  flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold]
+                          [--reference auto|cupti|ncu] [--out DIR]
 
-Runs the suite as ` + "`flashcore run`" + ` does, then runs each backend again under ncu
-(--clock-control none, --cache-control none for hot or all for cold) and
-compares, row by row, our median kernel time with the median over calls of
-ncu's gpu__time_duration.sum, summed over the kernels of each call. A row
-PASSes when |ours - ncu| <= max(2% of ncu, 0.5 µs). Results, ncu reports and
-logs go to DIR (default flashcore-verify-timing). See docs/profiling.md.
+Runs the suite as ` + "`flashcore run`" + ` does and checks, row by row, our median
+kernel time against a reference measured apart from it:
+
+  cupti  after its own samples, the Python bridges' worker times 30 more
+         calls by CUPTI, each in its own range, a call's kernels, memsets
+         and copies told apart from other calls by correlation (not by the
+         device's order, as the bridges' own figure is)
+  ncu    each backend runs again under Nsight Compute (--clock-control
+         none, --cache-control none for hot or all for cold): the median
+         over calls of gpu__time_duration.sum, summed over each call's
+         kernels. ncu sees no memsets and reads about 1 µs more per kernel
+         than CUPTI does
+  auto   (default) cupti for rows the backend timed by CUPTI, ncu for the
+         others (the Go CUDA plugins' events)
+
+A row PASSes when |ours - reference| <= max(2% of reference, 0.5 µs). Under
+ncu, a row that runs another kernel than it did unprofiled (Triton's
+autotuner choosing another config, say; both runs share one autotuning
+cache in DIR to prevent it) has no comparable figure. Results, ncu reports
+and logs go to DIR (default flashcore-verify-timing). See
+docs/profiling.md.
 
 Exit codes: 0 every GPU row PASSed, 1 a row FAILed the bound, 2 usage or
-suite error, 3 a row has no figure (a plugin error, or ncu profiled none of
-its calls), 4 other errors (ncu missing or not allowed to read the
-counters), 130 interrupted.
+suite error, 3 a row has no figure (a plugin error, the reference timed
+none of its calls, or it ran another kernel under ncu), 4 other errors (ncu
+missing or not allowed to read the counters), 130 interrupted.
 `
+
+// The reference choices of --reference.
+const (
+	referenceAuto = "auto"
+)
 
 // timedRow is a row of the unprofiled run with our figure and how ncu
 // reaches it.
@@ -51,6 +74,7 @@ func verifyTimingCommand(ctx context.Context, args []string, stdout, stderr io.W
 	suitePath := fs.String("suite", "", "suite TOML file (default: the embedded default suite)")
 	backends := fs.String("backends", "", "comma-separated backends (default: the suite's, else all found)")
 	l2 := fs.String("l2", "hot", "L2 mode to check: hot or cold")
+	reference := fs.String("reference", referenceAuto, "auto, cupti or ncu")
 	outDir := fs.String("out", "flashcore-verify-timing", "directory for the results, ncu reports and logs")
 	if _, err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -58,6 +82,11 @@ func verifyTimingCommand(ctx context.Context, args []string, stdout, stderr io.W
 	mode := sdk.L2Mode(*l2)
 	if mode != sdk.L2Hot && mode != sdk.L2Cold {
 		return withCode(ExitUsage, fmt.Errorf("--l2 %q: want hot or cold", *l2))
+	}
+	switch *reference {
+	case referenceAuto, ncu.ReferenceCupti, ncu.ReferenceNcu:
+	default:
+		return withCode(ExitUsage, fmt.Errorf("--reference %q: want auto, cupti or ncu", *reference))
 	}
 	dir, err := checkOutDir(*outDir)
 	if err != nil {
@@ -71,23 +100,45 @@ func verifyTimingCommand(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	tool, err := ncu.Find()
-	if err != nil {
-		return withCode(ExitOther, err)
+	// ncu is looked for before the run, so that a missing ncu costs no
+	// time. With auto, rows timed by CUPTI need no ncu: the run goes on,
+	// and the rows that need it say why they have no figure.
+	var tool ncu.Tool
+	var noNcu error
+	if *reference != ncu.ReferenceCupti {
+		if tool, noNcu = ncu.Find(); noNcu != nil {
+			if *reference == ncu.ReferenceNcu {
+				return withCode(ExitOther, noNcu)
+			}
+			fmt.Fprintf(stderr, "flashcore: %v; rows that need ncu will have no figure\n", noNcu)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return withCode(ExitOther, err)
 	}
+	env := autotuneCacheEnv(dir)
+	if *reference != ncu.ReferenceNcu {
+		env = append(env, bridge.TimingReferenceEnv+"="+ncu.ReferenceCupti)
+	}
 	run, err := runner.Run(ctx, runner.Config{
 		Suite: withL2(s, mode), Plugins: plugins, ResultsPath: filepath.Join(dir, "results.json"),
 		Tool: results.Tool{Version: Version, GitCommit: GitCommit}, Progress: stderr,
-		Command: "flashcore verify-timing " + strings.Join(args, " "),
+		Command:     "flashcore verify-timing " + strings.Join(args, " "),
+		HostOptions: host.Options{Env: env},
 	})
 	if err != nil {
 		return runError(err)
 	}
-	rows := timedRows(run, plugins, mode)
-	if err := measureUnderNcu(ctx, tool, s, mode, rows, dir, stderr); err != nil {
+	rows := timedRows(run, plugins, mode, *reference)
+	if noNcu != nil {
+		for _, r := range rows {
+			if r.row.Verdict == "" {
+				r.row = ncu.Errored(r.row.Backend, r.row.Row, r.row.OursNs, ncu.ReferenceNcu, noNcu.Error())
+			}
+		}
+	}
+	set := ncuSettings{measure: ncu.TimingMeasure(string(mode)), env: autotuneCacheEnv(dir)}
+	if err := measureUnderNcu(ctx, tool, s, mode, rows, set, dir, stderr); err != nil {
 		return err
 	}
 	out := make([]ncu.TimingRow, len(rows))
@@ -101,6 +152,14 @@ func verifyTimingCommand(ctx context.Context, args []string, stdout, stderr io.W
 	return timingVerdict(out)
 }
 
+// autotuneCacheEnv makes Triton keep its autotuner's choices on disk in
+// dir, so that every run of verify-timing, profiled or not, launches the
+// configuration the first one chose: under ncu, whose interception of
+// every launch distorts the autotuner's timings, it would choose another.
+func autotuneCacheEnv(dir string) []string {
+	return []string{"TRITON_CACHE_AUTOTUNING=1", "TRITON_CACHE_DIR=" + filepath.Join(dir, "triton-cache")}
+}
+
 func runError(err error) error {
 	if errors.Is(err, runner.ErrInterrupted) {
 		return withCode(ExitInterrupted, err)
@@ -108,9 +167,10 @@ func runError(err error) error {
 	return withCode(ExitOther, err)
 }
 
-// timedRows are the run's rows with our figure in mode; rows with nothing
-// for ncu to check are SKIP already.
-func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode) []*timedRow {
+// timedRows are the run's rows with our figure in mode, each judged at
+// once against the CUPTI reference its run recorded, or left for ncu.
+// Rows with nothing to check are SKIP already.
+func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode, reference string) []*timedRow {
 	byName := map[string]host.Plugin{}
 	for _, p := range plugins {
 		byName[p.Name] = p
@@ -126,6 +186,18 @@ func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode) []*time
 			continue
 		}
 		r.row.OursNs = timing.Kernel.MedianNs
+		_, hasCupti := timing.Facts[factReferenceNs]
+		_, cuptiFailed := timing.Facts[factReferenceError]
+		useCupti := (hasCupti || cuptiFailed) &&
+			(reference == ncu.ReferenceCupti || reference == referenceAuto && timing.Method == ncu.MethodCUPTI)
+		if useCupti {
+			r.row = cuptiReferenceRow(r.row, timing.Facts)
+			continue
+		}
+		if reference == ncu.ReferenceCupti {
+			r.row.Verdict, r.row.Reason = ncu.Skip, fmt.Sprintf("timed by %s: no CUPTI reference (try --reference ncu)", timing.Method)
+			continue
+		}
 		reach, ok := ncu.ReachFor(timing.Method)
 		if !ok {
 			r.row.Verdict, r.row.Reason = ncu.Skip, fmt.Sprintf("timed by %s: no GPU kernel", timing.Method)
@@ -136,26 +208,75 @@ func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode) []*time
 	return rows
 }
 
+// The facts a bridge's worker records for the CUPTI reference
+// (flashcore_worker.py, _timing_reference).
+const (
+	factReferenceNs      = "reference_ns"
+	factReferenceError   = "reference_error"
+	factReferenceKernels = "reference_kernels"
+)
+
+// cuptiReferenceRow judges row against the per-call CUPTI times in facts.
+func cuptiReferenceRow(row ncu.TimingRow, facts map[string]string) ncu.TimingRow {
+	if why := facts[factReferenceError]; why != "" {
+		return ncu.Errored(row.Backend, row.Row, row.OursNs, ncu.ReferenceCupti, why)
+	}
+	var calls []float64
+	for _, field := range strings.Fields(facts[factReferenceNs]) {
+		ns, err := strconv.ParseFloat(field, 64)
+		if err != nil || ns <= 0 {
+			return ncu.Errored(row.Backend, row.Row, row.OursNs, ncu.ReferenceCupti,
+				fmt.Sprintf("unreadable %s fact %q", factReferenceNs, field))
+		}
+		calls = append(calls, ns)
+	}
+	activities := 0
+	if k := facts[factReferenceKernels]; k != "" {
+		activities = len(strings.Split(k, "; "))
+	}
+	return ncu.CompareReference(row.Backend, row.Row, row.OursNs, ncu.ReferenceCupti, calls, activities)
+}
+
 // measureUnderNcu runs the sessions that cover the rows still to check and
 // judges each row. A session that fails leaves its rows ERROR with the
 // reason; ncu refusing the counters stops everything.
-func measureUnderNcu(ctx context.Context, tool ncu.Tool, s *suite.Suite, mode sdk.L2Mode, rows []*timedRow, dir string, progress io.Writer) error {
-	set := ncuSettings{measure: ncu.TimingMeasure(string(mode))}
+func measureUnderNcu(ctx context.Context, tool ncu.Tool, s *suite.Suite, mode sdk.L2Mode, rows []*timedRow, set ncuSettings, dir string, progress io.Writer) error {
 	for _, sess := range timingSessions(s, mode, rows) {
 		fmt.Fprintf(progress, "ncu: %s (%d row(s))\n", sess.name, len(sess.rows))
-		calls, _, err := runNcuSession(ctx, tool, sess.ncuSession, set, dir)
+		outcome, err := runNcuSession(ctx, tool, sess.ncuSession, set, dir)
 		if errors.Is(err, ncu.ErrNoPermission) || ExitCode(err) == ExitInterrupted {
 			return withCode(ExitOther, err)
 		}
 		for _, r := range sess.members {
 			if err != nil {
-				r.row.Verdict, r.row.Reason = ncu.Error, err.Error()
+				r.row = ncu.Errored(r.row.Backend, r.row.Row, r.row.OursNs, ncu.ReferenceNcu, err.Error())
 				continue
 			}
-			r.row = ncu.CompareCalls(r.row.Backend, r.row.Row, r.row.OursNs, ncu.CallsOf(calls, r.row.Row))
+			if changed := kernelChangedUnderNcu(r.result, outcome.run); changed != "" {
+				r.row = ncu.Errored(r.row.Backend, r.row.Row, r.row.OursNs, ncu.ReferenceNcu,
+					"under ncu the row ran another kernel ("+changed+"): no comparable figure")
+				continue
+			}
+			r.row = ncu.CompareCalls(r.row.Backend, r.row.Row, r.row.OursNs, ncu.CallsOf(outcome.calls, r.row.Row))
 		}
 	}
 	return nil
+}
+
+// kernelChangedUnderNcu names the identity facts (results.IdentityFacts)
+// in which the row's run under ncu differs from its unprofiled run; "" when
+// none does or the row is not in that run.
+func kernelChangedUnderNcu(unprofiled results.Result, profiled *results.Run) string {
+	if profiled == nil {
+		return ""
+	}
+	for i := range profiled.Results {
+		p := &profiled.Results[i]
+		if p.CaseID == unprofiled.CaseID && p.Label == unprofiled.Label {
+			return strings.Join(unprofiled.IdentityChanges(p), "; ")
+		}
+	}
+	return ""
 }
 
 type timingSession struct {
@@ -242,9 +363,9 @@ func timingVerdict(rows []ncu.TimingRow) error {
 	}
 	switch {
 	case errored > 0:
-		return withCode(ExitFailures, fmt.Errorf("%d row(s) have no ncu figure, %d FAILed the bound", errored, failed))
+		return withCode(ExitFailures, fmt.Errorf("%d row(s) have no reference figure, %d FAILed the bound", errored, failed))
 	case failed > 0:
-		return withCode(ExitFindings, fmt.Errorf("%d row(s) FAILed the bound against ncu", failed))
+		return withCode(ExitFindings, fmt.Errorf("%d row(s) FAILed the bound against their reference", failed))
 	}
 	return nil
 }

@@ -11,6 +11,8 @@
 #
 #   scripts/gpu-verify-timing.sh            # all of it
 #   scripts/gpu-verify-timing.sh seed       # verify-timing on the seed suite only (hot, cold)
+#   scripts/gpu-verify-timing.sh one SUITE L2 [flags]   # one verify-timing, e.g.
+#       scripts/gpu-verify-timing.sh one llm hot --reference cupti --backends pytorch-sdpa,triton
 #
 # Needs: nvidia-smi, ncu (on PATH or in /usr/local/cuda/bin), python3 with
 # torch and triton. Exit codes of verify-timing: 0 all PASS, 1 a row FAILed
@@ -36,13 +38,14 @@ env_info() {
   cat "$OUT_DIR/env.txt"
 }
 
-verify() { # suite l2
-  local name="verify-$1-$2"
-  "$FC" verify-timing --suite "$DIST/suites/$1.toml" --l2 "$2" --out "$OUT_DIR/$name" \
+verify() { # suite l2 [flags...]
+  local suite=$1 l2=$2; shift 2
+  local name="verify-$suite-$l2${*:+-$(echo "$*" | tr -c 'A-Za-z0-9,\n-' '_' | tr -s '_')}"
+  "$FC" verify-timing --suite "$DIST/suites/$suite.toml" --l2 "$l2" --out "$OUT_DIR/$name" "$@" \
     > "$OUT_DIR/$name.txt" 2> "$OUT_DIR/$name.log"
   local rc=$?
   cat "$OUT_DIR/$name.txt"
-  note "verify-timing $1 $2: exit $rc ($(tail -1 "$OUT_DIR/$name.txt"))"
+  note "verify-timing $suite $l2 $*: exit $rc ($(tail -1 "$OUT_DIR/$name.txt"))"
 }
 
 profile() { # backend
@@ -59,6 +62,10 @@ case "${1:-all}" in
   seed)
     verify seed hot
     verify seed cold
+    ;;
+  one)
+    shift
+    verify "$@"
     ;;
   all)
     verify seed hot

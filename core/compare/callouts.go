@@ -18,11 +18,6 @@ import (
 // H100), which stays below it.
 const ClockThreshold = 0.02
 
-// identityFacts are the row facts that name the code a row ran: when one
-// differs between runs, the rows did not time the same kernel. Other facts
-// (registers, occupancy, output hashes) follow from these.
-var identityFacts = []string{"kernel_source_sha256", "kernel_function", "kernel_target", "config", "sdp_backend"}
-
 // driverOf names a run's driver and CUDA version, else those its GPUs
 // reported; "unknown" when it recorded none.
 func driverOf(run *results.Run) string {
@@ -203,7 +198,7 @@ func rowFactChanges(r Row, run int) []factChange {
 		return nil
 	}
 	var out []factChange
-	for _, fact := range identityFacts {
+	for _, fact := range results.IdentityFacts {
 		// A fact on one side only (an ERROR row reports none) is not a
 		// change of code.
 		b, a := before.Facts[fact], after.Facts[fact]

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/flashcore/bench/sdk"
@@ -161,4 +162,23 @@ type Derived struct {
 	GBps          float64 `json:"gbps"`            // Case.Bytes / median, in 10^9 B/s
 	PctPeakTFLOPS float64 `json:"pct_peak_tflops"` // percent of the device's PeakTFLOPS; 0 when unknown
 	PctPeakGBps   float64 `json:"pct_peak_gbps"`   // percent of the device's PeakGBps; 0 when unknown
+}
+
+// IdentityFacts are the row facts that name the code a row ran: when one
+// differs between two runs of a row, they did not time the same kernel.
+// Other facts (registers, occupancy, output hashes) follow from these.
+var IdentityFacts = []string{"kernel_source_sha256", "kernel_function", "kernel_target", "config", "sdp_backend"}
+
+// IdentityChanges lists, as "fact: a → b", the identity facts that both r
+// and other recorded and that differ between them. A fact on one side only
+// (an ERROR row reports none) is not a change of code.
+func (r *Result) IdentityChanges(other *Result) []string {
+	var out []string
+	for _, fact := range IdentityFacts {
+		a, b := r.Facts[fact], other.Facts[fact]
+		if a != "" && b != "" && a != b {
+			out = append(out, fmt.Sprintf("%s: %s → %s", fact, a, b))
+		}
+	}
+	return out
 }

@@ -50,6 +50,13 @@ const WorkerWrapperEnv = "FLASHCORE_WORKER_WRAPPER"
 // profiler holds CUPTI.
 const UnderProfilerEnv = "FLASHCORE_UNDER_PROFILER"
 
+// TimingReferenceEnv, set to "cupti", has the worker time more calls after
+// each Run's own samples, by CUPTI with each call told apart by
+// correlation rather than by device order, and return them as the timing
+// facts reference_ns and reference_kernels (or reference_error):
+// flashcore verify-timing's reference for the bridges' figure.
+const TimingReferenceEnv = "FLASHCORE_TIMING_REFERENCE"
+
 // errPythonNotFound marks an interpreter that could not be executed.
 var errPythonNotFound = errors.New("python3 not found ($FLASHCORE_PYTHON or python3)")
 

@@ -19,10 +19,16 @@ func TestWriteTiming(t *testing.T) {
 		CompareCalls("pytorch-sdpa", sdpa, 9.32e3, CallsOf(bridges, sdpa)),
 		CompareCalls("pytorch-sdpa", flash, 10.3e3, CallsOf(bridges, flash)),
 		CompareCalls("pytorch-sdpa", RowKey{"b1-h8-s512-d64-fp16", "sdpa-math"}, 82e3, nil),
+		CompareReference("triton", RowKey{"b1-h8-s512-d64-fp16", "triton"}, 6.43e3, ReferenceCupti,
+			[]float64{6.41e3, 6.44e3, 6.40e3, 6.52e3, 6.42e3}, 1),
+		CompareReference("pytorch-sdpa", RowKey{"b1-h8-s512-d64-fp16-causal", "sdpa"}, 8.22e3, ReferenceCupti,
+			[]float64{8.27e3, 8.26e3, 8.31e3}, 2),
+		Errored("pytorch-sdpa", RowKey{"b1-h8-s512-d64-fp16-causal", "sdpa-math"}, 82e3, ReferenceCupti,
+			"the profiler recorded no host range for 3 of 30 calls"),
 		{Backend: "cpu-reference", Row: RowKey{"b1-h8-s512-d64-fp16", "cpu-reference"}, OursNs: 15.6e6, Verdict: Skip,
 			Reason: "timed on the CPU (wall-clock): no GPU kernel"},
 	}
-	want := []Verdict{Pass, Fail, Pass, Error, Skip}
+	want := []Verdict{Pass, Fail, Pass, Error, Pass, Pass, Error, Skip}
 	for i, r := range rows {
 		if r.Verdict != want[i] {
 			t.Errorf("row %d (%s): %s, want %s", i, r.Row, r.Verdict, want[i])

@@ -29,28 +29,44 @@ const (
 	Error Verdict = "ERROR"
 )
 
-// TimingRow is one row of verify-timing: our figure against ncu's.
+// The references verify-timing measures a row against.
+const (
+	// ReferenceNcu is Nsight Compute's gpu__time_duration.sum, summed over
+	// a call's kernels (memsets and copies are not kernels: ncu does not
+	// see them).
+	ReferenceNcu = "ncu"
+	// ReferenceCupti is CUPTI's device time of each call, every activity
+	// the call launched, told apart from other calls by correlation
+	// (the bridges' worker, flashcore_cupti.reference_call_times).
+	ReferenceCupti = "cupti"
+)
+
+// TimingRow is one row of verify-timing: our figure against a reference's.
 type TimingRow struct {
 	Backend string
 	Row     RowKey
 	// OursNs is flashcore's median kernel time from the unprofiled run.
 	OursNs float64
-	// NcuNs is the median over the calls ncu profiled of each call's
-	// summed kernel durations; Calls is how many calls that was, and
-	// KernelsPerCall how many kernels the first of them launched.
-	NcuNs          float64
+	// Reference names the tool that gave RefNs: ReferenceNcu or
+	// ReferenceCupti.
+	Reference string
+	// RefNs is the median over the calls the reference timed of each
+	// call's summed device durations; Calls is how many calls that was,
+	// and KernelsPerCall how many kernels (activities, for CUPTI) the
+	// first of them launched.
+	RefNs          float64
 	Calls          int
 	KernelsPerCall int
 	Verdict        Verdict
 	Reason         string
 }
 
-// Ratio is ours over ncu's; NaN when either is missing.
+// Ratio is ours over the reference's; NaN when either is missing.
 func (r TimingRow) Ratio() float64 {
-	if r.OursNs <= 0 || r.NcuNs <= 0 {
+	if r.OursNs <= 0 || r.RefNs <= 0 {
 		return math.NaN()
 	}
-	return r.OursNs / r.NcuNs
+	return r.OursNs / r.RefNs
 }
 
 // Agree reports whether ours is within the bound of ncu's figure.
@@ -61,7 +77,7 @@ func Agree(oursNs, ncuNs float64) bool {
 // CompareCalls judges our figure for a row against the calls ncu profiled
 // for it.
 func CompareCalls(backend string, row RowKey, oursNs float64, calls []Call) TimingRow {
-	t := TimingRow{Backend: backend, Row: row, OursNs: oursNs}
+	t := TimingRow{Backend: backend, Row: row, OursNs: oursNs, Reference: ReferenceNcu}
 	durations := make([]float64, 0, len(calls))
 	for _, c := range calls {
 		d, ok := c.DurationNs()
@@ -73,13 +89,33 @@ func CompareCalls(backend string, row RowKey, oursNs float64, calls []Call) Timi
 	if len(durations) == 0 {
 		return t.errored("ncu profiled no call of this row")
 	}
-	slices.Sort(durations)
-	t.NcuNs, t.Calls, t.KernelsPerCall = sdk.MedianSorted(durations), len(calls), len(calls[0].Kernels)
+	kernels := len(calls[0].Kernels)
+	return CompareReference(backend, row, oursNs, ReferenceNcu, durations, kernels)
+}
+
+// CompareReference judges our figure for a row against a reference's
+// per-call device times (ns); kernelsPerCall is how many activities one
+// call launched, for the table.
+func CompareReference(backend string, row RowKey, oursNs float64, reference string, callsNs []float64, kernelsPerCall int) TimingRow {
+	t := TimingRow{Backend: backend, Row: row, OursNs: oursNs, Reference: reference}
+	if len(callsNs) == 0 {
+		return t.errored(reference + " timed no call of this row")
+	}
+	sorted := slices.Clone(callsNs)
+	slices.Sort(sorted)
+	t.RefNs, t.Calls, t.KernelsPerCall = sdk.MedianSorted(sorted), len(sorted), kernelsPerCall
 	t.Verdict = Fail
-	if Agree(oursNs, t.NcuNs) {
+	if Agree(oursNs, t.RefNs) {
 		t.Verdict = Pass
 	}
 	return t
+}
+
+// Errored is a row that should have been checked against reference but
+// has no figure, with the reason.
+func Errored(backend string, row RowKey, oursNs float64, reference, reason string) TimingRow {
+	t := TimingRow{Backend: backend, Row: row, OursNs: oursNs, Reference: reference}
+	return t.errored(reason)
 }
 
 func (t TimingRow) errored(reason string) TimingRow {

@@ -147,6 +147,16 @@ class FakeDevice:
         self.current = self._streams[0]
         self.cuda = types.SimpleNamespace(Stream=self._new_stream, current_stream=lambda: self.current,
                                           stream=self._using, synchronize=lambda: None)
+        self.profiler = types.SimpleNamespace(record_function=self._range)
+        self.host_events, self.host_now, self.corr = [], 0, 100
+
+    @contextlib.contextmanager
+    def _range(self, name):
+        self.host_now += 10
+        start = self.host_now
+        yield
+        self.host_now += 10
+        self.host_events.append(cupti.ProfiledEvent(name, False, True, start, self.host_now, 1, 0))
 
     def _new_stream(self):
         self._streams.append(FakeStream(len(self._streams) + 1))
@@ -160,6 +170,11 @@ class FakeDevice:
 
     def launch(self, work):
         for name, ns in work:
+            self.corr += 1
+            self.host_now += 1
+            self.host_events.append(cupti.ProfiledEvent("cudaLaunchKernel", False, False, self.host_now,
+                                                        self.host_now + 1, self.corr, 0))
+            self.host_events.append(cupti.ProfiledEvent(name, True, False, self.now, self.now + ns, self.corr, 0))
             self.launched.append(A(name, self.now, ns, self.current.ident))
             self.now += ns + 1_000
 
@@ -169,11 +184,11 @@ class FakeDevice:
     def flush(self):
         self.launch(self.flush_work)
 
-    def profile(self, _torch, body):
+    def profile(self, _torch, body, host=False):
         self.profiled_windows += 1
-        self.launched = []
+        self.launched, self.host_events = [], []
         body()
-        return self.launched
+        return (self.launched, self.host_events) if host else self.launched
 
 
 def test_sampler_hot_sums_each_calls_activities():
@@ -199,6 +214,38 @@ def test_sampler_cold_flushes_on_its_own_stream_and_leaves_it_out():
     flush_stream = sampler._flush_stream
     assert flush_stream.ident != 1 and flush_stream.waited_on[-1] == 1  # the flush waits for the previous call
     assert sampler.report()["l2_flush"].startswith("on its own stream")
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_sampler_reference_times_the_sampled_calls_by_correlation(cold):
+    gpu = FakeDevice([("memset", 800), ("attn", 7_300)])
+    sampler = cupti.CuptiSampler(gpu, gpu.call, cold, gpu.flush, profile=gpu.profile, reference=True)
+    sampler.prepare(min_samples=10, max_samples=12)
+    times = core.collect_samples(measurement(min_samples=10, max_samples=12), sampler.sample,
+                                 warm_up=sampler.warm_up)
+    facts = sampler.report()
+    assert [int(t) for t in facts["reference_ns"].split()] == times == [8_100] * 12
+    assert facts["reference_kernels"] == "memset (0.80 µs); attn (7.30 µs)"
+    assert "correlation" in facts["reference_method"]
+
+
+def test_sampler_reference_that_cannot_attribute_says_why():
+    gpu = FakeDevice([("attn", 7_300)])
+    real_profile = gpu.profile
+
+    def orphaned(torch, body, host=False):
+        if not host:
+            return real_profile(torch, body)
+        activities, events = real_profile(torch, body, host=True)
+        return activities, [e for e in events if e.name != "cudaLaunchKernel"]
+
+    sampler = cupti.CuptiSampler(gpu, gpu.call, False, gpu.flush, profile=orphaned, reference=True)
+    sampler.prepare(min_samples=5, max_samples=5)
+    times = core.collect_samples(measurement(min_samples=5, max_samples=5), sampler.sample, warm_up=sampler.warm_up)
+    assert times == [7_300] * 5  # the figure itself stands
+    facts = sampler.report()
+    assert "reference_ns" not in facts
+    assert "has no launching host event" in facts["reference_error"]
 
 
 def test_sampler_with_no_flush_activity_is_unavailable():
@@ -291,3 +338,52 @@ def test_profile_window_without_cuda_activity_is_unavailable():
         pytest.skip("this torch offers CUDA activity")
     with pytest.raises(cupti.CuptiUnavailable, match="no CUDA activity"):
         cupti.profile_window(torch, lambda: None)
+
+
+# ---------------------------------------------------------------- reference
+
+
+def _host(name, start, end, corr, annotation=False):
+    return cupti.ProfiledEvent(name, False, annotation, start, end, corr, 0)
+
+
+def _runtime(name, start, corr, linked):
+    return cupti.ProfiledEvent(name, False, False, start, start + 1, corr, linked)
+
+
+def _device(name, start, dur, corr, linked):
+    return cupti.ProfiledEvent(name, True, False, start, start + dur, corr, linked)
+
+
+def test_reference_attributes_device_work_to_the_range_that_launched_it():
+    # Two calls; call 1's kernel runs on the device before call 0's memset
+    # finishes its queue: device order does not decide, the launching op does.
+    events = [
+        _host("call 0", 100, 200, 1, annotation=True),
+        _host("aten::sdpa", 110, 190, 2),
+        _runtime("cudaMemsetAsync", 120, 900, 2),
+        _runtime("cudaLaunchKernel", 130, 901, 2),
+        _host("call 1", 300, 400, 3, annotation=True),
+        _runtime("cuLaunchKernelEx", 310, 902, 0),  # a Triton launch: a driver call linked to no op
+        _host("aten::empty", 50, 60, 902),  # a host op whose id happens to equal that correlation
+        _host("aten::fill_", 250, 260, 4),  # the L2 flush, between the calls
+        _runtime("cudaLaunchKernel", 255, 903, 4),
+        _device("Memset (Device)", 1000, 700, 900, 2),
+        _device("fill_kernel", 1800, 5000, 903, 4),
+        _device("attention_kernel", 1700, 7000, 901, 2),
+        _device("attn_fwd", 9000, 6000, 902, 0),
+        cupti.ProfiledEvent("gpu_user_annotation", True, True, 1000, 8700, 1, 1),
+    ]
+    groups = cupti.attribute_by_correlation(events, ["call 0", "call 1"])
+    assert [[a.name for a in g] for g in groups] == [["Memset (Device)", "attention_kernel"], ["attn_fwd"]]
+    assert [sum(a.end_ns - a.start_ns for a in g) for g in groups] == [7700, 6000]
+
+
+@pytest.mark.parametrize("events, reason", [
+    ([_host("call 0", 0, 10, 1, annotation=True)], "no host range for 1 of 2 calls"),
+    ([_host("call 0", 0, 10, 1, annotation=True), _host("call 1", 20, 30, 2, annotation=True),
+      _device("k", 50, 5, 900, 77)], "has no launching host event"),
+])
+def test_reference_that_cannot_attribute_is_an_error(events, reason):
+    with pytest.raises(cupti.AttributionError, match=reason):
+        cupti.attribute_by_correlation(events, ["call 0", "call 1"])

@@ -197,22 +197,25 @@ def device_activities(events, device_type_cuda):
     return out
 
 
-def profile_window(torch, body):
+def profile_window(torch, body, host=False):
     """Runs body() under torch.profiler with CUDA activity, synchronised
-    before and after, and returns its device activities. An error of the
+    before and after, and returns its device activities; with host, CPU
+    activity is recorded too and the return is (activities, events), the
+    events as ProfiledEvent for attribute_by_correlation. An error of the
     profiler raises CuptiUnavailable; an error of body() propagates."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     if ProfilerActivity.CUDA not in torch.profiler.supported_activities():
         raise CuptiUnavailable("torch.profiler offers no CUDA activity (torch built without CUPTI)")
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if host else [ProfilerActivity.CUDA]
     torch.cuda.synchronize()
     failed = None
     try:
         with warnings.catch_warnings():
             # "Profiler clears events at the end of each cycle": expected, once per window.
             warnings.simplefilter("ignore", UserWarning)
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            with profile(activities=activities) as prof:
                 try:
                     body()
                     torch.cuda.synchronize()
@@ -224,7 +227,12 @@ def profile_window(torch, body):
             raise CuptiUnavailable(f"torch.profiler failed: {type(exc).__name__}: {exc}") from exc
     if failed is not None:
         raise failed
-    return device_activities(events, DeviceType.CUDA)
+    device = device_activities(events, DeviceType.CUDA)
+    if not host:
+        return device
+    return device, [ProfiledEvent(e.name(), e.device_type() == DeviceType.CUDA, bool(e.is_user_annotation()),
+                                  int(e.start_ns()), int(e.end_ns()), int(e.correlation_id()),
+                                  int(e.linked_correlation_id())) for e in events]
 
 
 class CuptiSampler:
@@ -232,13 +240,24 @@ class CuptiSampler:
 
     fn runs one call; flush writes the L2 flush buffer on the current stream
     (cold mode runs it on a stream of its own, ordered with the calls by
-    stream waits, so its activities have their own stream id)."""
+    stream waits, so its activities have their own stream id).
+
+    With reference (flashcore verify-timing), the sampling windows also
+    record host activity and run each call in its own record_function
+    range, and every call is timed a second way, by correlation
+    (attribute_by_correlation): the reference for the very calls the
+    samples came from, so the two differ only if one attribution is
+    wrong, never because the device changed speed between them."""
 
     method = "cupti"
 
-    def __init__(self, torch, fn, cold, flush, profile=profile_window):
+    def __init__(self, torch, fn, cold, flush, profile=profile_window, reference=False):
         self.torch, self.fn, self.cold, self.flush = torch, fn, cold, flush
         self._profile = profile
+        self.reference = reference
+        self._reference_times = []
+        self._reference_groups = None
+        self._reference_error = ""
         self._flush_stream = torch.cuda.Stream() if cold else None
         self._flush_streams = frozenset()
         self._samples = None
@@ -251,7 +270,8 @@ class CuptiSampler:
         if self.cold:
             self._flush_streams = self._find_flush_streams()
         self.window(PROBE_CALLS)
-        self._samples = WindowedSamples(self.window, min_samples, max_samples, self.host_ns_per_call)
+        sample_window = self._window_with_reference if self.reference else self.window
+        self._samples = WindowedSamples(sample_window, min_samples, max_samples, self.host_ns_per_call)
         return {}
 
     def _find_flush_streams(self):
@@ -288,6 +308,35 @@ class CuptiSampler:
         self.host_ns_per_call = host.get("ns", 0) / calls
         return call_times(self._groups)
 
+    def _window_with_reference(self, calls):
+        """window(), with each call in its own range and its device time
+        also taken by correlation, kept for report()."""
+        names = [f"{REFERENCE_RANGE} {len(self._reference_times) + i}" for i in range(calls)]
+        record_function = self.torch.profiler.record_function
+        host = {}
+
+        def body():
+            start = time.perf_counter_ns()
+            for name in names:
+                if self.cold:
+                    self._flush_on_own_stream()
+                with record_function(name):
+                    self.fn()
+            self.torch.cuda.synchronize()
+            host["ns"] = time.perf_counter_ns() - start
+
+        activities, events = self._profile(self.torch, body, host=True)
+        self._groups = group_calls(activities, calls, self._flush_streams)
+        self.host_ns_per_call = host.get("ns", 0) / calls
+        try:
+            groups = attribute_by_correlation(events, names)
+            self._reference_times.extend(sum(e.end_ns - e.start_ns for e in g) for g in groups)
+            self._reference_groups = [[Activity(e.name, e.start_ns, e.end_ns - e.start_ns, 0) for e in g]
+                                      for g in groups]
+        except AttributionError as why:
+            self._reference_error = self._reference_error or str(why)
+        return call_times(self._groups)
+
     def warm_up(self):
         """One untimed call (after a flush in cold mode), waited for."""
         self._calls(1)
@@ -306,9 +355,94 @@ class CuptiSampler:
         }
         if self.cold:
             facts["l2_flush"] = "on its own stream, excluded by the profiler's stream id"
+        if self.reference:
+            facts.update(self._reference_facts(s.taken))
         return facts
+
+    def _reference_facts(self, taken):
+        """The verify-timing reference of the calls the samples came from."""
+        if self._reference_error:
+            return {"reference_error": self._reference_error}
+        times = self._reference_times[:taken]
+        if len(times) < taken or not any(times):
+            return {"reference_error": f"correlation attributed {len(times)} of the {taken} sampled calls"}
+        return {
+            "reference_method": "CUPTI via torch.profiler, the sampled calls again: each call in its own "
+                                "record_function range, device activities attributed by correlation",
+            "reference_ns": " ".join(str(int(t)) for t in times),
+            "reference_kernels": describe_activities(activity_medians(self._reference_groups)),
+        }
 
 
 def describe_activities(medians):
     """The "kernels" fact: names with their durations."""
     return "; ".join(f"{name} ({ns / 1000:.2f} µs)" for name, ns in medians)
+
+
+# ---------------------------------------------------------------- reference
+#
+# flashcore verify-timing checks the figure above against a CUPTI reference
+# computed another way from the same calls (CuptiSampler with reference):
+# each call runs inside its own record_function range, and a device activity
+# belongs to the call whose range holds the CUDA API call that launched it,
+# by CUPTI's correlation of the two. No ordering of the device timeline, no
+# equal split into calls.
+
+REFERENCE_RANGE = "flashcore reference call"
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfiledEvent:
+    """One kineto event, as much of it as the reference needs. correlation
+    is the event's own id; linked is, for device activities, the id of the
+    host op that launched it."""
+
+    name: str
+    on_device: bool
+    user_annotation: bool
+    start_ns: int
+    end_ns: int
+    correlation: int
+    linked: int
+
+
+def attribute_by_correlation(events, range_names):
+    """Each named call's device activities, by correlation: a device
+    activity belongs to the range (on the host) that holds the CUDA API
+    call that launched it (the host event of the same CUPTI correlation id,
+    named cuda* or cu*), else the host op it is linked to. Activities
+    launched outside every range (an L2 flush between calls) belong to no
+    call. Returns one list of ProfiledEvent per name, in order, each by
+    start; raises AttributionError when a range is missing or a device
+    activity has no launching host event in the profile."""
+    ranges = {}
+    api_start, op_start = {}, {}
+    for e in events:
+        if e.on_device:
+            continue
+        if e.user_annotation:
+            if e.name in range_names:
+                ranges[e.name] = (e.start_ns, e.end_ns)
+        elif e.name.startswith("cu"):  # a CUDA runtime or driver API call: CUPTI's correlation ids
+            api_start.setdefault(e.correlation, e.start_ns)
+        if e.linked == 0 and not e.name.startswith("cu"):  # a host op: the ids device activities link to
+            op_start.setdefault(e.correlation, e.start_ns)
+    missing = [n for n in range_names if n not in ranges]
+    if missing:
+        raise AttributionError(f"the profiler recorded no host range for {len(missing)} of {len(range_names)} calls")
+    spans = sorted((start, end, name) for name, (start, end) in ranges.items())
+    per_call = {name: [] for name in range_names}
+    for e in events:
+        if not e.on_device or e.user_annotation:
+            continue
+        launched = api_start.get(e.correlation)
+        if launched is None and e.linked:
+            launched = op_start.get(e.linked)
+        if launched is None:
+            raise AttributionError(f"device activity {e.name!r} has no launching host event in the profile "
+                                   f"(correlation {e.correlation}, linked {e.linked})")
+        for start, end, name in spans:
+            if start <= launched <= end:
+                per_call[name].append(e)
+                break
+    return [sorted(per_call[name], key=lambda a: a.start_ns) for name in range_names]

@@ -73,6 +73,11 @@ CROSS_CHECK_CALLS = 20
 # grouped per call (internal/ncu, calls.go).
 UNDER_PROFILER_ENV = "FLASHCORE_UNDER_PROFILER"
 NVTX_OUTER_RANGE = "flashcore"
+# flashcore verify-timing sets this to "cupti" (internal/bridge.TimingReferenceEnv):
+# the CUPTI sampler times each sampled call a second way, by correlation
+# rather than by device order (flashcore_cupti.CuptiSampler, reference), and
+# returns those times as facts.
+TIMING_REFERENCE_ENV = "FLASHCORE_TIMING_REFERENCE"
 
 
 # ---------------------------------------------------------------- protocol
@@ -959,7 +964,8 @@ class Worker:
         elif self.device.type == "cuda":
             import torch
 
-            sampler = cupti.CuptiSampler(torch, run, cold, self.timer().flush)
+            sampler = cupti.CuptiSampler(torch, run, cold, self.timer().flush,
+                                         reference=os.environ.get(TIMING_REFERENCE_ENV) == "cupti")
         return kernel_times(m, run, cold, self.timer(), sampler, facts)
 
     def _cross_check(self, kernel, method, cold, facts):

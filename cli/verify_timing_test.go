@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/internal/ncu"
+)
+
+func TestCuptiReferenceRow(t *testing.T) {
+	row := ncu.TimingRow{Backend: "triton", Row: ncu.RowKey{CaseID: "c", Label: "triton"}, OursNs: 6430}
+	tests := []struct {
+		name    string
+		facts   map[string]string
+		verdict ncu.Verdict
+		reason  string
+	}{
+		{"agrees", map[string]string{"reference_ns": "6410 6440 6400", "reference_kernels": "attn_fwd (6.42 µs)"}, ncu.Pass, ""},
+		{"too far", map[string]string{"reference_ns": "5000 5100 5050"}, ncu.Fail, ""},
+		{"worker could not", map[string]string{"reference_error": "torch.profiler offers no CUDA activity"}, ncu.Error, "no CUDA activity"},
+		{"unreadable", map[string]string{"reference_ns": "6410 x"}, ncu.Error, `unreadable reference_ns fact "x"`},
+		{"empty", map[string]string{"reference_ns": ""}, ncu.Error, "cupti timed no call"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := cuptiReferenceRow(row, tt.facts)
+			if got.Verdict != tt.verdict || !strings.Contains(got.Reason, tt.reason) || got.Reference != ncu.ReferenceCupti {
+				t.Errorf("got %s %q by %q, want %s with %q", got.Verdict, got.Reason, got.Reference, tt.verdict, tt.reason)
+			}
+		})
+	}
+}
+
+func TestKernelChangedUnderNcu(t *testing.T) {
+	unprofiled := results.Result{CaseID: "c", Label: "triton", Facts: map[string]string{"config": "BLOCK_M=128 BLOCK_N=64 warps=4 stages=3"}}
+	under := func(config string) *results.Run {
+		return &results.Run{Results: []results.Result{
+			{CaseID: "other", Label: "triton", Facts: map[string]string{"config": "anything"}},
+			{CaseID: "c", Label: "triton", Facts: map[string]string{"config": config}},
+		}}
+	}
+	if got := kernelChangedUnderNcu(unprofiled, under("BLOCK_M=128 BLOCK_N=64 warps=4 stages=3")); got != "" {
+		t.Errorf("same config: %q", got)
+	}
+	want := "config: BLOCK_M=128 BLOCK_N=64 warps=4 stages=3 → BLOCK_M=64 BLOCK_N=32 warps=4 stages=4"
+	if got := kernelChangedUnderNcu(unprofiled, under("BLOCK_M=64 BLOCK_N=32 warps=4 stages=4")); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := kernelChangedUnderNcu(unprofiled, nil); got != "" {
+		t.Errorf("no run: %q", got)
+	}
+}
