@@ -196,9 +196,9 @@ func (c *Comparison) Total() Counts {
 	return t
 }
 
-// pair reports whether the comparison is old against new (two runs),
+// Pair reports whether the comparison is old against new (two runs),
 // rather than an ablation.
-func (c *Comparison) pair() bool { return len(c.Runs) == 2 }
+func (c *Comparison) Pair() bool { return len(c.Runs) == 2 }
 
 func plural(n int, word string) string {
 	if n == 1 {

@@ -45,7 +45,7 @@ type row struct {
 	// backend when another backend has a row with the same label.
 	name string
 	// speedup is the baseline's kernel median over this row's; NaN when
-	// either is missing or did not pass.
+	// either is cell.Missing or did not pass.
 	speedup float64
 	// isBaseline marks the row the case's speedups are taken against.
 	isBaseline bool
@@ -323,19 +323,6 @@ func total(summary []summaryRow) counts {
 		t.errored += s.counts.errored
 	}
 	return t
-}
-
-// geomean is the geometric mean of xs (all positive), NaN for none. It is
-// the mean for ratios: a 2× win and a 2× loss average to 1×.
-func geomean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	sum := 0.0
-	for _, x := range xs {
-		sum += math.Log(x)
-	}
-	return math.Exp(sum / float64(len(xs)))
 }
 
 // anyCrossCheck reports whether some row has a cross-check in mode.
