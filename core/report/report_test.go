@@ -233,16 +233,16 @@ func TestRenderSparseRuns(t *testing.T) {
 }
 
 func TestCheckFormat(t *testing.T) {
-	for _, f := range []Format{"", FormatTable, FormatMarkdown, FormatCSV, FormatJSON} {
+	for _, f := range []Format{"", FormatTable, FormatMarkdown, FormatCSV, FormatJSON, FormatHTML, FormatBenchfmt} {
 		if err := CheckFormat(f); err != nil {
 			t.Errorf("CheckFormat(%q) = %v", f, err)
 		}
 	}
-	err := CheckFormat("html")
-	if err == nil || err.Error() != `unknown format "html": want table, markdown, csv or json` {
-		t.Errorf("CheckFormat(html) = %v", err)
+	err := CheckFormat("xml")
+	if err == nil || err.Error() != `unknown format "xml": want table, markdown, csv, json, html or benchfmt` {
+		t.Errorf("CheckFormat(xml) = %v", err)
 	}
-	if err := Render(&bytes.Buffer{}, &results.Run{}, Options{Format: "html"}); err == nil {
+	if err := Render(&bytes.Buffer{}, &results.Run{}, Options{Format: "xml"}); err == nil {
 		t.Error("Render accepted an unknown format")
 	}
 }
