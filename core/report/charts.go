@@ -218,6 +218,9 @@ func drawChart(v *view, f facet, m measure, names []string) (svg []byte, drawn b
 	if m.logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.TickerFunc(logTicks)
+	} else {
+		p.Y.Min = 0 // a rate starts at nothing, so heights compare
+		p.Y.Tick.Marker = plot.TickerFunc(linearTicks)
 	}
 	p.Add(plotter.NewGrid())
 	legend := plot.NewLegend()
@@ -284,13 +287,21 @@ func seqTicks(v *view, f facet) plot.Ticker {
 	return ticks
 }
 
-// styleSeries gives row i its colour, marker and dash pattern; the seven
+// palette is Tableau's ten colours, told apart more easily than
+// plotutil's seven when a chart has ten rows.
+var palette = []color.RGBA{
+	{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff},
+	{0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x7f, 0x7f, 0x7f, 0xff},
+	{0xbc, 0xbd, 0x22, 0xff}, {0x17, 0xbe, 0xcf, 0xff},
+}
+
+// styleSeries gives row i its colour, marker and dash pattern; the ten
 // colours repeat with other dashes.
 func styleSeries(line *plotter.Line, points *plotter.Scatter, i int) {
-	c := plotutil.Color(i)
+	c := palette[i%len(palette)]
 	line.Color = c
 	line.Width = vg.Points(1.5)
-	line.Dashes = plotutil.Dashes(i / 7)
+	line.Dashes = plotutil.Dashes(i / len(palette))
 	points.Color = c
 	points.Shape = plotutil.Shape(i)
 	points.Radius = vg.Points(3)
@@ -303,6 +314,27 @@ func addBaselineRule(p *plot.Plot, v *view) {
 	rule.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	p.Add(rule)
 	p.Y.Label.Text = "Speedup over " + v.baseline.backend + " (×)"
+}
+
+// linearTicks marks a linear axis every 1, 2 or 5 times a power of ten,
+// whichever gives four to ten labelled ticks.
+func linearTicks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return nil
+	}
+	step := math.Pow(10, math.Floor(math.Log10(hi-lo)))
+	for _, m := range []float64{0.1, 0.2, 0.5, 1, 2, 5} {
+		if (hi-lo)/(step*m) <= 10 {
+			step *= m
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for i := math.Ceil(lo / step); i*step <= hi+step*1e-9; i++ {
+		x := i * step
+		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', 10, 64)})
+	}
+	return ticks
 }
 
 // logTicks marks a log axis at 1, 2 and 5 times each power of ten, with

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/core/results"
+	"gonum.org/v1/plot"
 )
 
 // h100Run is the committed llm suite run on an H100: 26 cases in six
@@ -219,4 +220,30 @@ func findChromium() string {
 		}
 	}
 	return ""
+}
+
+func TestTicks(t *testing.T) {
+	labels := func(ticks []plot.Tick) string {
+		var out []string
+		for _, tk := range ticks {
+			out = append(out, tk.Label)
+		}
+		return strings.Join(out, " ")
+	}
+	tests := []struct {
+		name   string
+		ticks  []plot.Tick
+		labels string
+	}{
+		{"tflops", linearTicks(0, 487), "0 50 100 150 200 250 300 350 400 450"},
+		{"small rates", linearTicks(0, 0.34), "0 0.05 0.1 0.15 0.2 0.25 0.3"},
+		{"speedups", logTicks(0.013, 1.02), "0.02 0.05 0.1 0.2 0.5 1"},
+		{"times", logTicks(45, 310000), "50 100 200 500 1000 2000 5000 10000 20000 50000 100000 200000"},
+		{"empty", logTicks(0, 1), ""},
+	}
+	for _, tt := range tests {
+		if got := labels(tt.ticks); got != tt.labels {
+			t.Errorf("%s: ticks %q, want %q", tt.name, got, tt.labels)
+		}
+	}
 }
