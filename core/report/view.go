@@ -83,7 +83,12 @@ func buildView(run *results.Run, requestedBaseline string) *view {
 	}
 	v.baseline = chooseBaseline(run.Results, requestedBaseline, v.primary)
 	v.cases = groupByCase(run)
-	nameRows(v.cases)
+	namer := results.NewRowNamer(run)
+	for _, c := range v.cases {
+		for i := range c.rows {
+			c.rows[i].name = namer.Name(c.rows[i].Result)
+		}
+	}
 	for i := range v.cases {
 		v.cases[i].compare(v.baseline.backend, v.primary)
 	}
@@ -201,40 +206,6 @@ func groupByCase(run *results.Run) []caseBlock {
 		blocks[at].rows = append(blocks[at].rows, row{Result: r, speedup: math.NaN()})
 	}
 	return blocks
-}
-
-// nameRows names every row by its label, or by "backend/label" when two
-// backends use the same label, so that no two rows look alike.
-func nameRows(cases []caseBlock) {
-	backendsOf := map[string]map[string]bool{}
-	for _, c := range cases {
-		for _, r := range c.rows {
-			if backendsOf[labelOf(r.Result)] == nil {
-				backendsOf[labelOf(r.Result)] = map[string]bool{}
-			}
-			backendsOf[labelOf(r.Result)][r.Backend] = true
-		}
-	}
-	for _, c := range cases {
-		for i := range c.rows {
-			r := &c.rows[i]
-			r.name = labelOf(r.Result)
-			if len(backendsOf[r.name]) > 1 {
-				r.name = r.Backend + "/" + r.name
-			}
-		}
-	}
-}
-
-// labelOf is the row's label, or what names it best when it has none.
-func labelOf(r *results.Result) string {
-	switch {
-	case r.Label != "":
-		return r.Label
-	case r.Variant != "":
-		return r.Variant
-	}
-	return r.Backend
 }
 
 // compare sets the speedup of every row against the case's baseline row,
