@@ -79,7 +79,7 @@ func Compare(sources []Source, opts Options) (*Comparison, error) {
 	for i, s := range sources {
 		runs[i] = s.Run
 	}
-	c := &Comparison{Mode: primaryMode(runs[0]), Threshold: opts.Threshold}
+	c := &Comparison{Mode: runs[0].PrimaryMode(), Threshold: opts.Threshold}
 	labels := opts.Labels
 	if labels == nil {
 		labels = defaultLabels(sources)
@@ -132,19 +132,6 @@ func validateLabels(labels []string, runs int) error {
 		seen[l] = true
 	}
 	return nil
-}
-
-// primaryMode is the run's first L2 mode, else the first one timed.
-func primaryMode(run *results.Run) sdk.L2Mode {
-	if len(run.Suite.L2Modes) > 0 {
-		return run.Suite.L2Modes[0]
-	}
-	for _, r := range run.Results {
-		if t, ok := r.Primary(); ok {
-			return t.L2
-		}
-	}
-	return sdk.L2Hot
 }
 
 // measure reads r's kernel median, noise, raw samples and clock in mode.

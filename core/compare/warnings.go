@@ -93,7 +93,7 @@ var measurementFields = []struct {
 func modeWarnings(c *Comparison) []string {
 	var warnings []string
 	for _, r := range c.Runs[1:] {
-		if m := primaryMode(r.Run); m != c.Mode {
+		if m := r.Run.PrimaryMode(); m != c.Mode {
 			warnings = append(warnings, fmt.Sprintf("%s measured L2 %s first; every run is compared in L2 %s, the first run's primary mode", r.Label, m, c.Mode))
 		}
 	}

@@ -75,7 +75,7 @@ func (c *counts) add(s results.Status) {
 }
 
 func buildView(run *results.Run, requestedBaseline string) *view {
-	v := &view{run: run, primary: primaryMode(run)}
+	v := &view{run: run, primary: run.PrimaryMode()}
 	v.extra = extraModes(run, v.primary)
 	v.crossChecked = anyCrossCheck(run, v.primary)
 	if requestedBaseline == "" {
@@ -94,19 +94,6 @@ func buildView(run *results.Run, requestedBaseline string) *view {
 	}
 	v.summary = summarize(v.cases)
 	return v
-}
-
-// primaryMode is the suite's first L2 mode, else the first one timed.
-func primaryMode(run *results.Run) sdk.L2Mode {
-	if len(run.Suite.L2Modes) > 0 {
-		return run.Suite.L2Modes[0]
-	}
-	for _, r := range run.Results {
-		if t, ok := r.Primary(); ok {
-			return t.L2
-		}
-	}
-	return sdk.L2Hot
 }
 
 // extraModes are the modes other than primary that some row was timed in,

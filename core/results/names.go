@@ -1,5 +1,21 @@
 package results
 
+import "github.com/flashcore/bench/sdk"
+
+// PrimaryMode is the L2 mode the run's tables and comparisons read: the
+// suite's first, else the first a row was timed in, else hot.
+func (run *Run) PrimaryMode() sdk.L2Mode {
+	if len(run.Suite.L2Modes) > 0 {
+		return run.Suite.L2Modes[0]
+	}
+	for _, r := range run.Results {
+		if t, ok := r.Primary(); ok {
+			return t.L2
+		}
+	}
+	return sdk.L2Hot
+}
+
 // RowLabel is what names the row best: its label, else its variant, else
 // its backend.
 func (r *Result) RowLabel() string {
