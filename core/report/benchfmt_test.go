@@ -75,6 +75,7 @@ func TestBenchstatReadsTwoRuns(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goTool, append([]string{"run", benchstatVersion}, files...)...)
 	cmd.Dir = dir // outside this module: go run pkg@version resolves it alone
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
