@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
@@ -208,8 +209,8 @@ func series(v *view, f facet, m measure, name string) plotter.XYs {
 // drawChart draws one measure of one facet; drawn is false when no row
 // has a point there.
 func drawChart(v *view, f facet, m measure, names []string) (svg []byte, drawn bool, err error) {
-	plot.DefaultFont = chartFont
 	p := plot.New()
+	useChartFont(p)
 	p.Title.Text = m.title + ", " + f.title() + "\n" + chartSubtitle(v)
 	p.X.Label.Text = "Sequence length (tokens)"
 	p.Y.Label.Text = m.axis
@@ -224,6 +225,7 @@ func drawChart(v *view, f facet, m measure, names []string) (svg []byte, drawn b
 	}
 	p.Add(plotter.NewGrid())
 	legend := plot.NewLegend()
+	legend.TextStyle.Font = font.From(chartFont, legend.TextStyle.Font.Size)
 	legend.Top = true
 	legend.Left = true
 	for i, name := range names {
@@ -247,6 +249,15 @@ func drawChart(v *view, f facet, m measure, names []string) (svg []byte, drawn b
 		addBaselineRule(p, v)
 	}
 	return renderSVG(p, legend)
+}
+
+// useChartFont sets chartFont on every text of p, keeping the sizes
+// gonum/plot chose; plot.DefaultFont, a global, is left alone.
+func useChartFont(p *plot.Plot) {
+	for _, style := range []*text.Style{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle,
+		&p.X.Tick.Label, &p.Y.Tick.Label} {
+		style.Font = font.From(chartFont, style.Font.Size)
+	}
 }
 
 // chartSubtitle is the device, date and suite of the run.
