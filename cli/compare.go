@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/flashcore/bench/core/compare"
+	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
 )
 
@@ -28,7 +29,7 @@ func compareCommand(args []string, stdout, stderr io.Writer) error {
 	if len(paths) < 2 {
 		return withCode(ExitUsage, errors.New(compareUsage))
 	}
-	if err := compare.CheckFormat(compare.Format(*format)); err != nil {
+	if err := report.CheckComparisonFormat(report.Format(*format)); err != nil {
 		return withCode(ExitUsage, err)
 	}
 	sources, err := loadSources(paths)
@@ -39,7 +40,7 @@ func compareCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	if err := compare.Render(stdout, c, compare.Format(*format)); err != nil {
+	if err := report.RenderComparison(stdout, c, report.Format(*format)); err != nil {
 		return withCode(ExitOther, err)
 	}
 	if *failOnRegression && c.Failed() {

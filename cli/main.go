@@ -22,12 +22,13 @@ Usage:
   flashcore list [--suite FILE]
   flashcore describe BACKEND [--suite FILE]
   flashcore report FILE [--format F] [--baseline BACKEND]
+  flashcore plot FILE [--out DIR] [--baseline BACKEND]
   flashcore compare OLD NEW [NEWER...] [--format F] [--threshold 0.05] [--labels a,b] [--fail-on-regression]
   flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold] [--out DIR]
   flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]
   flashcore version
 
-Formats: table (default), markdown, csv, json.
+Formats: table (default), markdown, csv, json; report also html, benchfmt.
 Plugins are found in $FLASHCORE_PLUGIN_PATH, next to the flashcore binary,
 and in the suite's plugin_path.
 
@@ -64,6 +65,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return reportCommand(rest, stdout, stderr)
 	case "compare":
 		return compareCommand(rest, stdout, stderr)
+	case "plot":
+		return plotCommand(rest, stdout, stderr)
 	case "verify-timing":
 		return verifyTimingCommand(ctx, rest, stdout, stderr)
 	case "profile":

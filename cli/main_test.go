@@ -68,6 +68,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad-format", []string{"run", "--format", "xml"}, ExitUsage},
 		{"describe-without-backend", []string{"describe"}, ExitUsage},
 		{"report-missing-file", []string{"report", "testdata/nope.json"}, ExitUsage},
+		{"plot-without-file", []string{"plot"}, ExitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

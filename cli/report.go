@@ -11,7 +11,7 @@ import (
 
 func reportCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	format := fs.String("format", "table", "table, markdown, csv or json")
+	format := fs.String("format", "table", "table, markdown, csv, json, html or benchfmt")
 	baseline := fs.String("baseline", "", "backend to compute speedups against (default: the run's)")
 	positional, err := parseFlags(fs, args, stderr)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/core/progress"
 	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
@@ -54,7 +55,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		ResultsPath: *out,
 		Tool:        results.Tool{Version: Version, GitCommit: GitCommit},
 		Command:     "flashcore run " + strings.Join(args, " "),
-		Progress:    stderr,
+		// A live bar when stdout and stderr are both terminals; the
+		// one-line-per-row log otherwise, so that what is captured reads
+		// as before.
+		NewProgress: func(total int) progress.Reporter { return progress.For(stdout, stderr, total) },
 	})
 	if run != nil && len(run.Results)+len(run.Backends) > 0 {
 		if err := report.Render(stdout, run, report.Options{Format: report.Format(*format)}); err != nil {

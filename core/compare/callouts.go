@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
 )
 
@@ -46,7 +47,7 @@ func driverOf(run *results.Run) string {
 func sampleWarnings(runs []RunInfo) []string {
 	var without []string
 	for _, r := range runs {
-		if !hasSamples(r.Run) {
+		if !HasSamples(r.Run) {
 			without = append(without, fmt.Sprintf("%s (results schema version %d)", r.Label, r.Run.SchemaVersion))
 		}
 	}
@@ -57,7 +58,8 @@ func sampleWarnings(runs []RunInfo) []string {
 		"from medians and noise, not by the rank test"}
 }
 
-func hasSamples(run *results.Run) bool {
+// HasSamples reports whether some row of run kept its raw kernel samples.
+func HasSamples(run *results.Run) bool {
 	for _, r := range run.Results {
 		for _, t := range r.Timings {
 			if t.Samples != nil && len(t.Samples.KernelNs) > 0 {
@@ -90,7 +92,7 @@ func clockWarnings(c *Comparison) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("the SM clock differs by more than %s between runs in %d %s (named under the table); a kernel's time follows its clock",
-		thresholdPercent(ClockThreshold), rows, plural(rows, "row"))}
+		cell.Percent(ClockThreshold), rows, plural(rows, "row"))}
 }
 
 // clockNotes name every row whose SM clock differs by more than
@@ -104,7 +106,7 @@ func clockNotes(c *Comparison) []string {
 			later := r.Measures[i+1]
 			if clockDiffers(first.SMClockMHz, later.SMClockMHz) {
 				notes = append(notes, fmt.Sprintf("SM clock of %s in case %s: %s MHz in %s, %s MHz in %s (%+.1f%%)",
-					r.Name, r.CaseID, sig3(first.SMClockMHz), c.Runs[0].Label, sig3(later.SMClockMHz), c.Runs[i+1].Label,
+					r.Name, r.CaseID, cell.Sig3(first.SMClockMHz), c.Runs[0].Label, cell.Sig3(later.SMClockMHz), c.Runs[i+1].Label,
 					100*(later.SMClockMHz/first.SMClockMHz-1)))
 			}
 		}
@@ -181,7 +183,7 @@ func factDifferences(c *Comparison) []string {
 	var out []string
 	for _, ch := range order {
 		against := ""
-		if !c.pair() {
+		if !c.Pair() {
 			against = " in " + c.Runs[ch.run].Label
 		}
 		out = append(out, fmt.Sprintf("%s %s%s: %s → %s (%d %s)", ch.backend, ch.fact, against,

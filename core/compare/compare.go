@@ -79,7 +79,7 @@ func Compare(sources []Source, opts Options) (*Comparison, error) {
 	for i, s := range sources {
 		runs[i] = s.Run
 	}
-	c := &Comparison{Mode: primaryMode(runs[0]), Threshold: opts.Threshold}
+	c := &Comparison{Mode: runs[0].PrimaryMode(), Threshold: opts.Threshold}
 	labels := opts.Labels
 	if labels == nil {
 		labels = defaultLabels(sources)
@@ -134,19 +134,6 @@ func validateLabels(labels []string, runs int) error {
 	return nil
 }
 
-// primaryMode is the run's first L2 mode, else the first one timed.
-func primaryMode(run *results.Run) sdk.L2Mode {
-	if len(run.Suite.L2Modes) > 0 {
-		return run.Suite.L2Modes[0]
-	}
-	for _, r := range run.Results {
-		if t, ok := r.Primary(); ok {
-			return t.L2
-		}
-	}
-	return sdk.L2Hot
-}
-
 // measure reads r's kernel median, noise, raw samples and clock in mode.
 func measure(r *results.Result, mode sdk.L2Mode) Measure {
 	m := Measure{Result: r, KernelNs: math.NaN(), RelNoise: math.NaN()}
@@ -196,9 +183,9 @@ func (c *Comparison) Total() Counts {
 	return t
 }
 
-// pair reports whether the comparison is old against new (two runs),
+// Pair reports whether the comparison is old against new (two runs),
 // rather than an ablation.
-func (c *Comparison) pair() bool { return len(c.Runs) == 2 }
+func (c *Comparison) Pair() bool { return len(c.Runs) == 2 }
 
 func plural(n int, word string) string {
 	if n == 1 {

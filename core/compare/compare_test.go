@@ -50,46 +50,6 @@ func compareFixtures(t *testing.T, opts Options, paths ...string) *Comparison {
 	return c
 }
 
-var ablationLabels = []string{"baseline", "+cp.async", "+vectorised I/O"}
-
-func TestRenderGolden(t *testing.T) {
-	tests := []struct {
-		golden string
-		format Format
-		opts   Options
-		paths  []string
-		change func([]Source) // nil: the fixtures as they are
-	}{
-		{"pair.table.golden", FormatTable, Options{Threshold: DefaultThreshold}, []string{oldRun, newRun}, nil},
-		{"pair.markdown.golden", FormatMarkdown, Options{Threshold: DefaultThreshold}, []string{oldRun, newRun}, nil},
-		{"pair.csv.golden", FormatCSV, Options{Threshold: DefaultThreshold}, []string{oldRun, newRun}, nil},
-		{"ablation.table.golden", FormatTable, Options{Threshold: DefaultThreshold, Labels: ablationLabels},
-			[]string{oldRun, newRun, newerRun}, nil},
-		{"ablation.markdown.golden", FormatMarkdown, Options{Threshold: DefaultThreshold, Labels: ablationLabels},
-			[]string{oldRun, newRun, newerRun}, nil},
-		{"ablation.csv.golden", FormatCSV, Options{Threshold: DefaultThreshold, Labels: ablationLabels},
-			[]string{oldRun, newRun, newerRun}, nil},
-		{"other-machine.table.golden", FormatTable, Options{Threshold: DefaultThreshold}, []string{oldRun, newRun}, moveToL4},
-	}
-	for _, tt := range tests {
-		t.Run(tt.golden, func(t *testing.T) {
-			sources := load(t, tt.paths...)
-			if tt.change != nil {
-				tt.change(sources)
-			}
-			c, err := Compare(sources, tt.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			if err := Render(&out, c, tt.format); err != nil {
-				t.Fatal(err)
-			}
-			compareGolden(t, filepath.Join("testdata", tt.golden), out.Bytes())
-		})
-	}
-}
-
 // moveToL4 makes the new run one taken on an L4, under a renamed suite
 // with other measurement settings and cold L2 first, that was stopped
 // early: everything the header must warn about.

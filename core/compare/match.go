@@ -14,7 +14,7 @@ type rowKey struct{ caseID, name string }
 // matcher gathers the rows of every run in order of first appearance.
 type matcher struct {
 	runs       int
-	names      map[string]string // label → name, see rowNames
+	names      results.RowNamer
 	caseOrder  []string
 	rowsOfCase map[string][]rowKey
 	rows       map[rowKey]*Row
@@ -29,7 +29,7 @@ type matcher struct {
 // results), rows within a case likewise. A run with two rows of the same
 // name in a case keeps the first, with a note.
 func matchRows(runs []*results.Run, labels []string, mode sdk.L2Mode) ([]Row, []string) {
-	m := &matcher{runs: len(runs), names: rowNames(runs), rowsOfCase: map[string][]rowKey{}, rows: map[rowKey]*Row{}}
+	m := &matcher{runs: len(runs), names: results.NewRowNamer(runs...), rowsOfCase: map[string][]rowKey{}, rows: map[rowKey]*Row{}}
 	for i, run := range runs {
 		m.previous = map[string]rowKey{}
 		for _, c := range run.Cases {
@@ -51,7 +51,7 @@ func (m *matcher) addCase(id string) {
 
 func (m *matcher) add(run int, runLabel string, r *results.Result, mode sdk.L2Mode) {
 	m.addCase(r.CaseID)
-	key := rowKey{r.CaseID, m.names[labelOf(r)+"\x00"+r.Backend]}
+	key := rowKey{r.CaseID, m.names.Name(r)}
 	row, ok := m.rows[key]
 	if !ok {
 		row = &Row{CaseID: key.caseID, Name: key.name, Backend: r.Backend, Measures: make([]Measure, m.runs)}
@@ -90,43 +90,4 @@ func (m *matcher) ordered() []Row {
 		}
 	}
 	return rows
-}
-
-// rowNames names every (label, backend) by its label, or by
-// "backend/label" when another backend in any of the runs uses the same
-// label, so that rows of different backends are never matched.
-func rowNames(runs []*results.Run) map[string]string {
-	backendsOf := map[string]map[string]bool{}
-	for _, run := range runs {
-		for i := range run.Results {
-			r := &run.Results[i]
-			label := labelOf(r)
-			if backendsOf[label] == nil {
-				backendsOf[label] = map[string]bool{}
-			}
-			backendsOf[label][r.Backend] = true
-		}
-	}
-	names := map[string]string{}
-	for label, backends := range backendsOf {
-		for backend := range backends {
-			name := label
-			if len(backends) > 1 {
-				name = backend + "/" + label
-			}
-			names[label+"\x00"+backend] = name
-		}
-	}
-	return names
-}
-
-// labelOf is the row's label, or what names it best when it has none.
-func labelOf(r *results.Result) string {
-	switch {
-	case r.Label != "":
-		return r.Label
-	case r.Variant != "":
-		return r.Variant
-	}
-	return r.Backend
 }

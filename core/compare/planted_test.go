@@ -1,14 +1,10 @@
 package compare
 
 import (
-	"bytes"
-	"encoding/csv"
 	"flag"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -130,7 +126,7 @@ func plantFailure(run *results.Run) {
 	run.FinishedAt = run.FinishedAt.Add(24 * time.Hour)
 	for i := range run.Results {
 		r := &run.Results[i]
-		if r.CaseID == plantedFail.caseID && labelOf(r) == plantedFail.name {
+		if r.CaseID == plantedFail.caseID && r.RowLabel() == plantedFail.name {
 			check := *r.Check
 			check.Violations = 12
 			r.Status, r.Check = results.StatusFail, &check
@@ -178,42 +174,6 @@ func TestPlantedChangesAreFound(t *testing.T) {
 			t.Errorf("%s %s: %q, want %q", key.caseID, key.name, got[key], verdict)
 		}
 	}
-	for _, format := range formats {
-		t.Run(string(format), func(t *testing.T) {
-			var out bytes.Buffer
-			if err := Render(&out, c, format); err != nil {
-				t.Fatal(err)
-			}
-			compareGolden(t, filepath.Join("testdata", "planted."+string(format)+".golden"), out.Bytes())
-			if format == FormatCSV {
-				checkCSVFlags(t, out.String(), want)
-			}
-		})
-	}
-}
-
-// checkCSVFlags reads the verdicts back from the CSV, as a spreadsheet
-// would, and finds the same flagged rows.
-func checkCSVFlags(t *testing.T, text string, want map[rowKey]Verdict) {
-	t.Helper()
-	records, err := csv.NewReader(strings.NewReader(text)).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	column := map[string]int{}
-	for i, name := range records[0] {
-		column[name] = i
-	}
-	got := map[rowKey]Verdict{}
-	for _, rec := range records[1:] {
-		switch v := Verdict(rec[column["verdict"]]); v {
-		case Faster, Slower, Regression, Fixed:
-			got[rowKey{rec[column["case_id"]], rec[column["row"]]}] = v
-		}
-	}
-	if !maps.Equal(got, want) {
-		t.Errorf("the CSV flags %v, want %v", got, want)
-	}
 }
 
 // TestSelfCompareFlagsNothing: the run against itself and against its
@@ -246,63 +206,5 @@ func TestSelfCompareFlagsNothing(t *testing.T) {
 	t.Logf("%d false flags in %d timed pairs", falseFlags, pairs)
 	if falseFlags*100 > pairs {
 		t.Errorf("%d false flags in %d timed pairs of a run against resamplings of itself, want under 1%%", falseFlags, pairs)
-	}
-}
-
-// TestCallOutsGolden: what differs between two runs besides the samples
-// is named: the driver, a plugin's build, a kernel's source hash, SM
-// clocks more than 2% apart (not the one 0.8% apart), and throttling.
-func TestCallOutsGolden(t *testing.T) {
-	sources := load(t, samplesBase, samplesResampled)
-	old, later := sources[0].Run, sources[1].Run
-	old.Environment.Driver, old.Environment.CUDA = "580.159.04", "13.0"
-	later.Environment.Driver, later.Environment.CUDA = "575.57.08", "12.9"
-	for i := range later.Backends {
-		if b := &later.Backends[i]; b.Name == "pytorch-sdpa" {
-			b.Version, b.Build = "2.12.0+cu130", "python 3.12.3, torch 2.12.0+cu130"
-		}
-	}
-	setClocks(old, func(*results.Result) float64 { return 1980 })
-	setClocks(later, func(r *results.Result) float64 {
-		switch {
-		case r.Backend == plantedSlowBackend:
-			return 1890 // −4.5%: called out
-		case r.Label == "sdpa":
-			return 1965 // −0.8%: below the threshold
-		}
-		return 1980
-	})
-	for _, run := range []*results.Run{old, later} {
-		for i := range run.Results {
-			if r := &run.Results[i]; r.Backend == plantedSlowBackend {
-				r.Facts = map[string]string{"kernel_source_sha256": strings.Repeat(map[bool]string{true: "ab", false: "cd"}[run == old], 32)}
-			}
-			if r := &run.Results[i]; run == later && r.CaseID == plantedFail.caseID && r.Label == "sdpa-math" {
-				r.Timings[0].Throttled, r.Timings[0].ThrottleNote = true, "SM clock 1980 → 1755 MHz during sampling"
-			}
-		}
-	}
-	c, err := Compare(sources, Options{Threshold: DefaultThreshold, Labels: []string{"before", "after"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, format := range []Format{FormatTable, FormatMarkdown} {
-		var out bytes.Buffer
-		if err := Render(&out, c, format); err != nil {
-			t.Fatal(err)
-		}
-		compareGolden(t, filepath.Join("testdata", "callouts."+string(format)+".golden"), out.Bytes())
-	}
-	if len(c.Notes) != 5 || len(c.Differences) != 2 {
-		t.Errorf("notes %q and differences %q: want four clock notes and one throttling note, a build and a kernel change", c.Notes, c.Differences)
-	}
-}
-
-func setClocks(run *results.Run, clock func(*results.Result) float64) {
-	for i := range run.Results {
-		r := &run.Results[i]
-		for j := range r.Timings {
-			r.Timings[j].SMClockMHz = clock(r)
-		}
 	}
 }

@@ -2,8 +2,9 @@ package compare
 
 import (
 	"fmt"
-	"math"
 	"strings"
+
+	"github.com/flashcore/bench/core/stats"
 )
 
 // SummaryRow is one row name against one later run, across all cases.
@@ -19,7 +20,7 @@ type SummaryRow struct {
 
 // Geomean is the geometric mean of the ratios, NaN when no case was
 // compared. It is the mean for ratios: 0.5× and 2× average to 1×.
-func (s SummaryRow) Geomean() float64 { return geomean(s.Ratios) }
+func (s SummaryRow) Geomean() float64 { return stats.GeoMean(s.Ratios) }
 
 // Counts are verdicts by kind.
 type Counts struct {
@@ -92,17 +93,6 @@ func summarize(rows []Row, runs int) []SummaryRow {
 		}
 	}
 	return summary
-}
-
-func geomean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	sum := 0.0
-	for _, x := range xs {
-		sum += math.Log(x)
-	}
-	return math.Exp(sum / float64(len(xs)))
 }
 
 // SummaryLine is the comparison in one line, for release notes: "3

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/stats"
 )
@@ -104,8 +105,8 @@ type Change struct {
 	Detail string
 }
 
-// timed reports whether m is a passing row with a usable kernel median.
-func (m Measure) timed() bool {
+// Timed reports whether m is a passing row with a usable kernel median.
+func (m Measure) Timed() bool {
 	return m.Result != nil && m.Result.Status == results.StatusPass && m.KernelNs > 0 && !math.IsInf(m.KernelNs, 0)
 }
 
@@ -123,19 +124,19 @@ func judge(before, after Measure, threshold float64) Change {
 		return noRatio(Removed, "")
 	}
 	from, to := before.Result.Status, after.Result.Status
-	transition := statusWord(from) + " → " + statusWord(to)
+	transition := StatusWord(from) + " → " + StatusWord(to)
 	switch {
 	case from == results.StatusPass && broken(to):
 		return noRatio(Regression, transition)
 	case broken(from) && to == results.StatusPass:
 		return noRatio(Fixed, transition)
 	case from == to && from != results.StatusPass:
-		return noRatio(NotCompared, statusWord(from)+" in both")
+		return noRatio(NotCompared, StatusWord(from)+" in both")
 	case from != results.StatusPass || to != results.StatusPass:
 		return noRatio(NotCompared, transition)
-	case !before.timed():
+	case !before.Timed():
 		return noRatio(NotCompared, "no kernel time in old")
-	case !after.timed():
+	case !after.Timed():
 		return noRatio(NotCompared, "no kernel time in new")
 	}
 	return judgeTime(before, after, threshold)
@@ -203,7 +204,7 @@ func decide(c *Change, significant bool, t float64) {
 	case c.Low >= 1-t && c.High <= 1+t:
 		c.Verdict = Same
 	default:
-		c.Verdict, c.Detail = Unsure, "interval reaches beyond ±"+thresholdPercent(t)
+		c.Verdict, c.Detail = Unsure, "interval reaches beyond ±"+cell.Percent(t)
 	}
 }
 

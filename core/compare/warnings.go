@@ -14,7 +14,7 @@ import (
 // is read without saying so.
 func headerWarnings(c *Comparison) []string {
 	var warnings []string
-	if listing, differ := perRun(c.Runs, devicesOf); differ {
+	if listing, differ := perRun(c.Runs, DevicesOf); differ {
 		warnings = append(warnings, "runs were measured on different devices ("+listing+"); ratios compare the hardware as well as the code")
 	}
 	if listing, differ := perRun(c.Runs, driverOf); differ {
@@ -42,8 +42,8 @@ func perRun(runs []RunInfo, value func(*results.Run) string) (string, bool) {
 	return strings.Join(parts, "; "), len(seen) > 1
 }
 
-// devicesOf names the GPUs of a run, or its CPU when it had none.
-func devicesOf(run *results.Run) string {
+// DevicesOf names the GPUs of a run, or its CPU when it had none.
+func DevicesOf(run *results.Run) string {
 	var names []string
 	for _, d := range run.Environment.GPUs {
 		names = append(names, d.Name)
@@ -93,7 +93,7 @@ var measurementFields = []struct {
 func modeWarnings(c *Comparison) []string {
 	var warnings []string
 	for _, r := range c.Runs[1:] {
-		if m := primaryMode(r.Run); m != c.Mode {
+		if m := r.Run.PrimaryMode(); m != c.Mode {
 			warnings = append(warnings, fmt.Sprintf("%s measured L2 %s first; every run is compared in L2 %s, the first run's primary mode", r.Label, m, c.Mode))
 		}
 	}

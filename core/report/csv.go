@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/sdk"
 )
@@ -89,7 +90,7 @@ func caseFields(c caseBlock) []string {
 	return []string{c.id, s.String(), strconv.Itoa(s.Batch), strconv.Itoa(s.Heads), strconv.Itoa(s.KVHeads),
 		strconv.Itoa(s.SeqQ), strconv.Itoa(s.SeqK), strconv.Itoa(s.HeadDim), string(s.DType),
 		strconv.FormatBool(s.Causal), c.info.Distribution, c.info.InputSHA256,
-		csvFloat(c.info.FLOPs), csvFloat(c.info.Bytes)}
+		cell.Number(c.info.FLOPs), cell.Number(c.info.Bytes)}
 }
 
 // tunablesField writes tunables as "k=v;k=v", keys sorted.
@@ -102,10 +103,10 @@ func tunablesField(tunables map[string]string) string {
 }
 
 func speedupField(x float64) string {
-	if !finite(x) {
+	if !cell.Finite(x) {
 		return ""
 	}
-	return csvFloat(x)
+	return cell.Number(x)
 }
 
 func derivedFields(r *results.Result) []string {
@@ -113,16 +114,16 @@ func derivedFields(r *results.Result) []string {
 		return make([]string, 4)
 	}
 	d := r.Derived
-	return []string{csvFloat(d.TFLOPS), csvFloat(d.GBps), csvFloat(d.PctPeakTFLOPS), csvFloat(d.PctPeakGBps)}
+	return []string{cell.Number(d.TFLOPS), cell.Number(d.GBps), cell.Number(d.PctPeakTFLOPS), cell.Number(d.PctPeakGBps)}
 }
 
 func checkFields(c *results.CheckResult) []string {
 	if c == nil {
 		return make([]string, 14)
 	}
-	return []string{csvFloat(c.MaxAbsErr), csvFloat(c.RelL2Err), strconv.Itoa(c.NaN), strconv.Itoa(c.Inf),
+	return []string{cell.Number(c.MaxAbsErr), cell.Number(c.RelL2Err), strconv.Itoa(c.NaN), strconv.Itoa(c.Inf),
 		strconv.Itoa(c.Unwritten), strconv.Itoa(c.Violations), strconv.Itoa(c.RowsChecked), strconv.Itoa(c.RowsTotal),
-		strconv.FormatBool(c.Sampled), rowSeedField(c.RowSeed), strconv.Itoa(c.OutOfRange), csvFloat(c.Tolerance.Atol), csvFloat(c.Tolerance.Rtol), csvFloat(c.Tolerance.RelL2)}
+		strconv.FormatBool(c.Sampled), rowSeedField(c.RowSeed), strconv.Itoa(c.OutOfRange), cell.Number(c.Tolerance.Atol), cell.Number(c.Tolerance.Rtol), cell.Number(c.Tolerance.RelL2)}
 }
 
 func timingFields(r *results.Result, m sdk.L2Mode) []string {
@@ -130,7 +131,7 @@ func timingFields(r *results.Result, m sdk.L2Mode) []string {
 	if !ok {
 		return make([]string, 3+3*len(statsColumns))
 	}
-	fields := []string{t.Method, csvFloat(t.SMClockMHz), strconv.FormatBool(t.Throttled)}
+	fields := []string{t.Method, cell.Number(t.SMClockMHz), strconv.FormatBool(t.Throttled)}
 	fields = append(fields, statsFields(&t.Kernel)...)
 	fields = append(fields, statsFields(&t.Call)...)
 	return append(fields, statsFields(t.CrossCheck)...)
@@ -140,8 +141,8 @@ func statsFields(s *results.Stats) []string {
 	if s == nil || s.N == 0 {
 		return make([]string, len(statsColumns))
 	}
-	return []string{strconv.Itoa(s.N), csvFloat(s.MedianNs), csvFloat(s.MeanNs), csvFloat(s.StdevNs),
-		csvFloat(s.MinNs), csvFloat(s.MaxNs), csvFloat(s.P10Ns), csvFloat(s.P90Ns), csvFloat(s.RelNoise)}
+	return []string{strconv.Itoa(s.N), cell.Number(s.MedianNs), cell.Number(s.MeanNs), cell.Number(s.StdevNs),
+		cell.Number(s.MinNs), cell.Number(s.MaxNs), cell.Number(s.P10Ns), cell.Number(s.P90Ns), cell.Number(s.RelNoise)}
 }
 
 // rowSeedField is the seed that drew a sampled check's rows, "" when every

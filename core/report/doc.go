@@ -1,5 +1,7 @@
-// Package report renders a results.Run as tables: a terminal table, GitHub
-// Markdown, CSV, or the run's own JSON. It never measures anything; every
+// Package report is the one renderer of flashcore: it draws a results.Run
+// as tables (a terminal table, GitHub Markdown, CSV, or the run's own
+// JSON), and compare's findings (RenderComparison), with one grid and one
+// set of cells (package cell). It never measures anything; every
 // figure it prints was read from the Run.
 //
 // Where to start: Render. It works in three steps:

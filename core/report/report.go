@@ -22,9 +22,15 @@ const (
 	FormatCSV Format = "csv"
 	// FormatJSON is the run itself, as the results file holds it.
 	FormatJSON Format = "json"
+	// FormatHTML is one self-contained HTML page: the header, the charts
+	// inline as SVG, and every table; it needs no network to open.
+	FormatHTML Format = "html"
+	// FormatBenchfmt is Go's benchmark text format, one line per raw
+	// kernel sample, for benchstat.
+	FormatBenchfmt Format = "benchfmt"
 )
 
-var formats = []Format{FormatTable, FormatMarkdown, FormatCSV, FormatJSON}
+var formats = []Format{FormatTable, FormatMarkdown, FormatCSV, FormatJSON, FormatHTML, FormatBenchfmt}
 
 // Options control Render.
 type Options struct {
@@ -41,7 +47,7 @@ func CheckFormat(f Format) error {
 	if f == "" || slices.Contains(formats, f) {
 		return nil
 	}
-	return fmt.Errorf("unknown format %q: want table, markdown, csv or json", f)
+	return fmt.Errorf("unknown format %q: want table, markdown, csv, json, html or benchfmt", f)
 }
 
 // Render writes run to w in opts.Format.
@@ -61,6 +67,14 @@ func Render(w io.Writer, run *results.Run, opts Options) error {
 		return writeMarkdown(w, v)
 	case FormatCSV:
 		return writeCSV(w, v)
+	case FormatBenchfmt:
+		return writeBenchfmt(w, v)
+	case FormatHTML:
+		charts, err := Charts(run, opts)
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		return writeHTML(w, v, charts)
 	}
 	return writeTable(w, v)
 }

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/core/stats"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -125,7 +127,7 @@ func TestSummaryGeomean(t *testing.T) {
 	}
 	for _, s := range v.summary {
 		w := want[s.label]
-		if got := geomean(s.speedups); math.Abs(got-w.geomean) > 1e-12 || len(s.speedups) != w.compared {
+		if got := stats.GeoMean(s.speedups); math.Abs(got-w.geomean) > 1e-12 || len(s.speedups) != w.compared {
 			t.Errorf("%s: geomean %v over %d cases, want %v over %d", s.label, got, len(s.speedups), w.geomean, w.compared)
 		}
 		if s.counts != w.counts {
@@ -181,22 +183,22 @@ func TestCells(t *testing.T) {
 	tests := []struct {
 		name, got, want string
 	}{
-		{"sub-µs", duration(512), "0.512 µs"},
-		{"µs", duration(7412), "7.41 µs"},
-		{"tens of µs", duration(28249), "28.2 µs"},
-		{"rounds up a digit", duration(9996), "10.0 µs"},
-		{"ms stays µs below 10 ms", duration(1712400), "1710 µs"},
-		{"ms", duration(41.3e6), "41.3 ms"},
-		{"s", duration(12.5e9), "12.5 s"},
-		{"zero", duration(0), "0 µs"},
-		{"NaN", duration(math.NaN()), "—"},
-		{"noise", noise(0.0031), "±0.3%"},
-		{"unknown noise", noise(math.Inf(1)), "±?"},
-		{"speedup", speedupCell(7410.0 / 12350), "0.60×"},
-		{"no speedup", speedupCell(math.NaN()), "—"},
-		{"tiny speedup", speedupCell(7410 / 41.3e6), "0.000179×"},
-		{"csv count", csvFloat(536870912), "536870912"},
-		{"csv tiny", csvFloat(3.1e-7), "3.1e-07"},
+		{"sub-µs", cell.Duration(512), "0.512 µs"},
+		{"µs", cell.Duration(7412), "7.41 µs"},
+		{"tens of µs", cell.Duration(28249), "28.2 µs"},
+		{"rounds up a digit", cell.Duration(9996), "10.0 µs"},
+		{"ms stays µs below 10 ms", cell.Duration(1712400), "1710 µs"},
+		{"ms", cell.Duration(41.3e6), "41.3 ms"},
+		{"s", cell.Duration(12.5e9), "12.5 s"},
+		{"zero", cell.Duration(0), "0 µs"},
+		{"NaN", cell.Duration(math.NaN()), "—"},
+		{"noise", cell.Noise(0.0031), "±0.3%"},
+		{"unknown noise", cell.Noise(math.Inf(1)), "±?"},
+		{"speedup", cell.Ratio(7410.0 / 12350), "0.60×"},
+		{"no speedup", cell.Ratio(math.NaN()), "—"},
+		{"tiny speedup", cell.Ratio(7410 / 41.3e6), "0.000179×"},
+		{"csv count", cell.Number(536870912), "536870912"},
+		{"csv tiny", cell.Number(3.1e-7), "3.1e-07"},
 		{"small rate", rateCell(0.0129993), "0.0130"},
 		{"unknown peak", percentCell(0), "—"},
 		{"rel err", relErrCell(&results.CheckResult{RelL2Err: 3.1e-4}), "3.1e-04"},
@@ -224,23 +226,23 @@ func TestRenderSparseRuns(t *testing.T) {
 				t.Errorf("%s, %s: %v", name, f, err)
 			}
 			if name == "orphan row" && !strings.Contains(out.String(), "b9-lost") {
-				t.Errorf("%s, %s: the row's case is missing from the output:\n%s", name, f, out.String())
+				t.Errorf("%s, %s: the row's case is cell.Missing from the output:\n%s", name, f, out.String())
 			}
 		}
 	}
 }
 
 func TestCheckFormat(t *testing.T) {
-	for _, f := range []Format{"", FormatTable, FormatMarkdown, FormatCSV, FormatJSON} {
+	for _, f := range []Format{"", FormatTable, FormatMarkdown, FormatCSV, FormatJSON, FormatHTML, FormatBenchfmt} {
 		if err := CheckFormat(f); err != nil {
 			t.Errorf("CheckFormat(%q) = %v", f, err)
 		}
 	}
-	err := CheckFormat("html")
-	if err == nil || err.Error() != `unknown format "html": want table, markdown, csv or json` {
-		t.Errorf("CheckFormat(html) = %v", err)
+	err := CheckFormat("xml")
+	if err == nil || err.Error() != `unknown format "xml": want table, markdown, csv, json, html or benchfmt` {
+		t.Errorf("CheckFormat(xml) = %v", err)
 	}
-	if err := Render(&bytes.Buffer{}, &results.Run{}, Options{Format: "html"}); err == nil {
+	if err := Render(&bytes.Buffer{}, &results.Run{}, Options{Format: "xml"}); err == nil {
 		t.Error("Render accepted an unknown format")
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"io"
 
+	"github.com/flashcore/bench/core/report/cell"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
@@ -29,8 +30,8 @@ func DrawTable(w io.Writer, t Table, markdown bool) error {
 }
 
 // Duration writes a time in nanoseconds as the results tables do: three
-// significant digits, in µs, ms or s; "—" when it is missing.
-func Duration(ns float64) string { return duration(ns) }
+// significant digits, in µs, ms or s; "—" when it is cell.Missing.
+func Duration(ns float64) string { return cell.Duration(ns) }
 
 // Missing is what fills a cell that has no figure.
-const Missing = missing
+const Missing = cell.Missing

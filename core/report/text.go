@@ -11,7 +11,9 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/core/stats"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -133,7 +135,7 @@ func headerItems(v *view, quote func(string) string) []item {
 }
 
 // unavailableLine names the backends that were found but could not run on
-// this machine, each with its reason, so a missing row is never a mystery.
+// this machine, each with its reason, so a cell.Missing row is never a mystery.
 func unavailableLine(backends []results.Backend) string {
 	var parts []string
 	for _, b := range backends {
@@ -301,7 +303,7 @@ func caseGrid(v *view, c caseBlock) grid {
 
 func caseRow(v *view, r row) []string {
 	primary, timed := r.TimingFor(v.primary)
-	cells := []string{r.name, missing}
+	cells := []string{r.name, cell.Missing}
 	if timed {
 		cells[1] = kernelCell(primary.Kernel)
 	}
@@ -309,13 +311,13 @@ func caseRow(v *view, r row) []string {
 		cells = append(cells, extraCell(r.Result, m))
 	}
 	if v.crossChecked {
-		cross := missing
+		cross := cell.Missing
 		if timed && primary.CrossCheck != nil {
 			cross = medianCell(*primary.CrossCheck)
 		}
 		cells = append(cells, cross)
 	}
-	call := missing
+	call := cell.Missing
 	if timed {
 		call = medianCell(primary.Call)
 	}
@@ -323,14 +325,14 @@ func caseRow(v *view, r row) []string {
 	if !timed {
 		derived = results.Derived{}
 	}
-	return append(cells, call, speedupCell(r.speedup), rateCell(derived.TFLOPS),
+	return append(cells, call, cell.Ratio(r.speedup), rateCell(derived.TFLOPS),
 		percentCell(derived.PctPeakTFLOPS), relErrCell(r.Check), verdictCell(r.Result))
 }
 
 func extraCell(r *results.Result, m sdk.L2Mode) string {
 	t, ok := r.TimingFor(m)
 	if !ok {
-		return missing
+		return cell.Missing
 	}
 	return medianCell(t.Kernel)
 }
@@ -358,7 +360,7 @@ func summaryGrid(v *view) grid {
 		g.column(title, tw.AlignRight)
 	}
 	for _, s := range v.summary {
-		g.rows = append(g.rows, append([]string{s.label, speedupCell(geomean(s.speedups)),
+		g.rows = append(g.rows, append([]string{s.label, cell.Ratio(stats.GeoMean(s.speedups)),
 			fmt.Sprint(len(s.speedups))}, countCells(s.counts)...))
 	}
 	g.footer = append([]string{"Total", "", ""}, countCells(total(v.summary))...)

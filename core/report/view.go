@@ -45,7 +45,7 @@ type row struct {
 	// backend when another backend has a row with the same label.
 	name string
 	// speedup is the baseline's kernel median over this row's; NaN when
-	// either is missing or did not pass.
+	// either is cell.Missing or did not pass.
 	speedup float64
 	// isBaseline marks the row the case's speedups are taken against.
 	isBaseline bool
@@ -75,7 +75,7 @@ func (c *counts) add(s results.Status) {
 }
 
 func buildView(run *results.Run, requestedBaseline string) *view {
-	v := &view{run: run, primary: primaryMode(run)}
+	v := &view{run: run, primary: run.PrimaryMode()}
 	v.extra = extraModes(run, v.primary)
 	v.crossChecked = anyCrossCheck(run, v.primary)
 	if requestedBaseline == "" {
@@ -83,25 +83,17 @@ func buildView(run *results.Run, requestedBaseline string) *view {
 	}
 	v.baseline = chooseBaseline(run.Results, requestedBaseline, v.primary)
 	v.cases = groupByCase(run)
-	nameRows(v.cases)
+	namer := results.NewRowNamer(run)
+	for _, c := range v.cases {
+		for i := range c.rows {
+			c.rows[i].name = namer.Name(c.rows[i].Result)
+		}
+	}
 	for i := range v.cases {
 		v.cases[i].compare(v.baseline.backend, v.primary)
 	}
 	v.summary = summarize(v.cases)
 	return v
-}
-
-// primaryMode is the suite's first L2 mode, else the first one timed.
-func primaryMode(run *results.Run) sdk.L2Mode {
-	if len(run.Suite.L2Modes) > 0 {
-		return run.Suite.L2Modes[0]
-	}
-	for _, r := range run.Results {
-		if t, ok := r.Primary(); ok {
-			return t.L2
-		}
-	}
-	return sdk.L2Hot
 }
 
 // extraModes are the modes other than primary that some row was timed in,
@@ -203,40 +195,6 @@ func groupByCase(run *results.Run) []caseBlock {
 	return blocks
 }
 
-// nameRows names every row by its label, or by "backend/label" when two
-// backends use the same label, so that no two rows look alike.
-func nameRows(cases []caseBlock) {
-	backendsOf := map[string]map[string]bool{}
-	for _, c := range cases {
-		for _, r := range c.rows {
-			if backendsOf[labelOf(r.Result)] == nil {
-				backendsOf[labelOf(r.Result)] = map[string]bool{}
-			}
-			backendsOf[labelOf(r.Result)][r.Backend] = true
-		}
-	}
-	for _, c := range cases {
-		for i := range c.rows {
-			r := &c.rows[i]
-			r.name = labelOf(r.Result)
-			if len(backendsOf[r.name]) > 1 {
-				r.name = r.Backend + "/" + r.name
-			}
-		}
-	}
-}
-
-// labelOf is the row's label, or what names it best when it has none.
-func labelOf(r *results.Result) string {
-	switch {
-	case r.Label != "":
-		return r.Label
-	case r.Variant != "":
-		return r.Variant
-	}
-	return r.Backend
-}
-
 // compare sets the speedup of every row against the case's baseline row,
 // and notes when the case has none.
 func (b *caseBlock) compare(baselineBackend string, mode sdk.L2Mode) {
@@ -323,19 +281,6 @@ func total(summary []summaryRow) counts {
 		t.errored += s.counts.errored
 	}
 	return t
-}
-
-// geomean is the geometric mean of xs (all positive), NaN for none. It is
-// the mean for ratios: a 2× win and a 2× loss average to 1×.
-func geomean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	sum := 0.0
-	for _, x := range xs {
-		sum += math.Log(x)
-	}
-	return math.Exp(sum / float64(len(xs)))
 }
 
 // anyCrossCheck reports whether some row has a cross-check in mode.

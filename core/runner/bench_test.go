@@ -2,11 +2,11 @@ package runner
 
 import (
 	"context"
-	"io"
 	"os"
 	"testing"
 
 	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/core/progress"
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/internal/buildtest"
 )
@@ -65,7 +65,7 @@ func BenchmarkHostOverheadPerCase(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
-		r := &runner{cfg: Config{Suite: s, Plugins: []host.Plugin{p}, ResultsPath: out}, progress: io.Discard}
+		r := &runner{cfg: Config{Suite: s, Plugins: []host.Plugin{p}, ResultsPath: out}, progress: progress.Lines(nil)}
 		r.writer = newWriter(benchResultsPath(out))
 		r.run = newRun(r.cfg)
 		r.startBackends(context.Background())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/progress"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/suite"
 )
@@ -27,7 +28,11 @@ type Config struct {
 	Tool        results.Tool
 	Command     string
 	// Progress receives one line per row as it finishes; nil discards.
+	// NewProgress, when set, is used instead.
 	Progress io.Writer
+	// NewProgress makes the Reporter that follows the run's rows, once
+	// their number is known (a live bar on a terminal).
+	NewProgress func(total int) progress.Reporter
 	// HostOptions are passed to every plugin start.
 	HostOptions host.Options
 	// WorkDir holds the per-run tensor files; "" picks /dev/shm when it
@@ -42,10 +47,7 @@ var ErrInterrupted = errors.New("run interrupted")
 // Run measures every case of the suite on every plugin. It returns the run
 // even with an error, so that what was measured is never lost.
 func Run(ctx context.Context, cfg Config) (*results.Run, error) {
-	r := &runner{cfg: cfg, progress: cfg.Progress, writer: newWriter(cfg.ResultsPath), cpuCeilings: HostCPUCeilings()}
-	if r.progress == nil {
-		r.progress = io.Discard
-	}
+	r := &runner{cfg: cfg, writer: newWriter(cfg.ResultsPath), cpuCeilings: HostCPUCeilings()}
 	r.run = newRun(cfg)
 	defer r.closeBackends()
 
@@ -56,6 +58,8 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 	if err != nil {
 		return r.finish("failed", err)
 	}
+	r.progress = newProgress(cfg, len(rows)*len(cfg.Suite.Cases))
+	defer r.progress.Close()
 	workDir, err := makeWorkDir(cfg.WorkDir)
 	if err != nil {
 		return r.finish("failed", err)
@@ -82,11 +86,20 @@ type runner struct {
 	cfg      Config
 	run      *results.Run
 	backends []*backend
-	progress io.Writer
+	progress progress.Reporter
 	writer   *results.Writer
 	rowsDone int
 	// cpuCeilings bound what a CPU backend can claim (plausible.go).
 	cpuCeilings Ceilings
+}
+
+// newProgress is the config's Reporter for total rows: NewProgress's, else
+// one line per row to Progress.
+func newProgress(cfg Config, total int) progress.Reporter {
+	if cfg.NewProgress != nil {
+		return cfg.NewProgress(total)
+	}
+	return progress.Lines(cfg.Progress)
 }
 
 func newWriter(path string) *results.Writer {
@@ -139,6 +152,7 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 			defer os.RemoveAll(dir)
 			r.run.Cases[len(r.run.Cases)-1].InputSHA256 = in.tensors.SHA256
 		}
+		r.progress.Begin(c.ID + " · " + rw.label)
 		res := r.runRow(ctx, rw, c, in)
 		if ctx.Err() != nil && res.Status == results.StatusError {
 			// The row was cut short by the interrupt, not by the plugin.
@@ -146,7 +160,7 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 		}
 		r.run.Results = append(r.run.Results, res)
 		r.rowsDone++
-		fmt.Fprintln(r.progress, progressLine(r.rowsDone, len(rows)*len(r.cfg.Suite.Cases), res))
+		r.progress.Done(progressLine(r.rowsDone, len(rows)*len(r.cfg.Suite.Cases), res))
 		if err := r.save(); err != nil {
 			return fmt.Errorf("save results: %w", err)
 		}

@@ -1,4 +1,4 @@
-package compare
+package report
 
 import (
 	"bytes"
@@ -6,20 +6,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flashcore/bench/core/compare"
 )
 
 // TestDocExampleIsTheOutput keeps the example in docs/compare.md what the
 // command prints for the planted fixtures, saved under the names the doc
 // uses. With -update it rewrites the example.
-func TestDocExampleIsTheOutput(t *testing.T) {
+func TestCompareDocExampleIsTheOutput(t *testing.T) {
 	sources := load(t, samplesBase, samplesPlanted)
 	sources[0].Path, sources[1].Path = "base.json", "planted.json"
-	c, err := Compare(sources, Options{Threshold: DefaultThreshold})
+	c, err := compare.Compare(sources, compare.Options{Threshold: compare.DefaultThreshold})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := Render(&out, c, FormatMarkdown); err != nil {
+	if err := RenderComparison(&out, c, FormatMarkdown); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join("..", "..", "docs", "compare.md")

@@ -1,4 +1,4 @@
-package compare
+package report
 
 import (
 	"bytes"
@@ -6,13 +6,12 @@ import (
 	"io"
 	"strings"
 
+	"github.com/flashcore/bench/core/compare"
+	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/sdk"
 )
 
-// item is one line of the header block.
-type item struct{ key, value string }
-
-// style is what differs between the terminal and Markdown.
+// style is what differs between the terminalStyle and Markdown.
 type style struct {
 	markdown bool
 	// path quotes a file path.
@@ -22,15 +21,15 @@ type style struct {
 }
 
 var (
-	terminal = style{path: func(p string) string { return p }, loud: func(s string) string { return s }}
-	markdown = style{markdown: true, path: func(p string) string { return "`" + p + "`" },
+	terminalStyle = style{path: func(p string) string { return p }, loud: func(s string) string { return s }}
+	markdownStyle = style{markdown: true, path: func(p string) string { return "`" + p + "`" },
 		loud: func(s string) string { return "**" + s + "**" }}
 )
 
-func writeTable(w io.Writer, c *Comparison) error {
+func writeComparisonTable(w io.Writer, c *compare.Comparison) error {
 	var out bytes.Buffer
 	out.WriteString("FlashCore bench comparison: " + c.SummaryLine() + "\n")
-	for _, it := range headerItems(c, terminal) {
+	for _, it := range comparisonHeaderItems(c, terminalStyle) {
 		fmt.Fprintf(&out, "  %-9s %s\n", it.key, it.value)
 	}
 	for _, warning := range c.Warnings {
@@ -40,28 +39,28 @@ func writeTable(w io.Writer, c *Comparison) error {
 		fmt.Fprintf(&out, "  %-9s %s\n", "Changed", d)
 	}
 	out.WriteString("\n")
-	if err := writeBody(&out, c, terminal, "  note: "); err != nil {
+	if err := writeComparisonBody(&out, c, terminalStyle, "  note: "); err != nil {
 		return err
 	}
-	if changes := correctnessGrid(c, terminal); len(changes.rows) > 0 {
+	if changes := correctnessGrid(c, terminalStyle); len(changes.rows) > 0 {
 		out.WriteString("\nCorrectness changes\n")
 		if err := drawGrid(&out, changes, false); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(&out, "\nSummary  ·  %s\n", summaryCaption)
-	if err := drawGrid(&out, summaryGrid(c), false); err != nil {
+	fmt.Fprintf(&out, "\nSummary  ·  %s\n", comparisonSummaryCaption)
+	if err := drawGrid(&out, comparisonSummaryGrid(c), false); err != nil {
 		return err
 	}
 	_, err := w.Write(out.Bytes())
 	return err
 }
 
-func writeMarkdown(w io.Writer, c *Comparison) error {
+func writeComparisonMarkdown(w io.Writer, c *compare.Comparison) error {
 	var out bytes.Buffer
 	out.WriteString(c.SummaryLine() + "\n\n")
 	out.WriteString("## FlashCore bench comparison\n\n")
-	for _, it := range headerItems(c, markdown) {
+	for _, it := range comparisonHeaderItems(c, markdownStyle) {
 		fmt.Fprintf(&out, "- **%s:** %s\n", it.key, it.value)
 	}
 	for _, warning := range c.Warnings {
@@ -74,17 +73,17 @@ func writeMarkdown(w io.Writer, c *Comparison) error {
 		}
 	}
 	out.WriteString("\n")
-	if err := writeBody(&out, c, markdown, "\n> Note: "); err != nil {
+	if err := writeComparisonBody(&out, c, markdownStyle, "\n> Note: "); err != nil {
 		return err
 	}
-	if changes := correctnessGrid(c, markdown); len(changes.rows) > 0 {
+	if changes := correctnessGrid(c, markdownStyle); len(changes.rows) > 0 {
 		out.WriteString("\n### Correctness changes\n\n")
 		if err := drawGrid(&out, changes, true); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(&out, "\n### Summary\n\n%s.\n\n", capitalize(summaryCaption))
-	if err := drawGrid(&out, summaryGrid(c), true); err != nil {
+	fmt.Fprintf(&out, "\n### Summary\n\n%s.\n\n", capitalize(comparisonSummaryCaption))
+	if err := drawGrid(&out, comparisonSummaryGrid(c), true); err != nil {
 		return err
 	}
 	_, err := w.Write(out.Bytes())
@@ -92,13 +91,13 @@ func writeMarkdown(w io.Writer, c *Comparison) error {
 }
 
 // writeBody writes the table of every row and the notes that qualify it.
-func writeBody(out *bytes.Buffer, c *Comparison, s style, notePrefix string) error {
+func writeComparisonBody(out *bytes.Buffer, c *compare.Comparison, s style, notePrefix string) error {
 	if len(c.Rows) == 0 {
 		out.WriteString("(no rows in any run)\n")
 		return nil
 	}
 	g := ablationGrid(c, s)
-	if c.pair() {
+	if c.Pair() {
 		g = pairGrid(c, s)
 	}
 	if err := drawGrid(out, g, s.markdown); err != nil {
@@ -112,21 +111,21 @@ func writeBody(out *bytes.Buffer, c *Comparison, s style, notePrefix string) err
 
 // headerItems are the lines of the header block: one per run, then how
 // times and verdicts are read.
-func headerItems(c *Comparison, s style) []item {
+func comparisonHeaderItems(c *compare.Comparison, s style) []item {
 	var items []item
 	for i, r := range c.Runs {
 		items = append(items, item{runKey(c, i), runLine(r, s)})
 	}
-	items = append(items, item{"Timing", timingLine(c)}, item{"Rule", ruleLine(c)})
+	items = append(items, item{"Timing", comparisonTimingLine(c)}, item{"Rule", ruleLine(c)})
 	if !allHaveSamples(c.Runs) {
 		items = append(items, item{"Fallback", fallbackLine(c)})
 	}
 	return append(items, item{"Checks", checksLine})
 }
 
-func allHaveSamples(runs []RunInfo) bool {
+func allHaveSamples(runs []compare.RunInfo) bool {
 	for _, r := range runs {
-		if !hasSamples(r.Run) {
+		if !compare.HasSamples(r.Run) {
 			return false
 		}
 	}
@@ -135,23 +134,23 @@ func allHaveSamples(runs []RunInfo) bool {
 
 // runKey names run i in the header: Old and New for a pair, Run 1, Run 2,
 // ... for an ablation.
-func runKey(c *Comparison, i int) string {
-	if c.pair() {
+func runKey(c *compare.Comparison, i int) string {
+	if c.Pair() {
 		return []string{"Old", "New"}[i]
 	}
 	return fmt.Sprintf("Run %d", i+1)
 }
 
 // runLine is a run's label, file, tool and devices.
-func runLine(r RunInfo, s style) string {
+func runLine(r compare.RunInfo, s style) string {
 	parts := []string{r.Label}
 	if r.Path != "" {
 		parts = append(parts, s.path(r.Path))
 	}
-	if tool := toolLine(r); tool != "" {
+	if tool := toolLine(r.Run.Tool); tool != "" {
 		parts = append(parts, tool)
 	}
-	parts = append(parts, devicesOf(r.Run))
+	parts = append(parts, compare.DevicesOf(r.Run))
 	sep := "  ·  "
 	if s.markdown {
 		sep = " · "
@@ -159,46 +158,30 @@ func runLine(r RunInfo, s style) string {
 	return strings.Join(parts, sep)
 }
 
-func toolLine(r RunInfo) string {
-	t := r.Run.Tool
-	switch {
-	case t.Version == "":
-		return ""
-	case t.GitCommit == "":
-		return "flashcore " + t.Version
-	}
-	return fmt.Sprintf("flashcore %s (%s)", t.Version, t.GitCommit)
-}
-
-func timingLine(c *Comparison) string {
+func comparisonTimingLine(c *compare.Comparison) string {
 	against := "ratio = new ÷ old"
-	if !c.pair() {
+	if !c.Pair() {
 		against = "ratio = each run ÷ " + c.Runs[0].Label
 	}
 	return fmt.Sprintf("kernel time, L2 %s, host launch gaps excluded; times are medians ± 95%% CI half-width; %s, below 1 is faster",
 		modeName(c.Mode), against)
 }
 
-func ruleLine(c *Comparison) string {
-	t := thresholdPercent(c.Threshold)
+func ruleLine(c *compare.Comparison) string {
+	t := cell.Percent(c.Threshold)
 	return fmt.Sprintf("faster or slower when a Mann–Whitney U test of the raw samples finds a difference (p < %g) and the ratio "+
-		"(Hodges–Lehmann) is beyond ±%s; same when the ratio's 95%% CI lies within ±%s; otherwise unsure", Alpha, t, t)
+		"(Hodges–Lehmann) is beyond ±%s; same when the ratio's 95%% CI lies within ±%s; otherwise unsure", compare.Alpha, t, t)
 }
 
-func fallbackLine(c *Comparison) string {
-	t := thresholdPercent(c.Threshold)
+func fallbackLine(c *compare.Comparison) string {
+	t := cell.Percent(c.Threshold)
 	return fmt.Sprintf("without raw samples: ratio of the medians; a difference when |ratio − 1| exceeds the two medians' ± noise added "+
 		"(each the 95%% CI half-width); the ≈CI is ratio ± that noise; then as the rule, with ±%s", t)
 }
 
 const checksLine = "pass → FAIL or ERROR is a REGRESSION and FAIL or ERROR → pass is FIXED, whatever the times"
 
-// thresholdPercent writes a threshold as a percentage: "5%", "2.5%".
-func thresholdPercent(t float64) string {
-	return fmt.Sprintf("%.4g%%", t*100)
-}
-
-const summaryCaption = "geomean = geometric mean of the ratios over the cases where both rows passed and were timed"
+const comparisonSummaryCaption = "geomean = geometric mean of the ratios over the cases where both rows passed and were timed"
 
 func capitalize(s string) string {
 	if s == "" {
