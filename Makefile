@@ -22,11 +22,12 @@ CUDA_H    := $(wildcard /usr/include/cuda.h $(if $(NVCC),$(dir $(NVCC))../includ
 HAVE_CUDA := $(if $(and $(NVCC),$(CUDA_H)),yes,)
 CUDA_TAGS := $(if $(HAVE_CUDA),cuda,)
 
-PLUGINS      := cpu-reference pytorch-sdpa triton python-file cuda-scalar cuda-wmma cuda-v8
-CUDA_PLUGINS := cuda-scalar cuda-wmma cuda-v8
+PLUGINS      := cpu-reference pytorch-sdpa triton python-file cuda-scalar cuda-wmma cuda-v8 cuda-hopper
+CUDA_PLUGINS := cuda-scalar cuda-wmma cuda-v8 cuda-hopper
 VENV_PYTHON  := $(abspath $(VENV))/bin/python
 
 include mk/cuda.mk
+include mk/hopper.mk
 
 .PHONY: all build run test test-go test-python setup lint dist gpu-tests clean
 
