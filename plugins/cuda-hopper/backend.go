@@ -15,9 +15,11 @@ const (
 	version = "0.1.0"
 	// kernelPath is kernel.cu's repository path, as the manifest names it.
 	kernelPath = "plugins/cuda-hopper/kernel.cu"
-	// Tunables: keys per K/V tile, and K/V stages in the shared-memory ring.
+	// Tunables: keys per K/V tile, K/V stages in the shared-memory ring, and
+	// whether a tile's softmax overlaps its neighbours' MMAs.
 	tileN    = "tile_n"
 	kvStages = "kv_stages"
+	overlap  = "overlap"
 )
 
 // The kernel's fixed shape: a producer warpgroup and two consumer
@@ -80,6 +82,12 @@ var tunables = []sdk.Tunable{
 		Default:     "3",
 		Description: "K/V stages in the shared-memory ring between the producer and the consumers",
 	},
+	{
+		Name:        overlap,
+		Values:      []string{"0", "1"},
+		Default:     "1",
+		Description: "1: softmax of tile t runs while P·V of tile t-1 is on the tensor cores; 0: each tile in order",
+	},
 }
 
 // requireHopper refuses every device but compute capability 9.0: wgmma and
@@ -107,7 +115,7 @@ func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
 		return cudabackend.Launch{}, err
 	}
 	return cudabackend.Launch{
-		Function:           cudabackend.KernelName(shape.DType, shape.HeadDim, "n"+t[tileN], "s"+t[kvStages]),
+		Function:           cudabackend.KernelName(shape.DType, shape.HeadDim, "n"+t[tileN], "s"+t[kvStages], "o"+t[overlap]),
 		Grid:               grid,
 		Block:              gpu.Dim3{X: threads, Y: 1, Z: 1},
 		DynamicSharedBytes: sharedBytes(shape.DType.Size(), shape.HeadDim, n, stages),

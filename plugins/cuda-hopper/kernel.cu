@@ -97,7 +97,10 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+}
 
 // fence_registers keeps the compiler from moving accumulator reads or writes
 // across wgmma issue and wait, which it cannot see through.
@@ -248,6 +251,9 @@ __device__ __forceinline__ void load_swizzled(uint32_t dst, int first_row, const
 
 // ---- the kernel --------------------------------------------------------------
 
+// produce streams the K and V tiles into the ring. Each thread waits for its
+// own copies of a tile, fences them into the async proxy and arrives on the
+// stage's full barrier; the stages ahead of the consumers are the prefetch.
 template <typename T, int D, int TILE_N, int STAGES>
 __device__ __forceinline__ void produce(const Head<T>& hd, uint32_t s_k, uint32_t s_v, uint32_t bars, int n_tiles,
                                         int tid) {
@@ -259,149 +265,257 @@ __device__ __forceinline__ void produce(const Head<T>& hd, uint32_t s_k, uint32_
     load_swizzled<TILE_N, TILE_N, D, kWarpgroup>(s_k + stage * L::kKVBytes, 0, hd.k, t * TILE_N, hd.seq_k, tid);
     load_swizzled<TILE_N, TILE_N, D, kWarpgroup>(s_v + stage * L::kKVBytes, 0, hd.v, t * TILE_N, hd.seq_k, tid);
     cp_async_commit();
-    if (t > 0) {
-      cp_async_wait<1>();
-      fence_async_shared();
-      mbar_arrive(bars + 8 * ((t - 1) % STAGES));
-    }
+    cp_async_wait<0>();
+    fence_async_shared();
+    mbar_arrive(bars + 8 * stage);
   }
-  cp_async_wait<0>();
-  fence_async_shared();
-  mbar_arrive(bars + 8 * ((n_tiles - 1) % STAGES));
 }
 
-template <typename T, int D, int TILE_N, int STAGES>
+// Rows is one thread's view of the online softmax: it holds two rows (lo and
+// hi = lo + 8) of its warpgroup's 64, with the running max m (in log2 units)
+// and its own partial sum l of the four threads that share each row.
+struct Rows {
+  int lo, hi;
+  float m_lo, m_hi, l_lo, l_hi;
+};
+
+// softmax_tile scales and masks the score tile s (keys key0..), updates the
+// running max and sums, writes P in the register layout of wgmma's A operand
+// (S's accumulator layout, two n8 column blocks per k16 step, packed to T
+// pairs) and returns the factors by which O must be rescaled.
+template <typename T, int TILE_N>
+__device__ __forceinline__ void softmax_tile(float (&s)[TILE_N / 2], uint32_t (&p)[TILE_N / 16][4], const Head<T>& hd,
+                                             int key0, bool masked, int lane, Rows& r, float& alpha_lo,
+                                             float& alpha_hi) {
+  float mx_lo = kNegInf, mx_hi = kNegInf;
+#pragma unroll
+  for (int j = 0; j < TILE_N / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int key = key0 + j * 8 + (lane % 4) * 2 + e;
+      float lo = s[j * 4 + e] * hd.scale_log2;
+      float hi = s[j * 4 + 2 + e] * hd.scale_log2;
+      if (masked) {
+        if (!hd.visible(r.lo, key)) lo = kNegInf;
+        if (!hd.visible(r.hi, key)) hi = kNegInf;
+      }
+      s[j * 4 + e] = lo;
+      s[j * 4 + 2 + e] = hi;
+      mx_lo = fmaxf(mx_lo, lo);
+      mx_hi = fmaxf(mx_hi, hi);
+    }
+  }
+  const float new_lo = fmaxf(r.m_lo, group_max<4>(mx_lo));
+  const float new_hi = fmaxf(r.m_hi, group_max<4>(mx_hi));
+  alpha_lo = rescale_factor(r.m_lo, new_lo);
+  alpha_hi = rescale_factor(r.m_hi, new_hi);
+  r.m_lo = new_lo;
+  r.m_hi = new_hi;
+  float sum_lo = 0.f, sum_hi = 0.f;
+#pragma unroll
+  for (int j = 0; j < TILE_N / 8; ++j) {
+    const float p0 = shifted_exp2(s[j * 4 + 0], new_lo);
+    const float p1 = shifted_exp2(s[j * 4 + 1], new_lo);
+    const float p2 = shifted_exp2(s[j * 4 + 2], new_hi);
+    const float p3 = shifted_exp2(s[j * 4 + 3], new_hi);
+    sum_lo += p0 + p1;
+    sum_hi += p2 + p3;
+    p[j / 2][(j % 2) * 2 + 0] = pack2<T>(p0, p1);
+    p[j / 2][(j % 2) * 2 + 1] = pack2<T>(p2, p3);
+  }
+  r.l_lo = r.l_lo * alpha_lo + sum_lo;
+  r.l_hi = r.l_hi * alpha_hi + sum_hi;
+}
+
+template <int D>
+__device__ __forceinline__ void rescale(float (&o)[D / 2], float alpha_lo, float alpha_hi) {
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    o[j * 4 + 0] *= alpha_lo;
+    o[j * 4 + 1] *= alpha_lo;
+    o[j * 4 + 2] *= alpha_hi;
+    o[j * 4 + 3] *= alpha_hi;
+  }
+}
+
+// issue_qk issues S = Q·Kᵀ for one K tile: D/16 wgmmas, A (this warpgroup's
+// 64 Q rows) and B (the tile's keys) K-major in shared memory.
+template <typename T, int D, int TILE_N>
+__device__ __forceinline__ void issue_qk(float (&s)[TILE_N / 2], uint32_t s_q, uint32_t k_tile, int cw) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const uint32_t col = (kk % 4) * 32;  // 16 elements along the 128-byte row
+    const uint64_t a = smem_desc(s_q + (kk / 4) * kTileM * 128 + cw * 64 * 128 + col, 16, 1024);
+    const uint64_t b = smem_desc(k_tile + (kk / 4) * TILE_N * 128 + col, 16, 1024);
+    Wgmma<T, TILE_N>::ss(s, a, b, kk > 0);
+  }
+}
+
+// issue_pv issues O += P·V for one V tile: TILE_N/16 wgmmas, A (P) from
+// registers, B (V) MN-major: keys 16kk..16kk+15 are two 8-key groups 1024
+// bytes apart (stride), the D/64 column blocks TILE_N·128 bytes apart
+// (leading).
+template <typename T, int D, int TILE_N>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&p)[TILE_N / 16][4], uint32_t v_tile) {
+#pragma unroll
+  for (int kk = 0; kk < TILE_N / 16; ++kk) {
+    Wgmma<T, D>::rs_tb(o, p[kk], smem_desc(v_tile + kk * 16 * 128, TILE_N * 128, 1024));
+  }
+}
+
+// tile_masked says whether any key of the tile is invisible to any row of
+// the warpgroup (past seq_k, or past the diagonal).
+template <typename T, int TILE_N>
+__device__ __forceinline__ bool tile_masked(const Head<T>& hd, int key0, int wg_row0) {
+  return key0 + TILE_N > hd.seq_k || (hd.causal && key0 + TILE_N - 1 > wg_row0);
+}
+
+// load_q brings this warpgroup's 64 Q rows (rows cw*64.. of the Q tile) in.
+template <typename T, int D>
+__device__ __forceinline__ void load_q(const Head<T>& hd, uint32_t s_q, int wg_row0, int cw, int tid) {
+  load_swizzled<64, kTileM, D, kWarpgroup>(s_q, cw * 64, hd.q, wg_row0, hd.seq_q, tid);
+  cp_async_commit();
+  cp_async_wait<0>();
+  fence_async_shared();
+  named_barrier(1 + cw, kWarpgroup);
+}
+
+// store_o normalises and writes the rows inside seq_q, two elements a store.
+template <typename T, int D>
+__device__ __forceinline__ void store_o(const Head<T>& hd, const float (&o)[D / 2], const Rows& r, int lane) {
+  const float l_lo = group_sum<4>(r.l_lo);
+  const float l_hi = group_sum<4>(r.l_hi);
+  const float inv_lo = l_lo > 0.f ? 1.f / l_lo : 0.f;
+  const float inv_hi = l_hi > 0.f ? 1.f / l_hi : 0.f;
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    const int col = j * 8 + (lane % 4) * 2;
+    if (r.lo < hd.seq_q)
+      *reinterpret_cast<uint32_t*>(hd.o + static_cast<size_t>(r.lo) * D + col) =
+          pack2<T>(o[j * 4 + 0] * inv_lo, o[j * 4 + 1] * inv_lo);
+    if (r.hi < hd.seq_q)
+      *reinterpret_cast<uint32_t*>(hd.o + static_cast<size_t>(r.hi) * D + col) =
+          pack2<T>(o[j * 4 + 2] * inv_hi, o[j * 4 + 3] * inv_hi);
+  }
+}
+
+// consume (OVERLAP false) runs each tile in order: S = Q·Kᵀ, wait, softmax,
+// O += P·V, wait. The tensor cores idle during this warpgroup's softmax
+// unless the other consumer's MMAs fill the gap.
+//
+// consume (OVERLAP true) overlaps one tile's softmax with the MMAs of its
+// neighbours: it issues S_t = Q·K_tᵀ and then O += P_{t-1}·V_{t-1}, waits for
+// S_t only, runs softmax(S_t) into a second P buffer while P_{t-1}·V_{t-1}
+// runs, and rescales O once that MMA is done.
+template <typename T, int D, int TILE_N, int STAGES, bool OVERLAP>
 __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_t s_k, uint32_t s_v, uint32_t bars,
                                         int row0, int n_tiles, int cw, int tid) {
   using L = HopperLayout<T, D, TILE_N, STAGES>;
   const int warp = tid / 32;
   const int lane = tid % 32;
   const int wg_row0 = row0 + cw * 64;
+  load_q<T, D>(hd, s_q, wg_row0, cw, tid);
 
-  // This warpgroup's 64 Q rows, rows cw*64.. of the swizzled Q tile.
-  load_swizzled<64, kTileM, D, kWarpgroup>(s_q, cw * 64, hd.q, wg_row0, hd.seq_q, tid);
-  cp_async_commit();
-  cp_async_wait<0>();
-  fence_async_shared();
-  named_barrier(1 + cw, kWarpgroup);
-
-  const int row_lo = wg_row0 + warp * 16 + lane / 4;  // and row_lo + 8
-  const int row_hi = row_lo + 8;
+  Rows r;
+  r.lo = wg_row0 + warp * 16 + lane / 4;
+  r.hi = r.lo + 8;
+  r.m_lo = r.m_hi = kNegInf;
+  r.l_lo = r.l_hi = 0.f;
   float o[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-  float m_lo = kNegInf, m_hi = kNegInf, l_lo = 0.f, l_hi = 0.f;  // l: this thread's partial sums
+  float s[TILE_N / 2];
+  uint32_t p[TILE_N / 16][4];
+  float alpha_lo, alpha_hi;
+  auto full = [&](int t) { return bars + 8 * (t % STAGES); };
+  auto empty = [&](int t) { return bars + 8 * (STAGES + t % STAGES); };
+  auto k_tile = [&](int t) { return s_k + (t % STAGES) * L::kKVBytes; };
+  auto v_tile = [&](int t) { return s_v + (t % STAGES) * L::kKVBytes; };
 
-  for (int t = 0; t < n_tiles; ++t) {
-    const int stage = t % STAGES;
-    const int key0 = t * TILE_N;
-    mbar_wait(bars + 8 * stage, (t / STAGES) & 1);
-    // A causal tile that starts past this warpgroup's last row adds nothing.
-    if (hd.causal && key0 > wg_row0 + 63) {
-      mbar_arrive(bars + 8 * (STAGES + stage));
-      continue;
-    }
-    const uint32_t k_tile = s_k + stage * L::kKVBytes;
-    const uint32_t v_tile = s_v + stage * L::kKVBytes;
-
-    float s[TILE_N / 2];
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const uint32_t col = (kk % 4) * 32;
-      const uint64_t a = smem_desc(s_q + (kk / 4) * kTileM * 128 + cw * 64 * 128 + col, 16, 1024);
-      const uint64_t b = smem_desc(k_tile + (kk / 4) * TILE_N * 128 + col, 16, 1024);
-      Wgmma<T, TILE_N>::ss(s, a, b, kk > 0);
-    }
-    wgmma_commit();
-    wgmma_wait_all();
-    fence_registers(s);
-
-    // Scale, mask, and the running max of rows row_lo and row_hi.
-    const bool masked = key0 + TILE_N > hd.seq_k || (hd.causal && key0 + TILE_N - 1 > wg_row0);
-    float mx_lo = kNegInf, mx_hi = kNegInf;
-#pragma unroll
-    for (int j = 0; j < TILE_N / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int key = key0 + j * 8 + (lane % 4) * 2 + e;
-        float lo = s[j * 4 + e] * hd.scale_log2;
-        float hi = s[j * 4 + 2 + e] * hd.scale_log2;
-        if (masked) {
-          if (!hd.visible(row_lo, key)) lo = kNegInf;
-          if (!hd.visible(row_hi, key)) hi = kNegInf;
-        }
-        s[j * 4 + e] = lo;
-        s[j * 4 + 2 + e] = hi;
-        mx_lo = fmaxf(mx_lo, lo);
-        mx_hi = fmaxf(mx_hi, hi);
+  if constexpr (!OVERLAP) {
+    for (int t = 0; t < n_tiles; ++t) {
+      const int key0 = t * TILE_N;
+      mbar_wait(full(t), (t / STAGES) & 1);
+      // A causal tile that starts past this warpgroup's last row adds nothing.
+      if (hd.causal && key0 > wg_row0 + 63) {
+        mbar_arrive(empty(t));
+        continue;
       }
+      wgmma_fence();
+      issue_qk<T, D, TILE_N>(s, s_q, k_tile(t), cw);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_registers(s);
+      softmax_tile<T, TILE_N>(s, p, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo, alpha_hi);
+      rescale<D>(o, alpha_lo, alpha_hi);
+      fence_registers(o);
+      wgmma_fence();
+      issue_pv<T, D, TILE_N>(o, p, v_tile(t));
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_registers(o);
+      mbar_arrive(empty(t));
     }
-    const float new_lo = fmaxf(m_lo, group_max<4>(mx_lo));
-    const float new_hi = fmaxf(m_hi, group_max<4>(mx_hi));
-    const float alpha_lo = rescale_factor(m_lo, new_lo);
-    const float alpha_hi = rescale_factor(m_hi, new_hi);
-    m_lo = new_lo;
-    m_hi = new_hi;
-
-    // P in the register layout of wgmma's A operand: the accumulator layout
-    // of S, two n8 column blocks per k16 step, packed to T pairs.
-    uint32_t p[TILE_N / 16][4];
-    float sum_lo = 0.f, sum_hi = 0.f;
-#pragma unroll
-    for (int j = 0; j < TILE_N / 8; ++j) {
-      const float p0 = shifted_exp2(s[j * 4 + 0], m_lo);
-      const float p1 = shifted_exp2(s[j * 4 + 1], m_lo);
-      const float p2 = shifted_exp2(s[j * 4 + 2], m_hi);
-      const float p3 = shifted_exp2(s[j * 4 + 3], m_hi);
-      sum_lo += p0 + p1;
-      sum_hi += p2 + p3;
-      p[j / 2][(j % 2) * 2 + 0] = pack2<T>(p0, p1);
-      p[j / 2][(j % 2) * 2 + 1] = pack2<T>(p2, p3);
+  } else {
+    // Tile 0: S_0 and its softmax; P_0 waits in p.
+    mbar_wait(full(0), 0);
+    wgmma_fence();
+    issue_qk<T, D, TILE_N>(s, s_q, k_tile(0), cw);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_registers(s);
+    softmax_tile<T, TILE_N>(s, p, hd, 0, tile_masked<T, TILE_N>(hd, 0, wg_row0), lane, r, alpha_lo, alpha_hi);
+    // One step: S_t in, P_{t-1}·V_{t-1} from p_in, P_t out to p_out. Two
+    // buffers alternate (the loop is unrolled by two) so no register copy
+    // sits between the wgmmas that read them.
+    uint32_t p_alt[TILE_N / 16][4];
+    auto step = [&](int t, const uint32_t(&p_in)[TILE_N / 16][4], uint32_t(&p_out)[TILE_N / 16][4]) {
+      const int key0 = t * TILE_N;
+      mbar_wait(full(t), (t / STAGES) & 1);
+      fence_registers(o);
+      wgmma_fence();
+      issue_qk<T, D, TILE_N>(s, s_q, k_tile(t), cw);
+      wgmma_commit();
+      issue_pv<T, D, TILE_N>(o, p_in, v_tile(t - 1));
+      wgmma_commit();
+      wgmma_wait<1>();  // S_t is in; P_{t-1}·V_{t-1} may still run
+      fence_registers(s);
+      softmax_tile<T, TILE_N>(s, p_out, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo,
+                              alpha_hi);
+      wgmma_wait<0>();
+      fence_registers(o);
+      mbar_arrive(empty(t - 1));
+      rescale<D>(o, alpha_lo, alpha_hi);
+    };
+    int t = 1;
+    for (; t + 1 < n_tiles; t += 2) {
+      step(t, p, p_alt);
+      step(t + 1, p_alt, p);
     }
-    l_lo = l_lo * alpha_lo + sum_lo;
-    l_hi = l_hi * alpha_hi + sum_hi;
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-      o[j * 4 + 0] *= alpha_lo;
-      o[j * 4 + 1] *= alpha_lo;
-      o[j * 4 + 2] *= alpha_hi;
-      o[j * 4 + 3] *= alpha_hi;
+    if (t < n_tiles) {
+      step(t, p, p_alt);
+      fence_registers(o);
+      wgmma_fence();
+      issue_pv<T, D, TILE_N>(o, p_alt, v_tile(n_tiles - 1));
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_registers(o);
+      mbar_arrive(empty(n_tiles - 1));
+      store_o<T, D>(hd, o, r, lane);
+      return;
     }
-
     fence_registers(o);
     wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < TILE_N / 16; ++kk) {
-      // Keys 16kk..16kk+15: two 8-key groups 1024 bytes apart (stride), the
-      // D/64 column blocks TILE_N·128 bytes apart (leading).
-      const uint64_t b = smem_desc(v_tile + kk * 16 * 128, TILE_N * 128, 1024);
-      Wgmma<T, D>::rs_tb(o, p[kk], b);
-    }
+    issue_pv<T, D, TILE_N>(o, p, v_tile(n_tiles - 1));
     wgmma_commit();
-    wgmma_wait_all();
+    wgmma_wait<0>();
     fence_registers(o);
-    mbar_arrive(bars + 8 * (STAGES + stage));
+    mbar_arrive(empty(n_tiles - 1));
   }
-
-  // Normalise and write rows inside seq_q, two elements a store.
-  const float l_full_lo = group_sum<4>(l_lo);
-  const float l_full_hi = group_sum<4>(l_hi);
-  const float inv_lo = l_full_lo > 0.f ? 1.f / l_full_lo : 0.f;
-  const float inv_hi = l_full_hi > 0.f ? 1.f / l_full_hi : 0.f;
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j) {
-    const int col = j * 8 + (lane % 4) * 2;
-    if (row_lo < hd.seq_q)
-      *reinterpret_cast<uint32_t*>(hd.o + static_cast<size_t>(row_lo) * D + col) =
-          pack2<T>(o[j * 4 + 0] * inv_lo, o[j * 4 + 1] * inv_lo);
-    if (row_hi < hd.seq_q)
-      *reinterpret_cast<uint32_t*>(hd.o + static_cast<size_t>(row_hi) * D + col) =
-          pack2<T>(o[j * 4 + 2] * inv_hi, o[j * 4 + 3] * inv_hi);
-  }
+  store_o<T, D>(hd, o, r, lane);
 }
 
-template <typename T, int D, int TILE_N, int STAGES>
+template <typename T, int D, int TILE_N, int STAGES, bool OVERLAP>
 __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned char* smem) {
   using L = HopperLayout<T, D, TILE_N, STAGES>;
   require_dynamic_smem(L::kLaunchBytes);
@@ -413,7 +527,7 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + 8 * s, kWarpgroup);                        // full: the producer's threads
+      mbar_init(bars + 8 * s, kWarpgroup);                          // full: the producer's threads
       mbar_init(bars + 8 * (STAGES + s), kConsumers * kWarpgroup);  // empty: the consumers' threads
     }
   }
@@ -425,36 +539,53 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
     produce<T, D, TILE_N, STAGES>(hd, base + L::kK, base + L::kV, bars, n_tiles, tid);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    consume<T, D, TILE_N, STAGES>(hd, base + L::kQ, base + L::kK, base + L::kV, bars, row0, n_tiles, wg - 1, tid);
+    consume<T, D, TILE_N, STAGES, OVERLAP>(hd, base + L::kQ, base + L::kK, base + L::kV, bars, row0, n_tiles, wg - 1,
+                                           tid);
   }
 }
 
 }  // namespace
 
 // HOPPER_KERNEL instantiates one extern "C" entry point; the Go spec derives
-// the same names from (dtype, head dim, tile_n, kv_stages).
-#define HOPPER_KERNEL(NAME, T, D, TILE_N, STAGES)                                                                 \
+// the same names from (dtype, head dim, tile_n, kv_stages, overlap).
+#define HOPPER_KERNEL(NAME, T, D, TILE_N, STAGES, OVERLAP)                                                        \
   extern "C" __global__ void __launch_bounds__(kThreads, 1)                                                      \
       NAME(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,         \
            int heads, int kv_heads, int seq_q, int seq_k, int causal, float scale_log2) {                        \
     extern __shared__ __align__(1024) unsigned char hopper_smem[];                                                 \
-    hopper_attention<T, D, TILE_N, STAGES>(                                                                       \
+    hopper_attention<T, D, TILE_N, STAGES, OVERLAP>(                                                              \
         head_of<D>(q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale_log2), hopper_smem);                 \
   }
 
-HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2, half, 64, 64, 2)
-HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s3, half, 64, 64, 3)
-HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s2, half, 64, 128, 2)
-HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s3, half, 64, 128, 3)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s2, half, 128, 64, 2)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s3, half, 128, 64, 3)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s2, half, 128, 128, 2)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s3, half, 128, 128, 3)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s2, __nv_bfloat16, 64, 64, 2)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s3, __nv_bfloat16, 64, 64, 3)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s2, __nv_bfloat16, 64, 128, 2)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s3, __nv_bfloat16, 64, 128, 3)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s2, __nv_bfloat16, 128, 64, 2)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s3, __nv_bfloat16, 128, 64, 3)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s2, __nv_bfloat16, 128, 128, 2)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3, __nv_bfloat16, 128, 128, 3)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o0, half, 64, 64, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o1, half, 64, 64, 2, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s3_o0, half, 64, 64, 3, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s3_o1, half, 64, 64, 3, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s2_o0, half, 64, 128, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s2_o1, half, 64, 128, 2, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s3_o0, half, 64, 128, 3, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s3_o1, half, 64, 128, 3, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s2_o0, half, 128, 64, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s2_o1, half, 128, 64, 2, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s3_o0, half, 128, 64, 3, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s3_o1, half, 128, 64, 3, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s2_o0, half, 128, 128, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s2_o1, half, 128, 128, 2, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s3_o0, half, 128, 128, 3, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s3_o1, half, 128, 128, 3, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s2_o0, __nv_bfloat16, 64, 64, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s2_o1, __nv_bfloat16, 64, 64, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s3_o0, __nv_bfloat16, 64, 64, 3, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s3_o1, __nv_bfloat16, 64, 64, 3, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s2_o0, __nv_bfloat16, 64, 128, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s2_o1, __nv_bfloat16, 64, 128, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s3_o0, __nv_bfloat16, 64, 128, 3, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s3_o1, __nv_bfloat16, 64, 128, 3, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s2_o0, __nv_bfloat16, 128, 64, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s2_o1, __nv_bfloat16, 128, 64, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s3_o0, __nv_bfloat16, 128, 64, 3, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s3_o1, __nv_bfloat16, 128, 64, 3, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s2_o0, __nv_bfloat16, 128, 128, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s2_o1, __nv_bfloat16, 128, 128, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o0, __nv_bfloat16, 128, 128, 3, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o1, __nv_bfloat16, 128, 128, 3, true)

@@ -39,26 +39,50 @@ struct Entry {
   const char* name;
   const void* fn;
   bool bf16;
-  int d, n, stages;
+  int d, n, stages, overlap;
 };
 
-#define E(NAME, BF, D, N, S) {#NAME, reinterpret_cast<const void*>(&NAME), BF, D, N, S}
+#define E(NAME, BF, D, N, S, O) {#NAME, reinterpret_cast<const void*>(&NAME), BF, D, N, S, O}
 static const Entry kEntries[] = {
-    E(attn_fwd_fp16_d64_n64_s2, false, 64, 64, 2),    E(attn_fwd_fp16_d64_n64_s3, false, 64, 64, 3),
-    E(attn_fwd_fp16_d64_n128_s2, false, 64, 128, 2),  E(attn_fwd_fp16_d64_n128_s3, false, 64, 128, 3),
-    E(attn_fwd_fp16_d128_n64_s2, false, 128, 64, 2),  E(attn_fwd_fp16_d128_n64_s3, false, 128, 64, 3),
-    E(attn_fwd_fp16_d128_n128_s2, false, 128, 128, 2), E(attn_fwd_fp16_d128_n128_s3, false, 128, 128, 3),
-    E(attn_fwd_bf16_d64_n64_s2, true, 64, 64, 2),     E(attn_fwd_bf16_d64_n64_s3, true, 64, 64, 3),
-    E(attn_fwd_bf16_d64_n128_s2, true, 64, 128, 2),   E(attn_fwd_bf16_d64_n128_s3, true, 64, 128, 3),
-    E(attn_fwd_bf16_d128_n64_s2, true, 128, 64, 2),   E(attn_fwd_bf16_d128_n64_s3, true, 128, 64, 3),
-    E(attn_fwd_bf16_d128_n128_s2, true, 128, 128, 2), E(attn_fwd_bf16_d128_n128_s3, true, 128, 128, 3),
+    E(attn_fwd_fp16_d64_n64_s2_o0, false, 64, 64, 2, 0),
+    E(attn_fwd_fp16_d64_n64_s2_o1, false, 64, 64, 2, 1),
+    E(attn_fwd_fp16_d64_n64_s3_o0, false, 64, 64, 3, 0),
+    E(attn_fwd_fp16_d64_n64_s3_o1, false, 64, 64, 3, 1),
+    E(attn_fwd_fp16_d64_n128_s2_o0, false, 64, 128, 2, 0),
+    E(attn_fwd_fp16_d64_n128_s2_o1, false, 64, 128, 2, 1),
+    E(attn_fwd_fp16_d64_n128_s3_o0, false, 64, 128, 3, 0),
+    E(attn_fwd_fp16_d64_n128_s3_o1, false, 64, 128, 3, 1),
+    E(attn_fwd_fp16_d128_n64_s2_o0, false, 128, 64, 2, 0),
+    E(attn_fwd_fp16_d128_n64_s2_o1, false, 128, 64, 2, 1),
+    E(attn_fwd_fp16_d128_n64_s3_o0, false, 128, 64, 3, 0),
+    E(attn_fwd_fp16_d128_n64_s3_o1, false, 128, 64, 3, 1),
+    E(attn_fwd_fp16_d128_n128_s2_o0, false, 128, 128, 2, 0),
+    E(attn_fwd_fp16_d128_n128_s2_o1, false, 128, 128, 2, 1),
+    E(attn_fwd_fp16_d128_n128_s3_o0, false, 128, 128, 3, 0),
+    E(attn_fwd_fp16_d128_n128_s3_o1, false, 128, 128, 3, 1),
+    E(attn_fwd_bf16_d64_n64_s2_o0, true, 64, 64, 2, 0),
+    E(attn_fwd_bf16_d64_n64_s2_o1, true, 64, 64, 2, 1),
+    E(attn_fwd_bf16_d64_n64_s3_o0, true, 64, 64, 3, 0),
+    E(attn_fwd_bf16_d64_n64_s3_o1, true, 64, 64, 3, 1),
+    E(attn_fwd_bf16_d64_n128_s2_o0, true, 64, 128, 2, 0),
+    E(attn_fwd_bf16_d64_n128_s2_o1, true, 64, 128, 2, 1),
+    E(attn_fwd_bf16_d64_n128_s3_o0, true, 64, 128, 3, 0),
+    E(attn_fwd_bf16_d64_n128_s3_o1, true, 64, 128, 3, 1),
+    E(attn_fwd_bf16_d128_n64_s2_o0, true, 128, 64, 2, 0),
+    E(attn_fwd_bf16_d128_n64_s2_o1, true, 128, 64, 2, 1),
+    E(attn_fwd_bf16_d128_n64_s3_o0, true, 128, 64, 3, 0),
+    E(attn_fwd_bf16_d128_n64_s3_o1, true, 128, 64, 3, 1),
+    E(attn_fwd_bf16_d128_n128_s2_o0, true, 128, 128, 2, 0),
+    E(attn_fwd_bf16_d128_n128_s2_o1, true, 128, 128, 2, 1),
+    E(attn_fwd_bf16_d128_n128_s3_o0, true, 128, 128, 3, 0),
+    E(attn_fwd_bf16_d128_n128_s3_o1, true, 128, 128, 3, 1),
 };
 
 struct Case {
   bool bf16;
   int b, h, kvh, sq, sk, d;
   bool causal;
-  int n, stages;
+  int n, stages, overlap;
   bool small;
 };
 
@@ -209,7 +233,7 @@ static Result run_case(const Case& c, const Entry& e, int reps) {
 
 static const Entry* find(const Case& c) {
   for (const auto& e : kEntries)
-    if (e.bf16 == c.bf16 && e.d == c.d && e.n == c.n && e.stages == c.stages) return &e;
+    if (e.bf16 == c.bf16 && e.d == c.d && e.n == c.n && e.stages == c.stages && e.overlap == c.overlap) return &e;
   return nullptr;
 }
 
@@ -218,29 +242,34 @@ int main(int argc, char** argv) {
   std::vector<Case> cases;
   // Small cases: every kernel, tails, causal, GQA, unequal lengths; all rows checked.
   for (const auto& e : kEntries) {
-    cases.push_back({e.bf16, 1, 2, 2, 200, 200, e.d, false, e.n, e.stages, true});
-    cases.push_back({e.bf16, 2, 4, 2, 130, 77, e.d, true, e.n, e.stages, true});
+    cases.push_back({e.bf16, 1, 2, 2, 200, 200, e.d, false, e.n, e.stages, e.overlap, true});
+    cases.push_back({e.bf16, 2, 4, 2, 130, 77, e.d, true, e.n, e.stages, e.overlap, true});
+    cases.push_back({e.bf16, 1, 2, 1, 300, 600, e.d, true, e.n, e.stages, e.overlap, true});
   }
-  cases.push_back({false, 1, 2, 1, 64, 300, 64, false, 128, 2, true});
-  cases.push_back({false, 1, 2, 1, 300, 64, 128, true, 128, 2, true});
-  cases.push_back({true, 1, 1, 1, 1, 1, 128, true, 64, 2, true});
+  cases.push_back({false, 1, 2, 1, 64, 300, 64, false, 128, 3, 1, true});
+  cases.push_back({false, 1, 2, 1, 300, 64, 128, true, 128, 3, 1, true});
+  cases.push_back({true, 1, 1, 1, 1, 1, 128, true, 64, 2, 1, true});
   if (!only_small) {
-    // The issue's shapes, with the tunables of each.
+    // The issue's shapes: the seed shape and B4 H16 S2048 D128 with every
+    // tunable, the rest with the defaults (tile_n 128, 3 stages, overlap).
     for (int n : {64, 128})
-      for (int st : {2, 3}) {
-        cases.push_back({false, 1, 8, 8, 512, 512, 64, false, n, st, false});
-        cases.push_back({false, 4, 16, 16, 2048, 2048, 128, false, n, st, false});
-      }
-    cases.push_back({false, 2, 16, 16, 8192, 8192, 128, false, 128, 2, false});
-    cases.push_back({false, 2, 16, 16, 8192, 8192, 128, true, 128, 2, false});
-    cases.push_back({false, 1, 32, 32, 16384, 16384, 128, true, 128, 2, false});
-    cases.push_back({true, 4, 16, 16, 2048, 2048, 128, true, 128, 2, false});
-    cases.push_back({false, 8, 16, 16, 1024, 1024, 64, false, 128, 2, false});
-    cases.push_back({false, 4, 32, 8, 2048, 2048, 128, true, 128, 2, false});  // GQA
+      for (int st : {2, 3})
+        for (int ov : {0, 1}) {
+          cases.push_back({false, 1, 8, 8, 512, 512, 64, false, n, st, ov, false});
+          cases.push_back({false, 4, 16, 16, 2048, 2048, 128, false, n, st, ov, false});
+        }
+    for (int ov : {0, 1}) {
+      cases.push_back({false, 2, 16, 16, 8192, 8192, 128, false, 128, 3, ov, false});
+      cases.push_back({false, 2, 16, 16, 8192, 8192, 128, true, 128, 3, ov, false});
+      cases.push_back({false, 1, 32, 32, 16384, 16384, 128, true, 128, 3, ov, false});
+    }
+    cases.push_back({true, 4, 16, 16, 2048, 2048, 128, true, 128, 3, 1, false});
+    cases.push_back({false, 8, 16, 16, 1024, 1024, 64, false, 128, 3, 1, false});
+    cases.push_back({false, 4, 32, 8, 2048, 2048, 128, true, 128, 3, 1, false});  // GQA
   }
   int fails = 0;
-  std::printf("%-5s %-26s %-7s %-4s %-3s %-10s %-10s %-6s %-10s %-10s %-8s %s\n", "dtype", "shape B,H/KVH,Sq,Sk,D",
-              "causal", "n", "st", "rel_err", "max_abs", "unwrit", "us_b2b", "us_each", "TF/s", "verdict");
+  std::printf("%-5s %-26s %-7s %-4s %-3s %-3s %-10s %-10s %-6s %-10s %-10s %-8s %s\n", "dtype", "shape B,H/KVH,Sq,Sk,D",
+              "causal", "n", "st", "ov", "rel_err", "max_abs", "unwrit", "us_b2b", "us_each", "TF/s", "verdict");
   for (const auto& c : cases) {
     const Entry* e = find(c);
     if (!e) { std::printf("no kernel\n"); return 2; }
@@ -248,8 +277,8 @@ int main(int argc, char** argv) {
     fails += !r.pass;
     char shape[64];
     std::snprintf(shape, sizeof shape, "%d,%d/%d,%d,%d,%d", c.b, c.h, c.kvh, c.sq, c.sk, c.d);
-    std::printf("%-5s %-26s %-7s %-4d %-3d %-10.2e %-10.2e %-6ld %-10.2f %-10.2f %-8.1f %s\n", c.bf16 ? "bf16" : "fp16",
-                shape, c.causal ? "causal" : "-", c.n, c.stages, r.rel_err, r.max_abs, r.unwritten, r.us_b2b,
+    std::printf("%-5s %-26s %-7s %-4d %-3d %-3d %-10.2e %-10.2e %-6ld %-10.2f %-10.2f %-8.1f %s\n", c.bf16 ? "bf16" : "fp16",
+                shape, c.causal ? "causal" : "-", c.n, c.stages, c.overlap, r.rel_err, r.max_abs, r.unwritten, r.us_b2b,
                 r.us_each, r.tflops, r.pass ? "PASS" : "FAIL");
     std::fflush(stdout);
   }
