@@ -11,6 +11,8 @@
 #   dist/scripts/gpu-verify-hopper.sh quick     chain, seed, default, memcheck (no llm)
 #   dist/scripts/gpu-verify-hopper.sh chain     the chain suite only
 #
+# WITH="" runs cuda-hopper alone in the seed, default and llm suites (the
+# default, ",pytorch-sdpa", runs SDPA beside it).
 # Needs: nvidia-smi and compute-sanitizer on PATH (or in /usr/local/cuda/bin),
 # python3 with torch and triton.
 set -uo pipefail
@@ -22,6 +24,8 @@ FC="$DIST/flashcore"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 WHAT=${1:-all}
+# Backends run beside cuda-hopper in the seed, default and llm suites.
+WITH=${WITH-,pytorch-sdpa}
 
 {
   date -u
@@ -89,13 +93,13 @@ sanitize() { # tool
 
 run_suite chain "$TMP/chain.toml" cuda-scalar,cuda-wmma,cuda-v8,cuda-hopper,triton,pytorch-sdpa
 if [ "$WHAT" != chain ]; then
-  run_suite seed "$DIST/suites/seed.toml" cuda-hopper,pytorch-sdpa
-  run_suite default "$DIST/suites/default.toml" cuda-hopper,pytorch-sdpa
+  run_suite seed "$DIST/suites/seed.toml" "cuda-hopper$WITH"
+  run_suite default "$DIST/suites/default.toml" "cuda-hopper$WITH"
   sanitize memcheck
 fi
 if [ "$WHAT" = all ]; then
   sanitize racecheck
-  run_suite llm "$DIST/suites/llm.toml" cuda-hopper,pytorch-sdpa
+  run_suite llm "$DIST/suites/llm.toml" "cuda-hopper$WITH"
 fi
 
 echo
