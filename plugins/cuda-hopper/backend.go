@@ -85,8 +85,8 @@ var tunables = []sdk.Tunable{
 	{
 		Name:        overlap,
 		Values:      []string{"0", "1"},
-		Default:     "0",
-		Description: "1: softmax of tile t runs while P·V of tile t-1 is on the tensor cores; 0: each tile in order (the default until 1 has run on a GPU)",
+		Default:     "1",
+		Description: "1: softmax of tile t runs while P·V of tile t-1 is on the tensor cores; 0: each tile in order",
 	},
 }
 

@@ -8,6 +8,7 @@
 //        -gencode arch=compute_90a,code=sm_90a -o harness scripts/hopper/harness.cu
 //   ./harness            every case below, then a summary table
 //   ./harness small      only the small cases (for compute-sanitizer)
+//   ./harness o0 | o1    only the kernels with overlap 0 or 1
 //
 // Exit status 1 when any case fails. Times here are the harness's own
 // (events around back-to-back launches, inputs hot in L2), not flashcore's
@@ -239,6 +240,7 @@ static const Entry* find(const Case& c) {
 
 int main(int argc, char** argv) {
   const bool only_small = argc > 1 && std::strcmp(argv[1], "small") == 0;
+  const int only_overlap = argc > 1 && argv[1][0] == 'o' ? argv[1][1] - '0' : -1;
   std::vector<Case> cases;
   // Small cases: every kernel, tails, causal, GQA, unequal lengths; all rows checked.
   for (const auto& e : kEntries) {
@@ -271,6 +273,7 @@ int main(int argc, char** argv) {
   std::printf("%-5s %-26s %-7s %-4s %-3s %-3s %-10s %-10s %-6s %-10s %-10s %-8s %s\n", "dtype", "shape B,H/KVH,Sq,Sk,D",
               "causal", "n", "st", "ov", "rel_err", "max_abs", "unwrit", "us_b2b", "us_each", "TF/s", "verdict");
   for (const auto& c : cases) {
+    if (only_overlap >= 0 && c.overlap != only_overlap) continue;
     const Entry* e = find(c);
     if (!e) { std::printf("no kernel\n"); return 2; }
     const Result r = run_case(c, *e, c.small ? 0 : (c.sq >= 8192 ? 10 : 50));
