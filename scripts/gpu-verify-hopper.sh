@@ -113,7 +113,11 @@ for name in chain seed default llm; do
 import collections, json, sys
 run = json.load(open(sys.argv[1]))
 verdicts = collections.Counter(r.get("status", "?") for r in run.get("results", []) if r.get("backend") == "cuda-hopper")
-print(f"{sys.argv[2]:8} {sys.argv[3]:8} " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
+line = ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items()))
+for b in run.get("backends", []):
+    if b.get("name") == "cuda-hopper" and not b.get("available", True):
+        line += f"unavailable: {b.get('unavailable_reason', '?')}"
+print(f"{sys.argv[2]:8} {sys.argv[3]:8} {line}")
 PY
 done
 for k in sanitizer-memcheck sanitizer-racecheck; do
