@@ -12,7 +12,9 @@
 #
 # Environment: NVCC (default nvcc), NVCC_HOST_FLAGS (extra flags such as
 # "-ccbin g++-11" or "-allow-unsupported-compiler" for a host compiler nvcc
-# does not know). Run from anywhere; paths are taken relative to the
+# does not know), KERNEL_ARCHS ("portable", the default: the targets above;
+# "sm_90a": one arch-specific Hopper cubin, no PTX, which needs nvcc >= 12.0,
+# for kernels that use wgmma or setmaxnreg). Run from anywhere; paths are taken relative to the
 # repository root, which is where the manifest's paths start.
 #
 # The manifest's source_sha256 is the SHA-256 of the lines
@@ -27,9 +29,24 @@ NVCC_HOST_FLAGS=${NVCC_HOST_FLAGS:-}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 INCLUDE_DIR=internal/gpu/kernels
 FLAGS=(-std=c++17 -O3 -I"$INCLUDE_DIR")
-GENCODE=(arch=compute_80,code=sm_80 arch=compute_89,code=sm_89 arch=compute_90,code=sm_90 arch=compute_90,code=compute_90)
-CUBINS=(sm_80 sm_89 sm_90)
-PTX=(compute_90)
+case "${KERNEL_ARCHS:-portable}" in
+  portable)
+    GENCODE=(arch=compute_80,code=sm_80 arch=compute_89,code=sm_89 arch=compute_90,code=sm_90 arch=compute_90,code=compute_90)
+    CUBINS=(sm_80 sm_89 sm_90)
+    PTX=(compute_90)
+    CHECK_SMS=(80 89 90)
+    ;;
+  sm_90a)
+    GENCODE=(arch=compute_90a,code=sm_90a)
+    CUBINS=(sm_90a)
+    PTX=()
+    CHECK_SMS=(90a)
+    ;;
+  *)
+    echo "compile-kernels: KERNEL_ARCHS must be portable or sm_90a, not $KERNEL_ARCHS" >&2
+    exit 1
+    ;;
+esac
 
 cd "$ROOT"
 
@@ -112,7 +129,7 @@ check() {
   CHECK_DIR=$(mktemp -d)
   trap 'rm -rf "$CHECK_DIR"' EXIT
   for src in "$@"; do
-    for sm in 80 89 90; do
+    for sm in "${CHECK_SMS[@]}"; do
       echo "check $src sm_$sm"
       nvcc_ "${FLAGS[@]}" -Werror all-warnings -gencode "arch=compute_$sm,code=sm_$sm" -cubin -o "$CHECK_DIR/out.cubin" "$src"
     done

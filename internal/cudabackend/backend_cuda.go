@@ -132,7 +132,7 @@ func (b *Backend) start() error {
 		return err
 	}
 	b.device = b.worker.Device()
-	if b.target, err = checkDevice(b.device, m); err != nil {
+	if b.target, err = checkDevice(b.device, m, b.spec.Device); err != nil {
 		return err
 	}
 	return b.worker.Do(func() error {

@@ -47,8 +47,14 @@ func deviceDescription(d gpu.DeviceInfo) sdk.Device {
 	}
 }
 
-// checkDevice says why the kernels cannot run on d, or nil.
-func checkDevice(d gpu.DeviceInfo, m gpu.Manifest) (gpu.Target, error) {
+// checkDevice says why the kernels cannot run on d, or nil. deviceCheck is
+// the plugin's own (Spec.Device), or nil.
+func checkDevice(d gpu.DeviceInfo, m gpu.Manifest, deviceCheck func(gpu.DeviceInfo) error) (gpu.Target, error) {
+	if deviceCheck != nil {
+		if err := deviceCheck(d); err != nil {
+			return gpu.Target{}, err
+		}
+	}
 	if d.Major*10+d.Minor < MinComputeCapability {
 		return gpu.Target{}, fmt.Errorf("%s has compute capability %s; the kernels need %d.%d or newer",
 			d.Name, d.ComputeCapability(), MinComputeCapability/10, MinComputeCapability%10)

@@ -22,6 +22,10 @@ type Spec struct {
 	// to the kernel function and launch geometry. An error means the plugin
 	// cannot run this case; it is reported as unsupported.
 	Plan func(shape sdk.Shape, tunables map[string]string) (Launch, error)
+	// Device, when set, says why the kernels cannot run on a device (nil:
+	// they can). It is asked before the fatbin's targets, so a plugin whose
+	// kernels need one architecture (sm_90a) refuses other devices by name.
+	Device func(d gpu.DeviceInfo) error
 }
 
 // KernelFiles are the embedded build outputs and sources of a plugin.

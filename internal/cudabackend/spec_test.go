@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -208,5 +209,42 @@ func TestHotBatchLastsAbout100Microseconds(t *testing.T) {
 		if got := hotBatch(tt.single); got != tt.want {
 			t.Errorf("hotBatch(%v) = %d, want %d", tt.single, got, tt.want)
 		}
+	}
+}
+
+func TestCheckDevice(t *testing.T) {
+	hopperOnly := func(d gpu.DeviceInfo) error {
+		if d.Major != 9 || d.Minor != 0 {
+			return errors.New("needs compute capability 9.0")
+		}
+		return nil
+	}
+	generic := gpu.Manifest{Cubins: []string{"sm_80", "sm_90"}}
+	sm90a := gpu.Manifest{Cubins: []string{"sm_90a"}}
+	tests := []struct {
+		name  string
+		major int
+		minor int
+		m     gpu.Manifest
+		check func(gpu.DeviceInfo) error
+		want  string // the target, or the error's text
+	}{
+		{"ampere, generic kernels", 8, 0, generic, nil, "sm_80 cubin"},
+		{"turing is too old", 7, 5, generic, nil, "T4 has compute capability 7.5; the kernels need 8.0 or newer"},
+		{"hopper kernels on hopper", 9, 0, sm90a, hopperOnly, "sm_90a cubin"},
+		{"hopper kernels on ada: the plugin's reason", 8, 9, sm90a, hopperOnly, "needs compute capability 9.0"},
+		{"no plugin check: the fatbin's reason", 8, 9, sm90a, nil, "the fatbin has no code for compute capability 8.9 (cubins [sm_90a], PTX [])"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			target, err := checkDevice(gpu.DeviceInfo{Name: "T4", Major: tc.major, Minor: tc.minor}, tc.m, tc.check)
+			got := target.String()
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("checkDevice = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -141,15 +141,15 @@ func (t Target) String() string {
 // fatbin has nothing the device can run.
 func (m Manifest) TargetFor(major, minor int) (target Target, ok bool) {
 	device := major*10 + minor
-	best := -1
+	best, bestCubin := -1, ""
 	for _, c := range m.Cubins {
 		v, err := archVersion(c, "sm_")
 		if err == nil && v/10 == major && v <= device && v > best {
-			best = v
+			best, bestCubin = v, c // "sm_90a" stays itself
 		}
 	}
 	if best >= 0 {
-		return Target{Arch: fmt.Sprintf("sm_%d", best)}, true
+		return Target{Arch: bestCubin}, true
 	}
 	for _, p := range m.PTX {
 		v, err := archVersion(p, "compute_")

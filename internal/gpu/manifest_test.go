@@ -131,3 +131,27 @@ func TestTargetForFollowsTheDriversRule(t *testing.T) {
 		}
 	}
 }
+
+// An arch-specific cubin (sm_90a, as cuda-hopper builds) is named as it is,
+// and nothing else in such a fatbin runs on other devices.
+func TestTargetForArchSpecificCubin(t *testing.T) {
+	m := Manifest{Cubins: []string{"sm_90a"}}
+	tests := []struct {
+		major, minor int
+		want         string // "" when nothing runs
+	}{
+		{9, 0, "sm_90a cubin"},
+		{8, 9, ""},
+		{10, 0, ""},
+	}
+	for _, tc := range tests {
+		target, ok := m.TargetFor(tc.major, tc.minor)
+		got := ""
+		if ok {
+			got = target.String()
+		}
+		if got != tc.want {
+			t.Errorf("TargetFor(%d.%d) = %q, want %q", tc.major, tc.minor, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	_ "embed"
+	"fmt"
+	"strconv"
+
+	"github.com/flashcore/bench/internal/cudabackend"
+	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/sdk"
+)
+
+const (
+	name    = "cuda-hopper"
+	version = "0.1.0"
+	// kernelPath is kernel.cu's repository path, as the manifest names it.
+	kernelPath = "plugins/cuda-hopper/kernel.cu"
+	// Tunables: keys per K/V tile, K/V stages in the shared-memory ring, and
+	// whether a tile's softmax overlaps its neighbours' MMAs.
+	tileN    = "tile_n"
+	kvStages = "kv_stages"
+	overlap  = "overlap"
+)
+
+// The kernel's fixed shape: a producer warpgroup and two consumer
+// warpgroups of 64 query rows each.
+const (
+	tileM   = 128
+	threads = 384
+)
+
+//go:embed kernel.cu
+var kernelSource []byte
+
+// New is the plugin's backend.
+func New() sdk.Backend { return cudabackend.New(spec()) }
+
+func spec() cudabackend.Spec {
+	return cudabackend.Spec{
+		Name:    name,
+		Version: version,
+		Variant: sdk.Variant{
+			Name: name,
+			Description: "sm_90a: wgmma for Q·Kᵀ and P·V, producer/consumer warpgroups with setmaxnreg, " +
+				"cp.async K/V ring on mbarriers, 128-byte swizzled shared memory, 128-row tiles",
+			Capabilities: capabilities,
+			Tunables:     tunables,
+		},
+		Kernel: cudabackend.KernelFiles{
+			Fatbin:   fatbin,
+			Manifest: manifest,
+			Sources:  cudabackend.Sources(kernelPath, kernelSource),
+		},
+		Plan:   plan,
+		Device: requireHopper,
+	}
+}
+
+// capabilities: fp16 and bf16 at head dims 64 and 128, with every masking
+// and shape option. Not supported: fp32 inputs (wgmma's fp16/bf16 forms)
+// and other head dims (instantiated for 64 and 128 only).
+var capabilities = sdk.Capabilities{
+	DTypes:            []sdk.DType{sdk.FP16, sdk.BF16},
+	HeadDims:          []int{64, 128},
+	Causal:            true,
+	NonCausal:         true,
+	GroupedQueryHeads: true,
+	UnequalSeqLens:    true,
+	NeedsGPU:          true,
+}
+
+var tunables = []sdk.Tunable{
+	{
+		Name:        tileN,
+		Values:      []string{"64", "128"},
+		Default:     "128",
+		Description: "keys per K/V tile (the N of the Q·Kᵀ wgmma)",
+	},
+	{
+		Name:        kvStages,
+		Values:      []string{"2", "3"},
+		Default:     "3",
+		Description: "K/V stages in the shared-memory ring between the producer and the consumers",
+	},
+	{
+		Name:        overlap,
+		Values:      []string{"0", "1"},
+		Default:     "1",
+		Description: "1: softmax of tile t runs while P·V of tile t-1 is on the tensor cores; 0: each tile in order",
+	},
+}
+
+// requireHopper refuses every device but compute capability 9.0: wgmma and
+// setmaxnreg exist only in the sm_90a instruction set, whose cubins run on
+// Hopper alone.
+func requireHopper(d gpu.DeviceInfo) error {
+	if d.Major != 9 || d.Minor != 0 {
+		return fmt.Errorf("%s needs a Hopper GPU (compute capability 9.0, sm_90a); %s has %s",
+			name, d.Name, d.ComputeCapability())
+	}
+	return nil
+}
+
+func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
+	n, err := strconv.Atoi(t[tileN])
+	if err != nil {
+		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", tileN, err)
+	}
+	stages, err := strconv.Atoi(t[kvStages])
+	if err != nil {
+		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", kvStages, err)
+	}
+	grid, err := cudabackend.AttentionGrid(shape, tileM)
+	if err != nil {
+		return cudabackend.Launch{}, err
+	}
+	return cudabackend.Launch{
+		Function:           cudabackend.KernelName(shape.DType, shape.HeadDim, "n"+t[tileN], "s"+t[kvStages], "o"+t[overlap]),
+		Grid:               grid,
+		Block:              gpu.Dim3{X: threads, Y: 1, Z: 1},
+		DynamicSharedBytes: sharedBytes(shape.DType.Size(), shape.HeadDim, n, stages),
+	}, nil
+}
+
+// sharedBytes mirrors HopperLayout in kernel.cu: the Q tile, K and V tiles
+// per stage, a full and an empty mbarrier (8 bytes each) per stage, and 1024
+// bytes of slack to align the base to the 128-byte swizzle's 1024-byte atom.
+// The kernel traps if launched with less.
+func sharedBytes(elemSize, headDim, tileN, stages int) int {
+	q := tileM * headDim * elemSize
+	kvStage := tileN * headDim * elemSize
+	return q + 2*stages*kvStage + 2*stages*8 + 1024
+}

@@ -1,0 +1,16 @@
+//go:build cuda
+
+package main
+
+import (
+	"testing"
+
+	"github.com/flashcore/bench/internal/cudabackend/cudatest"
+	_ "github.com/flashcore/bench/internal/gpu/gputest" // skip the binary without a GPU
+)
+
+// Output correctness, refusals and sampling are checked by TestConformance
+// on the plugin binary; this logs kernel times, in process.
+func TestTimingOnGPU(t *testing.T) {
+	cudatest.Timing(t, New(), tunables)
+}

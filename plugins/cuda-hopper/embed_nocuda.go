@@ -1,0 +1,7 @@
+//go:build !cuda
+
+package main
+
+// Without the cuda tag no fatbin is embedded; the backend reports itself as
+// built without CUDA.
+var fatbin, manifest []byte

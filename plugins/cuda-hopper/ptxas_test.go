@@ -1,0 +1,129 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/flashcore/bench/internal/cudabackend/cudatest"
+)
+
+// ptxasEntry is what ptxas -v reports about one kernel.
+type ptxasEntry struct {
+	name                    string
+	registers               int
+	stack, spillSt, spillLd int
+}
+
+var (
+	ptxasCompiling = regexp.MustCompile(`Compiling entry function '(\w+)'`)
+	ptxasFrame     = regexp.MustCompile(`(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads`)
+	ptxasUsed      = regexp.MustCompile(`Used (\d+) registers`)
+)
+
+// parsePtxas reads a ptxas -v report into one entry per kernel, in order.
+func parsePtxas(report string) []ptxasEntry {
+	var entries []ptxasEntry
+	for _, line := range strings.Split(report, "\n") {
+		if m := ptxasCompiling.FindStringSubmatch(line); m != nil {
+			entries = append(entries, ptxasEntry{name: m[1], registers: -1, stack: -1})
+			continue
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		e := &entries[len(entries)-1]
+		if m := ptxasFrame.FindStringSubmatch(line); m != nil {
+			e.stack, e.spillSt, e.spillLd = atoi(m[1]), atoi(m[2]), atoi(m[3])
+		}
+		if m := ptxasUsed.FindStringSubmatch(line); m != nil {
+			e.registers = atoi(m[1])
+		}
+	}
+	return entries
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// ptxasProblems lists what the gate refuses in a report: a kernel missing
+// from it, a stack frame or spills (the accumulators went to local memory),
+// more registers than 384 threads can have at one block per SM (setmaxnreg
+// then moves them), and the warnings ptxas gives when it ignores setmaxnreg
+// (C7508) or serialises wgmma.
+func ptxasProblems(report string, kernels []string) []string {
+	var problems []string
+	entries := parsePtxas(report)
+	for _, k := range kernels {
+		if !slices.ContainsFunc(entries, func(e ptxasEntry) bool { return e.name == k }) {
+			problems = append(problems, k+": not in the ptxas report")
+		}
+	}
+	for _, e := range entries {
+		switch {
+		case e.registers < 0 || e.stack < 0:
+			problems = append(problems, e.name+": no resource lines")
+		case e.stack != 0 || e.spillSt != 0 || e.spillLd != 0:
+			problems = append(problems, e.name+": "+strconv.Itoa(e.stack)+" bytes stack, "+
+				strconv.Itoa(e.spillSt)+"/"+strconv.Itoa(e.spillLd)+" bytes spilled")
+		case e.registers > 65536/threads/8*8:
+			problems = append(problems, e.name+": "+strconv.Itoa(e.registers)+" registers")
+		}
+	}
+	for _, warning := range []string{"C7508", "setmaxnreg' ignored", "serialized"} {
+		if strings.Contains(report, warning) {
+			problems = append(problems, "ptxas warns: "+warning)
+		}
+	}
+	return problems
+}
+
+// TestPtxasGate reads the report make cuda-kernels leaves beside the fatbin
+// (make hopper-ptxas-gate runs just this).
+func TestPtxasGate(t *testing.T) {
+	report, err := os.ReadFile("kernel.ptxas.txt")
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skip("no kernel.ptxas.txt here: make cuda-kernels has not run")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ptxasProblems(string(report), cudatest.InstantiatedKernels(kernelSource)) {
+		t.Error(p)
+	}
+}
+
+// The gate itself, on reports that pass and fail.
+func TestPtxasProblems(t *testing.T) {
+	entry := func(name, frame string, regs int) string {
+		return "ptxas info    : Compiling entry function '" + name + "' for 'sm_90a'\n" +
+			"ptxas info    : Function properties for " + name + "\n    " + frame + "\n" +
+			"ptxas info    : Used " + strconv.Itoa(regs) + " registers, used 16 barriers\n"
+	}
+	clean := "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
+	tests := []struct {
+		name, report string
+		want         []string
+	}{
+		{"clean", entry("k1", clean, 168) + entry("k2", clean, 128), nil},
+		{"spills", entry("k1", "16 bytes stack frame, 16 bytes spill stores, 8 bytes spill loads", 168) + entry("k2", clean, 168),
+			[]string{"k1: 16 bytes stack, 16/8 bytes spilled"}},
+		{"missing kernel", entry("k1", clean, 168), []string{"k2: not in the ptxas report"}},
+		{"too many registers", entry("k1", clean, 168) + entry("k2", clean, 232), []string{"k2: 232 registers"}},
+		{"setmaxnreg ignored", entry("k1", clean, 168) + entry("k2", clean, 168) +
+			"ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count at entry.\n",
+			[]string{"ptxas warns: C7508", "ptxas warns: setmaxnreg' ignored"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ptxasProblems(tc.report, []string{"k1", "k2"})
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("problems = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
