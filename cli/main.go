@@ -26,6 +26,7 @@ Usage:
   flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold] [--out DIR]
   flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]
   flashcore gate [--suite FILE] [--backends a,b] [--runs N] [--max-registers R] [RESULTS.json]
+  flashcore ablate [--suite FILE] [--chain a,b:variant,c] [--case ID] [--format F] [RESULTS.json]
   flashcore version
 
 Formats: table (default), markdown, csv, json.
@@ -72,6 +73,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return profileCommand(ctx, rest, stdout, stderr)
 	case "gate":
 		return gateCommand(ctx, rest, stdout, stderr)
+	case "ablate":
+		return ablateCommand(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "flashcore %s %s\n", Version, GitCommit)
 		return nil

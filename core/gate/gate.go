@@ -184,7 +184,7 @@ func stability(res *results.Result, g suite.Gates) Judgement {
 	case res.Check == nil:
 		j.Verdict = NotJudged
 	default:
-		j.Verdict, j.Figure = Pass, fmt.Sprintf("%d runs", runs)
+		j.Verdict, j.Figure = Pass, plural(runs, "run")
 	}
 	return j
 }
