@@ -27,6 +27,8 @@ Usage:
   flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]
   flashcore gate [--suite FILE] [--backends a,b] [--runs N] [--max-registers R] [RESULTS.json]
   flashcore ablate [--suite FILE] [--chain a,b:variant,c] [--case ID] [--format F] [RESULTS.json]
+  flashcore calibrate [--device gpu|cpu]
+  flashcore roofline RESULTS.json [--peaks FILE] [--format F]
   flashcore version
 
 Formats: table (default), markdown, csv, json.
@@ -75,6 +77,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return gateCommand(ctx, rest, stdout, stderr)
 	case "ablate":
 		return ablateCommand(ctx, rest, stdout, stderr)
+	case "calibrate":
+		return calibrateCommand(ctx, rest, stdout, stderr)
+	case "roofline":
+		return rooflineCommand(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "flashcore %s %s\n", Version, GitCommit)
 		return nil
