@@ -85,6 +85,7 @@ dist: cuda-kernels
 	cp suites/*.toml dist/suites/
 	cp -r examples dist/
 	cp scripts/gpu-verify.sh scripts/gpu-verify-timing.sh scripts/gpu-cleanup-check.sh scripts/gpu-verify-python-file.sh scripts/compare-self.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py scripts/timing_probe.py plugins/triton/triton_attention.py dist/scripts/
+	cp scripts/gpu-loop.sh dist/scripts/
 	@du -sh dist
 
 # gpu-tests adds to dist/ the conformance test binaries of the plugins that

@@ -32,7 +32,11 @@ func WriteGates(w io.Writer, o *gate.Outcome, markdown bool) error {
 	if markdown {
 		fmt.Fprintln(w)
 	}
-	if o.Passed() {
+	switch {
+	case o.Passed() && o.Judged() == 0:
+		fmt.Fprintln(w, "No row ran: nothing was judged.")
+		return nil
+	case o.Passed():
 		fmt.Fprintf(w, "Every gate passed on %d row(s).\n", o.Judged())
 		return nil
 	}
