@@ -33,8 +33,8 @@ occupancy. Flags override the suite's limits. Given a results file, it
 judges that run instead of measuring (docs/loop.md).
 
 Exit codes: 0 every gate passed, 6 a gate FAILed, 2 usage or suite error,
-4 other errors, 5 a backend named with --backends is unavailable, 130
-interrupted.
+3 a plugin failed to start or describe itself, 4 other errors, 5 a backend
+named with --backends is unavailable, 130 interrupted.
 `
 
 // DefaultGateResultsPath is where `flashcore gate` saves the run it judges.
@@ -184,17 +184,24 @@ func (f gateFlags) describe() string {
 	return strings.Join(parts, " ")
 }
 
-// gateVerdict: a failed gate first, then backends asked for by name that
-// turned out unavailable, then a run with nothing to judge.
+// gateVerdict: a failed gate first, then plugins that faulted before their
+// first row, then backends asked for by name that turned out unavailable,
+// then a run with nothing to judge.
 func gateVerdict(run *results.Run, o *gate.Outcome, named bool) error {
 	if !o.Passed() {
 		return withCode(ExitGate, fmt.Errorf("%d gate(s) FAILed", len(o.Failures)))
 	}
-	var unavailable []string
+	var faulted, unavailable []string
 	for _, b := range run.Backends {
-		if !b.Available && (named || b.Fault) {
+		switch {
+		case b.Fault:
+			faulted = append(faulted, b.Name+" ("+b.UnavailableReason+")")
+		case !b.Available && named:
 			unavailable = append(unavailable, b.Name+" ("+b.UnavailableReason+")")
 		}
+	}
+	if len(faulted) > 0 {
+		return withCode(ExitFailures, fmt.Errorf("plugin(s) failed before their first row, so nothing of theirs was gated: %s", strings.Join(faulted, "; ")))
 	}
 	if len(unavailable) > 0 {
 		return withCode(ExitUnavailable, fmt.Errorf("asked-for backend(s) unavailable: %s", strings.Join(unavailable, "; ")))
