@@ -12,6 +12,7 @@ const (
 	ExitFailures    = 3   // some row is an ERROR (crash, hang, broken contract, implausible times), or a plugin faulted at start
 	ExitOther       = 4   // anything else: an unreadable file, no plugins found, ...
 	ExitUnavailable = 5   // a backend named with --backends is unavailable (e.g. no CUDA device)
+	ExitGate        = 6   // flashcore gate: a row FAILed a gate
 	ExitInterrupted = 130 // interrupted (Ctrl-C); the partial results file is valid
 )
 

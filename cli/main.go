@@ -26,6 +26,10 @@ Usage:
   flashcore compare OLD NEW [NEWER...] [--format F] [--threshold 0.05] [--labels a,b] [--fail-on-regression]
   flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold] [--out DIR]
   flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]
+  flashcore gate [--suite FILE] [--backends a,b] [--runs N] [--max-registers R] [RESULTS.json]
+  flashcore ablate [--suite FILE] [--chain a,b:variant,c] [--case ID] [--format F] [RESULTS.json]
+  flashcore calibrate [--device gpu|cpu]
+  flashcore roofline RESULTS.json [--peaks FILE] [--format F]
   flashcore version
 
 Formats: table (default), markdown, csv, json; report also html, benchfmt.
@@ -35,7 +39,8 @@ and in the suite's plugin_path.
 Exit codes: 0 ok; 1 a row FAILed its check; 2 usage or suite error; 3 a row
 is an ERROR (a plugin crashed, hung, broke the contract or reported
 implausible times) or a plugin failed to start or describe itself; 4 other
-errors; 5 a backend named with --backends is unavailable; 130 interrupted.
+errors; 5 a backend named with --backends is unavailable; 6 a gate FAILed
+(flashcore gate); 130 interrupted.
 `
 
 // Main runs flashcore with args (without the program name).
@@ -71,6 +76,14 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return verifyTimingCommand(ctx, rest, stdout, stderr)
 	case "profile":
 		return profileCommand(ctx, rest, stdout, stderr)
+	case "gate":
+		return gateCommand(ctx, rest, stdout, stderr)
+	case "ablate":
+		return ablateCommand(ctx, rest, stdout, stderr)
+	case "calibrate":
+		return calibrateCommand(ctx, rest, stdout, stderr)
+	case "roofline":
+		return rooflineCommand(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "flashcore %s %s\n", Version, GitCommit)
 		return nil

@@ -45,6 +45,10 @@ type Result struct {
 	// L2 mode left (RunRequest.Output), in the order of Timings: a kernel
 	// that behaves only in the checked call fails here.
 	TimedChecks []CheckResult `json:"timed_checks,omitempty"`
+	// Repeats is what the repeated checked runs ([check] repeat) showed:
+	// how far each output differed from the first, and how many held NaN
+	// or Inf. Nil when the checked run was done once.
+	Repeats *Repeats `json:"repeats,omitempty"`
 	// Timings has one entry per measured L2 mode, the primary mode first.
 	Timings []Timing `json:"timings,omitempty"`
 	// Derived are figures of the primary (first) timing.
@@ -95,6 +99,29 @@ type CheckResult struct {
 	OutOfRange int `json:"out_of_range"`
 	// Tolerance is the tolerance the verdict applied.
 	Tolerance Tolerance `json:"tolerance"`
+}
+
+// Repeats summarise the checked runs of one row on the same inputs: the
+// figures of the determinism and stability gates (docs/loop.md). Every
+// difference is taken against the first run's output; an element that is
+// NaN or Inf in either run counts as differing but adds nothing to the
+// figures, which stay finite.
+type Repeats struct {
+	Runs int `json:"runs"` // checked runs done, the first included
+	// Differing counts the runs whose output was not bit-identical to the
+	// first; DifferingElements is the most elements one of them differed in.
+	Differing         int `json:"differing"`
+	DifferingElements int `json:"differing_elements"`
+	// MaxAbsDiff is the largest |run k - run 1| over all elements and runs.
+	MaxAbsDiff float64 `json:"max_abs_diff"`
+	// MaxULPs is the largest distance in units in the last place of the
+	// dtype between an element of run k and of run 1.
+	MaxULPs int64 `json:"max_ulps"`
+	// RelL2Diff is the largest ||run k - run 1||₂ / ||run 1||₂.
+	RelL2Diff float64 `json:"rel_l2_diff"`
+	// NonFiniteRuns counts the runs whose output held a NaN or an Inf, the
+	// first included.
+	NonFiniteRuns int `json:"non_finite_runs"`
 }
 
 // Timing is the measurement of a row in one L2 mode.

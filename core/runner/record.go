@@ -171,3 +171,7 @@ func derive(shape sdk.Shape, kernel results.Stats, device sdk.Device) results.De
 	}
 	return d
 }
+
+// CPUModel is this machine's CPU model name, as results record it; "" when
+// the system does not say.
+func CPUModel() string { return cpuModel() }

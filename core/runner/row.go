@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -90,7 +89,8 @@ func (r *runner) lifecycle(ctx context.Context, rw row, c suite.Case, t *inputs.
 //
 // The checked run is done Check.Repeat times: every output must be
 // bit-identical to the first (the determinism gate) and no run may crash
-// (the stability gate).
+// (the stability gate). Res.Repeats records by how much the runs differed
+// and how many held NaN or Inf, for the gates to judge.
 func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *inputs.Tensors, ws *workspace, res *results.Result) bool {
 	output, ok := r.fetch(ctx, b, c, ws, res)
 	if !ok || output == nil {
@@ -106,17 +106,42 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *i
 	}
 	first := sha256.Sum256(output)
 	addFacts(res, map[string]string{"output_sha256": hex.EncodeToString(first[:])})
+	if r.cfg.Suite.Check.Repeat < 2 {
+		return true
+	}
+	res.Repeats = &results.Repeats{Runs: 1}
+	if report.NaN+report.Inf > 0 {
+		res.Repeats.NonFiniteRuns++
+	}
 	for run := 2; run <= r.cfg.Suite.Check.Repeat; run++ {
 		again, ok := r.fetch(ctx, b, c, ws, res)
 		if !ok || again == nil {
 			return ok
 		}
-		if sha256.Sum256(again) != first && res.Status == results.StatusPass {
+		res.Repeats.Runs++
+		if check.NonFinite(again, c.Shape.DType) {
+			res.Repeats.NonFiniteRuns++
+		}
+		if sha256.Sum256(again) == first {
+			continue
+		}
+		diff := check.Diff(output, again, c.Shape.DType)
+		addRepeatDiff(res.Repeats, diff)
+		if res.Status == results.StatusPass {
 			res.Status = results.StatusFail
-			res.Reason = fmt.Sprintf("nondeterministic: checked run %d differs from run 1 in %d elements", run, differingElements(output, again, c.Shape.DType.Size()))
+			res.Reason = fmt.Sprintf("nondeterministic: checked run %d differs from run 1 in %d elements", run, diff.Elements)
 		}
 	}
 	return true
+}
+
+// addRepeatDiff folds one differing run into the row's repeat figures.
+func addRepeatDiff(rep *results.Repeats, d check.RunDiff) {
+	rep.Differing++
+	rep.DifferingElements = max(rep.DifferingElements, d.Elements)
+	rep.MaxAbsDiff = max(rep.MaxAbsDiff, d.MaxAbs)
+	rep.MaxULPs = max(rep.MaxULPs, d.MaxULPs)
+	rep.RelL2Diff = max(rep.RelL2Diff, d.RelL2)
 }
 
 // fetch does one checked run and reads its output. ok is false when the
@@ -160,19 +185,6 @@ func clearPath(path string) error {
 		return fmt.Errorf("clear %s: %w", path, err)
 	}
 	return nil
-}
-
-func differingElements(a, b []byte, size int) int {
-	if len(a) != len(b) || size == 0 {
-		return max(len(a), len(b)) / max(size, 1)
-	}
-	n := 0
-	for i := 0; i+size <= len(a); i += size {
-		if !bytes.Equal(a[i:i+size], b[i:i+size]) {
-			n++
-		}
-	}
-	return n
 }
 
 // measure takes the timed samples, once per L2 mode the suite asks for,

@@ -68,6 +68,13 @@ var errorCases = []struct {
 	{"python file without a name", "name = \"x\"\n[[backends]]\npython = \"kernels/nope.py\"\n" + validSweep, "backends.name", 2},
 	{"python backend listed twice", "name = \"x\"\n[[backends]]\nname = \"my-fa\"\n[[backends]]\nname = \"my-fa\"\npython = \"my_fa.py\"\n" + validSweep, "backends.name", 5},
 	{"unknown key in a python backend", "name = \"x\"\n[[backends]]\nname = \"my-fa\"\nfile = \"kernels/my_fa.py\"\n" + validSweep, "backends.file", 4},
+	{"unknown gate", "name = \"x\"\n[gates]\nruns = 3\nmax_regs = 128\n" + validSweep, "gates.max_regs", 4},
+	{"gate runs zero", "name = \"x\"\n[gates]\nruns = 0\n" + validSweep, "gates.runs", 3},
+	{"occupancy as a percentage", "name = \"x\"\n[gates]\nmin_occupancy = 25\n" + validSweep, "gates.min_occupancy", 3},
+	{"negative register limit", "name = \"x\"\n[gates]\nmax_registers = -1\n" + validSweep, "gates.max_registers", 3},
+	{"ablation of one step", "name = \"x\"\n[ablation]\nchain = [\"cuda-v8\"]\n" + validSweep, "ablation.chain", 3},
+	{"ablation step without variant", "name = \"x\"\n[ablation]\nchain = [\"cuda-v8\", \"pytorch-sdpa:\"]\n" + validSweep, "ablation.chain", 3},
+	{"unknown ablation key", "name = \"x\"\n[ablation]\nsteps = [\"a\", \"b\"]\n" + validSweep, "ablation.steps", 3},
 	{"syntax error", "name = \"x\"\nseed = = 3\n", "", 2},
 }
 

@@ -22,6 +22,8 @@ type fileSuite struct {
 	Measurement fileMeasurement          `toml:"measurement"`
 	Check       fileCheck                `toml:"check"`
 	Tolerance   map[string]fileTolerance `toml:"tolerance"`
+	Gates       fileGates                `toml:"gates"`
+	Ablation    fileAblation             `toml:"ablation"`
 	Backends    []toml.Primitive         `toml:"backends"`
 	Sweeps      []toml.Primitive         `toml:"sweeps"`
 	Cases       []toml.Primitive         `toml:"cases"`

@@ -41,6 +41,11 @@ type Suite struct {
 	Check        CheckSettings
 	// Tolerances holds an entry for every dtype.
 	Tolerances map[sdk.DType]Tolerance
+	// Gates are the limits of `flashcore gate` ([gates]).
+	Gates Gates
+	// Ablation is the chain of `flashcore ablate` ([ablation]); empty when
+	// the suite has none.
+	Ablation Ablation
 	// Backends is empty when the suite selects none: then every backend
 	// found is used.
 	Backends []BackendSelection

@@ -102,6 +102,7 @@ func TestParseFullExample(t *testing.T) {
 			sdk.BF16: {Atol: 1.6e-2, Rtol: 3e-2, RelL2: 0.05},
 			sdk.FP32: {Atol: 1e-3, Rtol: 1e-3, RelL2: 1e-3},
 		},
+		Gates: DefaultGates(),
 		Backends: []BackendSelection{
 			{Name: "cuda-v8", Variants: []string{"cuda-v8"}, Path: "suites/bin/cuda-v8",
 				Tunables: map[string][]string{"tile_n": {"32", "64"}}},
@@ -290,5 +291,36 @@ func TestParsePythonFileBackend(t *testing.T) {
 		Tunables: map[string][]string{"block": {"64"}}}}
 	if !reflect.DeepEqual(s.Backends, want) {
 		t.Errorf("backends\n got %+v\nwant %+v", s.Backends, want)
+	}
+}
+
+func TestGatesAndAblation(t *testing.T) {
+	doc := `name = "x"
+[gates]
+runs = 5
+max_registers = 128
+max_shared_bytes = 65536
+min_occupancy = 0.25
+[ablation]
+chain = ["cuda-scalar", "cuda-wmma", "pytorch-sdpa:sdpa-flash"]
+` + validSweep
+	s, err := Parse("x.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Gates{Runs: 5, MaxRegisters: 128, MaxSpillBytes: 0, MaxSharedBytes: 65536, MinOccupancy: 0.25}
+	if s.Gates != want {
+		t.Errorf("gates %+v, want %+v", s.Gates, want)
+	}
+	chain := []ChainStep{{Backend: "cuda-scalar"}, {Backend: "cuda-wmma"}, {Backend: "pytorch-sdpa", Variant: "sdpa-flash"}}
+	if !slices.Equal(s.Ablation.Chain, chain) {
+		t.Errorf("chain %+v, want %+v", s.Ablation.Chain, chain)
+	}
+	plain, err := Parse("y.toml", []byte("name = \"y\"\n"+validSweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Gates != DefaultGates() || len(plain.Ablation.Chain) != 0 {
+		t.Errorf("a suite without [gates] or [ablation]: %+v %+v", plain.Gates, plain.Ablation)
 	}
 }

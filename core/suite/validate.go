@@ -41,6 +41,8 @@ func (d *decoder) build(in *decoded) (*Suite, error) {
 	s.StartTimeout = f.Measurement.StartTimeout.Value
 	s.Check = d.check(f.Check)
 	s.Tolerances = d.tolerances(f.Tolerance)
+	s.Gates = d.gates(f.Gates)
+	s.Ablation = d.ablation(f.Ablation)
 	s.Backends = d.backends(in.backends)
 	s.Cases = d.cases(in.sweeps, in.cases)
 	if len(d.problems) > 0 {
