@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/flashcore/bench/core/report/cell"
 	"io"
 	"strings"
 
@@ -17,7 +18,7 @@ import (
 // and the next step's incremental speedup is taken over the last step
 // that had one.
 func WriteAblation(w io.Writer, run *results.Run, chain []suite.ChainStep, markdown bool) error {
-	mode := primaryMode(run)
+	mode := run.PrimaryMode()
 	for i, c := range run.Cases {
 		rows := ablationRows(run, chain, c.ID)
 		if rows == nil {
@@ -45,13 +46,13 @@ func WriteAblation(w io.Writer, run *results.Run, chain []suite.ChainStep, markd
 
 // ablationRows are the chain's rows in one case; nil when no step ran there.
 func ablationRows(run *results.Run, chain []suite.ChainStep, caseID string) [][]string {
-	mode := primaryMode(run)
+	mode := run.PrimaryMode()
 	var rows [][]string
 	var first, previous float64
 	found := false
 	for i, step := range chain {
 		res := chainResult(run, step, caseID)
-		cells := []string{fmt.Sprint(i + 1), step.String(), missing, missing, missing, missing, "not run", keyChange(run, step, res)}
+		cells := []string{fmt.Sprint(i + 1), step.String(), cell.Missing, cell.Missing, cell.Missing, cell.Missing, "not run", keyChange(run, step, res)}
 		if res != nil {
 			found = true
 			cells[1] = res.Label
@@ -60,12 +61,12 @@ func ablationRows(run *results.Run, chain []suite.ChainStep, caseID string) [][]
 				ns := t.Kernel.MedianNs
 				cells[2] = kernelCell(t.Kernel)
 				if previous > 0 {
-					cells[3] = speedupCell(previous / ns)
+					cells[3] = cell.Ratio(previous / ns)
 				}
 				if first == 0 {
 					first = ns
 				}
-				cells[4] = speedupCell(first / ns)
+				cells[4] = cell.Ratio(first / ns)
 				previous = ns
 			}
 		}
@@ -121,5 +122,5 @@ func keyChange(run *results.Run, step suite.ChainStep, res *results.Result) stri
 			}
 		}
 	}
-	return missing
+	return cell.Missing
 }

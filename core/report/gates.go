@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/flashcore/bench/core/report/cell"
 	"io"
 	"strings"
 
@@ -56,7 +57,7 @@ func WriteGates(w io.Writer, o *gate.Outcome, markdown bool) error {
 func gateCell(j gate.Judgement) string {
 	switch {
 	case j.Verdict == gate.NotJudged && j.Figure == "":
-		return missing
+		return cell.Missing
 	case j.Verdict == gate.NotJudged:
 		return j.Figure
 	case j.Verdict == gate.Fail && (j.Gate == gate.Correctness || j.Gate == gate.Determinism || j.Gate == gate.Stability):

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/flashcore/bench/core/report/cell"
 	"io"
 	"slices"
 	"strings"
@@ -62,9 +63,9 @@ func WriteRoofline(w io.Writer, run *results.Run, peaks map[string]Peaks, markdo
 }
 
 func rooflineHeader(d sdk.Device, p Peaks, measured bool) string {
-	ridge := missing
+	ridge := cell.Missing
 	if p.GBps > 0 {
-		ridge = sig3(p.TFLOPS*1e3/p.GBps) + " FLOP/B"
+		ridge = cell.Sig3(p.TFLOPS*1e3/p.GBps) + " FLOP/B"
 	}
 	if !measured && p.TFLOPS <= 0 && p.GBps <= 0 {
 		return "no peaks: no calibration of this device is cached (run flashcore calibrate on it) and its backend reports no datasheet figures"
@@ -86,7 +87,7 @@ func rooflineRows(run *results.Run) ([]sdk.Device, map[string][]*results.Result)
 		deviceOf[b.Name] = b.Device
 	}
 	rows := map[string][]*results.Result{}
-	mode := primaryMode(run)
+	mode := run.PrimaryMode()
 	for i := range run.Results {
 		r := &run.Results[i]
 		d, ok := deviceOf[r.Backend]
@@ -108,12 +109,12 @@ func rooflineRow(run *results.Run, r *results.Result, p Peaks) []string {
 			flops, bytes = c.FLOPs, c.Bytes
 		}
 	}
-	cells := []string{r.CaseID, labelOf(r), missing, rateCell(r.Derived.TFLOPS), missing, rateCell(r.Derived.GBps), missing, missing, missing}
+	cells := []string{r.CaseID, r.RowLabel(), cell.Missing, rateCell(r.Derived.TFLOPS), cell.Missing, rateCell(r.Derived.GBps), cell.Missing, cell.Missing, cell.Missing}
 	if bytes <= 0 {
 		return cells
 	}
 	intensity := flops / bytes
-	cells[2] = sig3(intensity)
+	cells[2] = cell.Sig3(intensity)
 	if p.TFLOPS > 0 {
 		cells[4] = percentCell(100 * r.Derived.TFLOPS / p.TFLOPS)
 	}
