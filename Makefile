@@ -105,7 +105,7 @@ dist: cuda-kernels
 	$(if $(CUDA_PLUGINS),$(call plugin-binary,dist/flashcore-plugins-cuda,$(CUDA_PLUGINS),cuda,$(DIST_FLAGS)))
 	cp suites/*.toml dist/suites/
 	cp -r examples dist/
-	cp scripts/gpu-verify.sh scripts/gpu-verify-timing.sh scripts/gpu-cleanup-check.sh scripts/gpu-verify-python-file.sh scripts/compare-self.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py scripts/timing_probe.py plugins/triton/triton_attention.py dist/scripts/
+	cp scripts/gpu-verify.sh scripts/gpu-verify-timing.sh scripts/gpu-cleanup-check.sh scripts/gpu-verify-python-file.sh scripts/gpu-verify-multicall.sh scripts/compare-self.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py scripts/timing_probe.py plugins/triton/triton_attention.py dist/scripts/
 	@du -sh dist
 
 # gpu-tests adds to dist/ the conformance test binaries of the plugins that
