@@ -57,7 +57,7 @@ build: $(if $(HAVE_CUDA),cuda-kernels)
 # The Python bridges need torch and triton: they go into a project venv so
 # the machine's Python is left alone. The stamp re-runs pip when the pinned
 # requirements change. pip shows what it downloads: PyPI's torch for Linux
-# x86-64 brings its CUDA libraries (about 3 GB), GPU or not, and cannot
+# x86-64 brings its CUDA libraries (about 2.7 GB), GPU or not, and cannot
 # import without them. PIP_FLAGS is passed to pip, e.g. an index with
 # CPU-only torch wheels where one is reachable.
 PIP_FLAGS ?=
@@ -69,7 +69,7 @@ $(VENV)/.installed: python/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	@echo "setup 2/3: pip"
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	@echo "setup 3/3: python/requirements.txt (torch with its CUDA wheels, triton: about 3 GB, minutes)"
+	@echo "setup 3/3: python/requirements.txt (torch with its CUDA wheels, triton: about 2.7 GB to download, minutes)"
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -r python/requirements.txt
 	touch $@
 

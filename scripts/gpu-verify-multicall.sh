@@ -24,7 +24,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 declare -a SUMMARY
 
-record() { SUMMARY+=("$(printf '%-34s %-5s %s' "$1" "$2" "$3")"); }
+record() { SUMMARY+=("$(printf '%-36s %-5s %s' "$1" "$2" "$3")"); }
 
 # 1. What dist/ holds, and its size.
 ls -l "$DIST" | tee "$OUT_DIR/dist.txt"
@@ -91,5 +91,5 @@ grep -q 'holds the plugins' "$OUT_DIR/by-hand.txt" && [ "$code" = 2 ] && s=PASS 
 record "flashcore-plugins-cuda by hand" "$s" "exit $code: $(grep -o 'holds the plugins[^.]*' "$OUT_DIR/by-hand.txt")"
 
 echo
-printf '%-34s %-5s %s\n' check result detail
+printf '%-36s %-5s %s\n' check result detail
 for line in "${SUMMARY[@]}"; do echo "$line"; done | tee "$OUT_DIR/summary.txt"
