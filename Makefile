@@ -22,9 +22,25 @@ CUDA_H    := $(wildcard /usr/include/cuda.h $(if $(NVCC),$(dir $(NVCC))../includ
 HAVE_CUDA := $(if $(and $(NVCC),$(CUDA_H)),yes,)
 CUDA_TAGS := $(if $(HAVE_CUDA),cuda,)
 
-PLUGINS      := cpu-reference pytorch-sdpa triton python-file cuda-scalar cuda-wmma cuda-v8 cuda-hopper
-CUDA_PLUGINS := cuda-scalar cuda-wmma cuda-v8 cuda-hopper
+# Every folder under plugins/ with a main.go is a plugin; no list to edit.
+# A plugin that needs CUDA says so with a Go file under the cuda build tag
+# (paired with a !cuda twin): those go into flashcore-plugins-cuda, which
+# needs libcuda to start, the others into flashcore-plugins.
+PLUGINS      := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
+CUDA_PLUGINS := $(sort $(patsubst plugins/%/,%,$(dir $(shell grep -lE '^//go:build(.*[^!a-z_])?cuda([^a-z_0-9]|$$)' \
+                  $(filter-out %_test.go,$(wildcard plugins/*/*.go)) /dev/null))))
+GO_PLUGINS   := $(filter-out $(CUDA_PLUGINS),$(PLUGINS))
 VENV_PYTHON  := $(abspath $(VENV))/bin/python
+
+# $(call plugin-binary,OUT,PLUGINS,TAGS,FLAGS) builds the multi-call binary
+# OUT that is each of PLUGINS (internal/multicall), and beside it a link
+# flashcore-backend-NAME to it for each, the name the host finds plugins by.
+define plugin-binary
+	@echo "build $(notdir $(1)): $(2)"
+	@overlay=$$($(GO) run ./internal/multicall/overlay -out .build/$(notdir $(1)) $(addprefix plugins/,$(2))) && \
+		$(GO) build -tags "$(3)" $(4) -overlay "$$overlay" -o $(1) ./cmd/flashcore-plugins
+	@for p in $(2); do ln -sfn $(notdir $(1)) $(dir $(1))flashcore-backend-$$p; done
+endef
 
 include mk/cuda.mk
 include mk/hopper.mk
@@ -35,21 +51,27 @@ all: build
 
 build: $(if $(HAVE_CUDA),cuda-kernels)
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/flashcore ./cmd/flashcore
-	@for p in $(filter-out $(CUDA_PLUGINS),$(PLUGINS)); do \
-		echo "build $$p"; $(GO) build -ldflags "$(LDFLAGS)" -o bin/flashcore-backend-$$p ./plugins/$$p || exit 1; done
-	@for p in $(CUDA_PLUGINS); do \
-		echo "build $$p $(if $(HAVE_CUDA),(cuda),(without CUDA))"; \
-		$(GO) build -tags "$(CUDA_TAGS)" -ldflags "$(LDFLAGS)" -o bin/flashcore-backend-$$p ./plugins/$$p || exit 1; done
+	$(call plugin-binary,bin/flashcore-plugins,$(GO_PLUGINS),,-ldflags "$(LDFLAGS)")
+	$(if $(CUDA_PLUGINS),$(call plugin-binary,bin/flashcore-plugins-cuda,$(CUDA_PLUGINS),$(CUDA_TAGS),-ldflags "$(LDFLAGS)"))
+	@echo "the CUDA plugins are built $(if $(HAVE_CUDA),with CUDA,without CUDA (no nvcc and cuda.h here))"
 
 # The Python bridges need torch and triton: they go into a project venv so
 # the machine's Python is left alone. The stamp re-runs pip when the pinned
-# requirements change.
+# requirements change. pip shows what it downloads: PyPI's torch for Linux
+# x86-64 brings its CUDA libraries (about 2.7 GB), GPU or not, and cannot
+# import without them. PIP_FLAGS is passed to pip, e.g. an index with
+# CPU-only torch wheels where one is reachable.
+PIP_FLAGS ?=
+
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: python/requirements.txt
+	@echo "setup 1/3: $(VENV) from $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "setup 2/3: pip"
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -r python/requirements.txt
+	@echo "setup 3/3: python/requirements.txt (torch with its CUDA wheels, triton: about 2.7 GB to download, minutes)"
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -r python/requirements.txt
 	touch $@
 
 run: setup build
@@ -69,9 +91,10 @@ lint: $(if $(HAVE_CUDA),cuda-kernels)
 	$(GO) vet ./...
 	$(if $(HAVE_CUDA),$(GO) vet -tags cuda ./...)
 
-# dist/ carries everything a GPU machine without Go needs: flashcore, every
-# plugin built with CUDA (kernels embedded, worker scripts embedded), the
-# suites, the GPU check scripts and the Python-file examples.
+# dist/ carries everything a GPU machine without Go needs: flashcore, the
+# two multi-call plugin binaries (CUDA built in, kernels and worker scripts
+# embedded) with a link per plugin, the suites, the GPU check scripts and
+# the Python-file examples.
 # Binaries there are stripped (-s -w; panics still name their functions) to
 # keep dist/ small enough to copy around.
 DIST_FLAGS := -trimpath -ldflags "$(LDFLAGS) -s -w"
@@ -79,10 +102,8 @@ DIST_FLAGS := -trimpath -ldflags "$(LDFLAGS) -s -w"
 dist: cuda-kernels
 	rm -rf dist && mkdir -p dist/suites dist/scripts
 	$(GO) build $(DIST_FLAGS) -o dist/flashcore ./cmd/flashcore
-	@for p in $(filter-out $(CUDA_PLUGINS),$(PLUGINS)); do \
-		$(GO) build $(DIST_FLAGS) -o dist/flashcore-backend-$$p ./plugins/$$p || exit 1; done
-	@for p in $(CUDA_PLUGINS); do \
-		$(GO) build -tags cuda $(DIST_FLAGS) -o dist/flashcore-backend-$$p ./plugins/$$p || exit 1; done
+	$(call plugin-binary,dist/flashcore-plugins,$(GO_PLUGINS),,$(DIST_FLAGS))
+	$(if $(CUDA_PLUGINS),$(call plugin-binary,dist/flashcore-plugins-cuda,$(CUDA_PLUGINS),cuda,$(DIST_FLAGS)))
 	cp suites/*.toml dist/suites/
 	cp -r examples dist/
 	# every top-level script: the GPU check scripts and the probes they run
@@ -103,4 +124,4 @@ gpu-tests:
 	@du -sh dist/tests
 
 clean:
-	rm -rf bin dist
+	rm -rf bin dist .build

@@ -198,3 +198,38 @@ func TestHelpIsNotAnError(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownBackends: a backend that no plugin is, named in a suite or
+// with --backends, is a usage error that says where it was named and which
+// backends there are; a suite's is reported even when --backends chooses
+// others. No plugin is started, so the plugins here are empty files.
+func TestUnknownBackends(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"cpu-reference", "triton"} {
+		if err := os.WriteFile(filepath.Join(dir, "flashcore-backend-"+name), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"in-suite", []string{"run", "--suite", "testdata/unknown-backend.toml"}},
+		{"in-suite-with-backends-flag", []string{"run", "--suite", "testdata/unknown-backend.toml", "--backends", "cpu-reference"}},
+		{"in-backends-flag", []string{"run", "--backends", "cpu-reference,tritn"}},
+		{"in-backends-flag-verify-timing", []string{"verify-timing", "--backends", "sdpa"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r.json")
+			stdout, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir}, append(tt.args, "--out", out)...)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d\n%s", code, ExitUsage, stderr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("a results file was written for a run that never started")
+			}
+			golden(t, "unknown-backend-"+tt.name, stdout+stderr)
+		})
+	}
+}

@@ -142,7 +142,9 @@ func pluginPlaces(s *suite.Suite) []string {
 }
 
 // choosePlugins picks the plugins to start: those named on the command
-// line, else those the suite lists, else every plugin found.
+// line, else those the suite lists, else every plugin found. Every backend
+// the suite lists must be found even when the command line chooses others,
+// so that a typo in the suite is never passed over in silence.
 func choosePlugins(s *suite.Suite, requested []string) ([]host.Plugin, error) {
 	found, requested, err := findPlugins(s, requested)
 	if err != nil {
@@ -152,19 +154,44 @@ func choosePlugins(s *suite.Suite, requested []string) ([]host.Plugin, error) {
 		return nil, fmt.Errorf("no backend plugins found (looked in: %s); run `make build` or set FLASHCORE_PLUGIN_PATH",
 			strings.Join(pluginPlaces(s), ", "))
 	}
-	if len(requested) == 0 {
-		for _, b := range s.Backends {
-			requested = append(requested, b.Name)
-		}
+	if err := checkSuiteBackends(s, found); err != nil {
+		return nil, err
 	}
-	if len(requested) == 0 {
+	if len(requested) > 0 {
+		return pick(found, requested, func(name string) error {
+			return fmt.Errorf("--backends: no backend %q was found (found: %s)", name, pluginNames(found))
+		})
+	}
+	if len(s.Backends) == 0 {
 		return found, nil
 	}
+	var listed []string
+	for _, b := range s.Backends {
+		listed = append(listed, b.Name)
+	}
+	return pick(found, listed, nil) // checkSuiteBackends found them all
+}
+
+// checkSuiteBackends returns an error naming the file, line and key of
+// each [[backends]] entry that names no backend found.
+func checkSuiteBackends(s *suite.Suite, found []host.Plugin) error {
+	var problems []error
+	for i, b := range s.Backends {
+		if !slices.ContainsFunc(found, func(p host.Plugin) bool { return p.Name == b.Name }) {
+			problems = append(problems, s.UnknownBackend(i, pluginNameList(found)))
+		}
+	}
+	return errors.Join(problems...)
+}
+
+// pick returns the plugins of names, in that order; notFound makes the
+// error for a name that none is.
+func pick(found []host.Plugin, names []string, notFound func(string) error) ([]host.Plugin, error) {
 	var chosen []host.Plugin
-	for _, name := range requested {
+	for _, name := range names {
 		i := slices.IndexFunc(found, func(p host.Plugin) bool { return p.Name == name })
 		if i < 0 {
-			return nil, fmt.Errorf("backend %q not found (found: %s)", name, pluginNames(found))
+			return nil, notFound(name)
 		}
 		chosen = append(chosen, found[i])
 	}
@@ -172,9 +199,13 @@ func choosePlugins(s *suite.Suite, requested []string) ([]host.Plugin, error) {
 }
 
 func pluginNames(ps []host.Plugin) string {
+	return strings.Join(pluginNameList(ps), ", ")
+}
+
+func pluginNameList(ps []host.Plugin) []string {
 	names := make([]string, len(ps))
 	for i, p := range ps {
 		names[i] = p.Name
 	}
-	return strings.Join(names, ", ")
+	return names
 }

@@ -14,7 +14,10 @@ NVCC ?= nvcc
 # default g++ is newer than the toolkit supports.
 NVCC_HOST_FLAGS ?=
 
-CUDA_KERNEL_PLUGINS := cuda-scalar cuda-wmma cuda-v8
+# Every plugin folder with a kernel.cu has its kernels built here, except
+# those that need a newer nvcc for sm_90a: mk/hopper.mk builds them.
+SM90A_KERNEL_PLUGINS := cuda-hopper
+CUDA_KERNEL_PLUGINS  := $(filter-out $(SM90A_KERNEL_PLUGINS),$(patsubst plugins/%/kernel.cu,%,$(wildcard plugins/*/kernel.cu)))
 CUDA_HEADERS        := $(wildcard internal/gpu/kernels/*.cuh)
 CUDA_TIMING_FATBIN  := internal/gpu/kernels/timing.fatbin
 CUDA_PLUGIN_FATBINS := $(CUDA_KERNEL_PLUGINS:%=plugins/%/kernel.fatbin)

@@ -72,10 +72,12 @@ func pluginsIn(place string) ([]Plugin, error) {
 	}
 	var plugins []Plugin
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), BinaryPrefix) || e.IsDir() {
+		if !strings.HasPrefix(e.Name(), BinaryPrefix) {
 			continue
 		}
-		if fi, err := e.Info(); err != nil || fi.Mode()&0o111 == 0 {
+		// Stat follows links: a plugin of a multi-call binary is a link
+		// to it (internal/multicall), and a dangling link is no plugin.
+		if fi, err := os.Stat(filepath.Join(abs, e.Name())); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 			continue
 		}
 		plugins = append(plugins, Plugin{Name: nameOf(e.Name()), Path: filepath.Join(abs, e.Name())})

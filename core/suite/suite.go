@@ -105,6 +105,10 @@ type CheckSettings struct {
 // BackendSelection is one [[backends]] entry.
 type BackendSelection struct {
 	Name string
+	// Line is the line of the entry's name key (0 when unknown), so that a
+	// problem found later, such as a backend no plugin provides, can name
+	// the file, line and key like the problems Parse finds (UnknownBackend).
+	Line int
 	// Variants is empty for "every variant".
 	Variants []string
 	// Path is an explicit plugin binary, resolved against the suite's
@@ -118,6 +122,17 @@ type BackendSelection struct {
 	// Tunables maps a tunable's name to the values to run; each combination
 	// is its own row.
 	Tunables map[string][]string
+}
+
+// UnknownBackend is the error for entry i of the suite's [[backends]],
+// which names a backend none of the found ones (listed in found) is.
+func (s *Suite) UnknownBackend(i int, found []string) *Error {
+	b := s.Backends[i]
+	message := fmt.Sprintf("no backend %q was found", b.Name)
+	if len(found) > 0 {
+		message += " (found: " + strings.Join(found, ", ") + ")"
+	}
+	return &Error{Path: s.Path, Line: b.Line, Key: "backends.name", Message: message}
 }
 
 // DefaultTolerances are the tolerances of a suite that sets none.

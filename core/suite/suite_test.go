@@ -104,9 +104,9 @@ func TestParseFullExample(t *testing.T) {
 		},
 		Gates: DefaultGates(),
 		Backends: []BackendSelection{
-			{Name: "cuda-v8", Variants: []string{"cuda-v8"}, Path: "suites/bin/cuda-v8",
+			{Name: "cuda-v8", Line: 31, Variants: []string{"cuda-v8"}, Path: "suites/bin/cuda-v8",
 				Tunables: map[string][]string{"tile_n": {"32", "64"}}},
-			{Name: "triton", Tunables: map[string][]string{}},
+			{Name: "triton", Line: 38, Tunables: map[string][]string{}},
 		},
 	}
 	wantIDs := []string{
@@ -287,7 +287,7 @@ func TestParsePythonFileBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []BackendSelection{{Name: "my-fa", Python: filepath.Join(dir, "kernels", "my_fa.py"),
+	want := []BackendSelection{{Name: "my-fa", Line: 3, Python: filepath.Join(dir, "kernels", "my_fa.py"),
 		Tunables: map[string][]string{"block": {"64"}}}}
 	if !reflect.DeepEqual(s.Backends, want) {
 		t.Errorf("backends\n got %+v\nwant %+v", s.Backends, want)
