@@ -68,7 +68,7 @@ func slurmCommand(args []string, stdout, stderr io.Writer) error {
 		return withCode(ExitOther, err)
 	}
 	job := jf.job(*gpus, dir)
-	if err := job.Validate(); err != nil {
+	if err := job.ValidateSlurm(); err != nil {
 		return withCode(ExitUsage, err)
 	}
 	// The nodes run from the job's directory, so relative paths are made

@@ -40,6 +40,15 @@ func (j Job) Validate() error {
 	return nil
 }
 
+// ValidateSlurm adds Slurm's own limit: #SBATCH lines take no quoting,
+// so the job's directory (its logs) cannot hold white space.
+func (j Job) ValidateSlurm() error {
+	if strings.ContainsAny(j.Dir, " \t\n") {
+		return fmt.Errorf("--out %q: Slurm's #SBATCH --output cannot name a path with white space; choose another directory", j.Dir)
+	}
+	return j.Validate()
+}
+
 // SlurmOptions are the Slurm-only settings.
 type SlurmOptions struct {
 	Partition string // "" leaves it to the cluster's default
