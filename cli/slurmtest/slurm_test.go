@@ -121,4 +121,3 @@ func rowFacts(t *testing.T, path string) []string {
 	slices.Sort(facts)
 	return facts
 }
-

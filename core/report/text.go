@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,6 +120,7 @@ func headerItems(v *view, quote func(string) string) []item {
 		{"Tool", toolLine(run.Tool)},
 		{"Host", hostLine(run.Environment)},
 		{"Devices", devicesLine(run.Environment)},
+		{"GPUs", rowGPUsLine(v.gpus)},
 		{"Baseline", baselineLine(v.baseline)},
 		{"Timing", timingLine(v)},
 		{"Not run", unavailableLine(run.Backends)},
@@ -226,6 +228,23 @@ func devicesLine(e results.Environment) string {
 	return line
 }
 
+// rowGPUsLine names the GPUs of a run spread over several: the GPU
+// column's index, the model and the UUID.
+func rowGPUsLine(gpus []results.RowDevice) string {
+	var parts []string
+	for _, g := range gpus {
+		parts = append(parts, fmt.Sprintf("%d: %s (%s)", g.Index, g.Name, g.UUID))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func gpuCell(r *results.Result) string {
+	if r.Device == nil {
+		return missing
+	}
+	return strconv.Itoa(r.Device.Index)
+}
+
 func gpuName(d sdk.Device) string {
 	var details []string
 	if d.ComputeCapability != "" {
@@ -282,6 +301,9 @@ func caseDetails(c caseBlock, sep string, quote func(string) string) string {
 func caseGrid(v *view, c caseBlock) grid {
 	var g grid
 	g.column("Backend", tw.AlignLeft)
+	if v.gpus != nil {
+		g.column("GPU", tw.AlignRight)
+	}
 	g.column("Kernel", tw.AlignRight)
 	for _, m := range v.extra {
 		g.column(modeTitle(m), tw.AlignRight)
@@ -301,10 +323,15 @@ func caseGrid(v *view, c caseBlock) grid {
 
 func caseRow(v *view, r row) []string {
 	primary, timed := r.TimingFor(v.primary)
-	cells := []string{r.name, missing}
-	if timed {
-		cells[1] = kernelCell(primary.Kernel)
+	cells := []string{r.name}
+	if v.gpus != nil {
+		cells = append(cells, gpuCell(r.Result))
 	}
+	kernel := missing
+	if timed {
+		kernel = kernelCell(primary.Kernel)
+	}
+	cells = append(cells, kernel)
 	for _, m := range v.extra {
 		cells = append(cells, extraCell(r.Result, m))
 	}
