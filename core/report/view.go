@@ -247,6 +247,7 @@ func labelOf(r *results.Result) string {
 // and notes when the case has none.
 // A row that ran on another GPU model than the baseline row gets no
 // speedup: a ratio across models says more about the GPUs than the kernels.
+// Rows that name no GPU (CPU backends, runs without --devices) keep theirs.
 func (b *caseBlock) compare(baselineBackend string, mode sdk.L2Mode) {
 	if base := b.baselineRow(baselineBackend, mode); base != nil {
 		base.isBaseline = true
@@ -257,7 +258,7 @@ func (b *caseBlock) compare(baselineBackend string, mode sdk.L2Mode) {
 			ns, ok := kernelMedian(r, mode)
 			switch {
 			case !ok || !comparable(r, mode):
-			case r.Model() != base.Model():
+			case r.Model() != "" && base.Model() != "" && r.Model() != base.Model():
 				otherModel = append(otherModel, labelOf(r)+" on "+r.Model())
 			default:
 				b.rows[i].speedup = baseNs / ns

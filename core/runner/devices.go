@@ -62,6 +62,9 @@ func RunDevices(ctx context.Context, cfg Config, gpus []results.RowDevice) (*res
 		part.Plugins, part.Progress, part.Saver = other, progress, saver.part("cpu")
 		_, errs[len(gpus)] = Run(ctx, part)
 	}
+	if ctx.Err() != nil {
+		saver.status = results.RunInterrupted
+	}
 	run, err := saver.combined()
 	if err != nil {
 		return run, err
@@ -111,10 +114,13 @@ func queueSelect(units []shard.Unit) func(caseID, backend string) bool {
 type combinedSaver struct {
 	command string
 	shard   *results.Shard
-	writer  *results.Writer
-	mu      sync.Mutex
-	names   []string
-	parts   []*results.Run
+	// status, when set, is the combined run's status: an interrupt is
+	// the whole run's, not one part's.
+	status string
+	writer *results.Writer
+	mu     sync.Mutex
+	names  []string
+	parts  []*results.Run
 }
 
 type partSaver struct {
@@ -160,6 +166,9 @@ func (c *combinedSaver) save() (*results.Run, error) {
 		return nil, err
 	}
 	run.Shard = c.shard
+	if c.status != "" {
+		run.Status = c.status
+	}
 	if c.writer != nil {
 		err = c.writer.Save(run)
 	}
