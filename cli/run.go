@@ -48,6 +48,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return withCode(ExitUsage, fmt.Errorf("--seed %q: want a non-negative integer", *seed))
 		}
 	}
+	slice, err := parseShard(*shardSpec)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
 	gpus, err := chooseDevices(ctx, *devicesSpec)
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -64,9 +68,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Command:     "flashcore run " + strings.Join(args, " "),
 		Progress:    stderr,
 	}
-	if err := applyShard(&cfg, *shardSpec); err != nil {
-		return withCode(ExitUsage, err)
-	}
+	applyShard(&cfg, slice)
 	var run *results.Run
 	var runErr error
 	if gpus != nil {
@@ -132,25 +134,32 @@ func verdictError(run *results.Run, named bool) error {
 	return nil
 }
 
+// parseShard reads --shard; nil when it is not given.
+func parseShard(spec string) (*results.Shard, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	s, err := shard.Parse(spec)
+	if err != nil {
+		return nil, fmt.Errorf("--shard: %w", err)
+	}
+	return &s, nil
+}
+
 // applyShard limits the run to one slice of the suite's (case, backend)
 // pairs. Every slice is computed from the suite and the chosen backends
 // alone, so N processes given the same suite and backends split the work
 // without talking to each other.
-func applyShard(cfg *runner.Config, spec string) error {
-	if spec == "" {
-		return nil
-	}
-	s, err := shard.Parse(spec)
-	if err != nil {
-		return fmt.Errorf("--shard: %w", err)
+func applyShard(cfg *runner.Config, s *results.Shard) {
+	if s == nil {
+		return
 	}
 	names := make([]string, len(cfg.Plugins))
 	for i, p := range cfg.Plugins {
 		names[i] = p.Name
 	}
-	cfg.Select = shard.Select(cfg.Suite.Cases, names, s).Has
-	cfg.Shard = &s
-	return nil
+	cfg.Select = shard.Select(cfg.Suite.Cases, names, *s).Has
+	cfg.Shard = s
 }
 
 // chooseDevices lists the GPUs --devices names; nil when it is not given.

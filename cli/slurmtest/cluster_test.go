@@ -27,6 +27,7 @@ type cluster struct {
 var daemonTools = map[string]string{
 	"munged": "munge", "slurmctld": "slurmctld (slurm-wlm)", "slurmd": "slurmd (slurm-wlm)",
 	"sbatch": "slurm-client (slurm-wlm)", "scontrol": "slurm-client (slurm-wlm)", "sinfo": "slurm-client (slurm-wlm)",
+	"squeue": "slurm-client (slurm-wlm)", "scancel": "slurm-client (slurm-wlm)",
 }
 
 // RequireEnv, set to 1, turns the skips below into failures: CI installs
@@ -158,7 +159,21 @@ func (c *cluster) start(t *testing.T, name string, args ...string) {
 	c.daemons = append(c.daemons, cmd)
 }
 
+// stop cancels what is left of the test's jobs, whose steps slurmd's
+// slurmstepd would otherwise run on after the daemons are gone, then ends
+// the daemons this test started, the last started first.
 func (c *cluster) stop() {
+	if len(c.daemons) > 0 {
+		c.command(10*time.Second, "scancel", "--full", "--partition=flashcore").Run()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			out, err := c.command(5*time.Second, "squeue", "-h").Output()
+			if err != nil || strings.TrimSpace(string(out)) == "" {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
 	for i := len(c.daemons) - 1; i >= 0; i-- {
 		d := c.daemons[i]
 		d.Process.Signal(os.Interrupt)
