@@ -6,6 +6,7 @@
 #   make dist    everything for a GPU machine without Go, into dist/
 #   make gpu-tests  conformance test binaries for that machine, into dist/tests/
 #   make lint    gofmt and go vet (with and without the cuda tag)
+#   make test-slurm  the Slurm test alone, against a one-node Slurm it starts (root, slurm-wlm, munge)
 
 GO      ?= go
 PYTHON  ?= python3
@@ -45,7 +46,7 @@ endef
 include mk/cuda.mk
 include mk/hopper.mk
 
-.PHONY: all build run test test-go test-python setup lint dist gpu-tests clean
+.PHONY: all build run test test-go test-python test-slurm setup lint dist gpu-tests clean
 
 all: build
 
@@ -82,6 +83,12 @@ test: setup build test-go test-python
 test-go:
 	$(GO) vet ./...
 	FLASHCORE_PYTHON=$(VENV_PYTHON) FLASHCORE_BIN=$(abspath bin) $(GO) test -count=1 ./...
+
+# test-slurm runs flashcore slurm's job array and merge through a real
+# Slurm that the test starts on localhost (it skips, saying why, without
+# root or without the slurm-wlm and munge packages). make test runs it too.
+test-slurm: setup build
+	FLASHCORE_PYTHON=$(VENV_PYTHON) FLASHCORE_BIN=$(abspath bin) $(GO) test -count=1 -v ./cli/slurmtest
 
 test-python:
 	$(VENV)/bin/python -m pytest -q python/tests

@@ -19,6 +19,10 @@ const usage = `flashcore: is my attention kernel correct, and is it faster?
 
 Usage:
   flashcore run [--suite FILE] [--backends a,b] [--seed N] [--format F] [--out FILE] [--keep-going]
+                [--shard I/N] [--devices all|0,1,...]
+  flashcore merge OUT.json IN1.json [IN2.json ...] [--format F]
+  flashcore slurm --suite FILE --shards N [--gpus-per-task 1] [--partition P] [--time T] [--out DIR]
+  flashcore k8s --suite FILE --shards N --image IMG [--claim PVC] [--out DIR]
   flashcore list [--suite FILE]
   flashcore describe BACKEND [--suite FILE]
   flashcore report FILE [--format F] [--baseline BACKEND]
@@ -72,6 +76,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return compareCommand(rest, stdout, stderr)
 	case "plot":
 		return plotCommand(rest, stdout, stderr)
+	case "merge", "slurm", "k8s":
+		return clusterCommand(cmd, rest, stdout, stderr)
 	case "verify-timing":
 		return verifyTimingCommand(ctx, rest, stdout, stderr)
 	case "profile":

@@ -69,6 +69,10 @@ func TestUsageErrors(t *testing.T) {
 		{"describe-without-backend", []string{"describe"}, ExitUsage},
 		{"report-missing-file", []string{"report", "testdata/nope.json"}, ExitUsage},
 		{"plot-without-file", []string{"plot"}, ExitUsage},
+		{"shard-out-of-range", []string{"run", "--suite", "testdata/small.toml", "--shard", "2/2"}, ExitUsage},
+		{"merge-one-file", []string{"merge", "out.json"}, ExitUsage},
+		{"slurm-without-shards", []string{"slurm", "--suite", "testdata/small.toml"}, ExitUsage},
+		{"k8s-without-image", []string{"k8s", "--suite", "/suites/small.toml", "--shards", "2"}, ExitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flashcore/bench/core/devices"
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/progress"
 	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
+	"github.com/flashcore/bench/core/shard"
 	"github.com/flashcore/bench/core/suite"
 )
 
@@ -30,6 +32,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	out := fs.String("out", DefaultResultsPath, "results JSON file, saved after every row")
 	keepGoing := fs.Bool("keep-going", false, "exit 0 even when rows FAIL or plugins fail")
 	seed := fs.String("seed", "", "input seed, overriding the suite's (the same seed gives the same inputs)")
+	shardSpec := fs.String("shard", "", "run slice I/N of the suite's (case, backend) pairs, I from 0 (docs/cluster.md)")
+	devicesSpec := fs.String("devices", "", "spread the rows over GPUs: all, or indexes such as 0,1 (docs/cluster.md)")
 	if _, err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -45,11 +49,19 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return withCode(ExitUsage, fmt.Errorf("--seed %q: want a non-negative integer", *seed))
 		}
 	}
+	slice, err := parseShard(*shardSpec)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	gpus, err := chooseDevices(ctx, *devicesSpec)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
 	plugins, err := choosePlugins(s, splitList(*backends))
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	run, runErr := runner.Run(ctx, runner.Config{
+	cfg := runner.Config{
 		Suite:       s,
 		Plugins:     plugins,
 		ResultsPath: *out,
@@ -57,9 +69,18 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Command:     "flashcore run " + strings.Join(args, " "),
 		// A live bar when stdout and stderr are both terminals; the
 		// one-line-per-row log otherwise, so that what is captured reads
-		// as before.
+		// as before. A run over several GPUs always writes lines (Progress).
+		Progress:    stderr,
 		NewProgress: func(total int) progress.Reporter { return progress.For(stdout, stderr, total) },
-	})
+	}
+	applyShard(&cfg, slice)
+	var run *results.Run
+	var runErr error
+	if gpus != nil {
+		run, runErr = runner.RunDevices(ctx, cfg, gpus)
+	} else {
+		run, runErr = runner.Run(ctx, cfg)
+	}
 	if run != nil && len(run.Results)+len(run.Backends) > 0 {
 		if err := report.Render(stdout, run, report.Options{Format: report.Format(*format)}); err != nil {
 			return err
@@ -116,6 +137,46 @@ func verdictError(run *results.Run, named bool) error {
 		return withCode(ExitUnavailable, fmt.Errorf("asked-for backend(s) unavailable: %s", strings.Join(unavailable, "; ")))
 	}
 	return nil
+}
+
+// parseShard reads --shard; nil when it is not given.
+func parseShard(spec string) (*results.Shard, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	s, err := shard.Parse(spec)
+	if err != nil {
+		return nil, fmt.Errorf("--shard: %w", err)
+	}
+	return &s, nil
+}
+
+// applyShard limits the run to one slice of the suite's (case, backend)
+// pairs. Every slice is computed from the suite and the chosen backends
+// alone, so N processes given the same suite and backends split the work
+// without talking to each other.
+func applyShard(cfg *runner.Config, s *results.Shard) {
+	if s == nil {
+		return
+	}
+	names := make([]string, len(cfg.Plugins))
+	for i, p := range cfg.Plugins {
+		names[i] = p.Name
+	}
+	cfg.Select = shard.Select(cfg.Suite.Cases, names, *s).Has
+	cfg.Shard = s
+}
+
+// chooseDevices lists the GPUs --devices names; nil when it is not given.
+func chooseDevices(ctx context.Context, spec string) ([]results.RowDevice, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	gpus, err := devices.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("--devices %s: %w; without GPUs, run without --devices (CPU rows are never run side by side: they would share the cores they are timed on)", spec, err)
+	}
+	return devices.Choose(gpus, spec)
 }
 
 func loadSuite(path string) (*suite.Suite, error) {

@@ -134,12 +134,21 @@ func judge(before, after Measure, threshold float64) Change {
 		return noRatio(NotCompared, StatusWord(from)+" in both")
 	case from != results.StatusPass || to != results.StatusPass:
 		return noRatio(NotCompared, transition)
+	case otherModel(before.Result, after.Result):
+		// Times on two GPU models compare the GPUs, not the change.
+		return noRatio(NotCompared, fmt.Sprintf("ran on %s in old, %s in new", before.Result.Model(), after.Result.Model()))
 	case !before.Timed():
 		return noRatio(NotCompared, "no kernel time in old")
 	case !after.Timed():
 		return noRatio(NotCompared, "no kernel time in new")
 	}
 	return judgeTime(before, after, threshold)
+}
+
+// otherModel reports whether both rows name the GPU they ran on and the
+// two are different models.
+func otherModel(before, after *results.Result) bool {
+	return before.Model() != "" && after.Model() != "" && before.Model() != after.Model()
 }
 
 // judgeTime is the rule for two passing, timed rows: by the rank test

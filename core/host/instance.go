@@ -23,6 +23,10 @@ type Options struct {
 	// Env is added to the plugin's environment (KEY=VALUE). The host's own
 	// environment wins over it, as go-plugin merges them that way.
 	Env []string
+	// Pin is added to the plugin's environment after the host's own, so it
+	// wins over it: CUDA_VISIBLE_DEVICES, which pins a plugin and every
+	// process it starts to one GPU, even when the host has it set.
+	Pin []string
 	// StartTimeout bounds the handshake; 0 means 60 s.
 	StartTimeout time.Duration
 	// Logger receives go-plugin's own logging; nil discards it.
@@ -74,7 +78,7 @@ func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
 		logger = hclog.NewNullLogger()
 	}
 	config := sdk.ClientConfig(nil, stderr, logger)
-	config.RunnerFunc = process.runnerFunc(wrapper, opts.Env)
+	config.RunnerFunc = process.runnerFunc(wrapper, opts.Env, opts.Pin)
 	if opts.StartTimeout > 0 {
 		config.StartTimeout = opts.StartTimeout
 	}

@@ -54,13 +54,14 @@ func newPluginProcess(p Plugin) (*pluginProcess, error) {
 
 // command prepares the reaper's command; env is what go-plugin made for
 // the plugin (host environment and handshake variables), extra is
-// Options.Env, which loses to it, and sockets is go-plugin's directory for
+// Options.Env, which loses to it, pin is Options.Pin, which wins, and sockets is go-plugin's directory for
 // the plugin's Unix socket (the reaper removes it too, should the host die).
-func (pp *pluginProcess) command(wrapper []string, extra, env []string, sockets string) error {
+func (pp *pluginProcess) command(wrapper []string, extra, env, pin []string, sockets string) error {
 	plugin := pluginCommand(pp.plugin.Path, pp.plugin.args(), wrapper).Args
 	cmd := exec.Command("/proc/self/exe", reaperArgs(pp.scratch, sockets, pp.cgroup, plugin)...)
 	cmd.Args[0] = "flashcore-reaper"
-	cmd.Env = append(append(append([]string(nil), extra...), env...), reaperEnv+"="+strconv.Itoa(os.Getpid()))
+	// exec keeps the last of a duplicated key.
+	cmd.Env = append(append(append(append([]string(nil), extra...), env...), pin...), reaperEnv+"="+strconv.Itoa(os.Getpid()))
 	cmd.Stdin = os.Stdin
 	// Its own process group keeps a terminal's Ctrl-C for the host, which
 	// then ends the plugins in order; SIGTERM on the host's death lets the
@@ -78,9 +79,9 @@ func (pp *pluginProcess) command(wrapper []string, extra, env []string, sockets 
 }
 
 // runnerFunc is go-plugin's ClientConfig.RunnerFunc for this process.
-func (pp *pluginProcess) runnerFunc(wrapper []string, extra []string) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
+func (pp *pluginProcess) runnerFunc(wrapper, extra, pin []string) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
 	return func(_ hclog.Logger, cmd *exec.Cmd, sockets string) (runner.Runner, error) {
-		if err := pp.command(wrapper, extra, cmd.Env, sockets); err != nil {
+		if err := pp.command(wrapper, extra, cmd.Env, pin, sockets); err != nil {
 			return nil, err
 		}
 		return pp, nil

@@ -40,7 +40,7 @@ func csvHeader() []string {
 			}
 		}
 	}
-	return header
+	return append(header, "gpu_index", "gpu_name", "gpu_uuid")
 }
 
 func writeCSV(w io.Writer, v *view) error {
@@ -79,7 +79,10 @@ func csvRecord(v *view, c caseBlock, r row, base string) []string {
 	for _, m := range csvModes {
 		record = append(record, timingFields(r.Result, m)...)
 	}
-	return record
+	if d := r.Device; d != nil {
+		return append(record, strconv.Itoa(d.Index), d.Name, d.UUID)
+	}
+	return append(record, "", "", "")
 }
 
 func caseFields(c caseBlock) []string {

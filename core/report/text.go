@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,6 +122,7 @@ func headerItems(v *view, quote func(string) string) []item {
 		{"Tool", toolLine(run.Tool)},
 		{"Host", hostLine(run.Environment)},
 		{"Devices", devicesLine(run.Environment)},
+		{"GPUs", rowGPUsLine(v.gpus)},
 		{"Baseline", baselineLine(v.baseline)},
 		{"Timing", timingLine(v)},
 		{"Not run", unavailableLine(run.Backends)},
@@ -135,7 +137,7 @@ func headerItems(v *view, quote func(string) string) []item {
 }
 
 // unavailableLine names the backends that were found but could not run on
-// this machine, each with its reason, so a cell.Missing row is never a mystery.
+// this machine, each with its reason, so a missing row is never a mystery.
 func unavailableLine(backends []results.Backend) string {
 	var parts []string
 	for _, b := range backends {
@@ -228,6 +230,23 @@ func devicesLine(e results.Environment) string {
 	return line
 }
 
+// rowGPUsLine names the GPUs of a run spread over several: the GPU
+// column's index, the model and the UUID.
+func rowGPUsLine(gpus []results.RowDevice) string {
+	var parts []string
+	for _, g := range gpus {
+		parts = append(parts, fmt.Sprintf("%d: %s (%s)", g.Index, g.Name, g.UUID))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func gpuCell(r *results.Result) string {
+	if r.Device == nil {
+		return cell.Missing
+	}
+	return strconv.Itoa(r.Device.Index)
+}
+
 func gpuName(d sdk.Device) string {
 	var details []string
 	if d.ComputeCapability != "" {
@@ -284,6 +303,9 @@ func caseDetails(c caseBlock, sep string, quote func(string) string) string {
 func caseGrid(v *view, c caseBlock) grid {
 	var g grid
 	g.column("Backend", tw.AlignLeft)
+	if v.gpus != nil {
+		g.column("GPU", tw.AlignRight)
+	}
 	g.column("Kernel", tw.AlignRight)
 	for _, m := range v.extra {
 		g.column(modeTitle(m), tw.AlignRight)
@@ -303,10 +325,15 @@ func caseGrid(v *view, c caseBlock) grid {
 
 func caseRow(v *view, r row) []string {
 	primary, timed := r.TimingFor(v.primary)
-	cells := []string{r.name, cell.Missing}
-	if timed {
-		cells[1] = kernelCell(primary.Kernel)
+	cells := []string{r.name}
+	if v.gpus != nil {
+		cells = append(cells, gpuCell(r.Result))
 	}
+	kernel := cell.Missing
+	if timed {
+		kernel = kernelCell(primary.Kernel)
+	}
+	cells = append(cells, kernel)
 	for _, m := range v.extra {
 		cells = append(cells, extraCell(r.Result, m))
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/sdk"
@@ -22,6 +23,10 @@ type view struct {
 	baseline baseline
 	cases    []caseBlock
 	summary  []summaryRow
+	// gpus are the GPUs the rows ran on, by index, when the run was spread
+	// over more than one (flashcore run --devices); the tables then say
+	// which GPU each row came from.
+	gpus []results.RowDevice
 }
 
 // baseline is the backend speedups are taken against.
@@ -78,6 +83,7 @@ func buildView(run *results.Run, requestedBaseline string) *view {
 	v := &view{run: run, primary: run.PrimaryMode()}
 	v.extra = extraModes(run, v.primary)
 	v.crossChecked = anyCrossCheck(run, v.primary)
+	v.gpus = rowGPUs(run)
 	if requestedBaseline == "" {
 		requestedBaseline = run.Suite.Baseline
 	}
@@ -197,14 +203,28 @@ func groupByCase(run *results.Run) []caseBlock {
 
 // compare sets the speedup of every row against the case's baseline row,
 // and notes when the case has none.
+// A row that ran on another GPU model than the baseline row gets no
+// speedup: a ratio across models says more about the GPUs than the kernels.
+// Rows that name no GPU (CPU backends, runs without --devices) keep theirs.
 func (b *caseBlock) compare(baselineBackend string, mode sdk.L2Mode) {
 	if base := b.baselineRow(baselineBackend, mode); base != nil {
 		base.isBaseline = true
 		baseNs, _ := kernelMedian(base.Result, mode)
+		var otherModel []string
 		for i := range b.rows {
-			if ns, ok := kernelMedian(b.rows[i].Result, mode); ok && comparable(b.rows[i].Result, mode) {
+			r := b.rows[i].Result
+			ns, ok := kernelMedian(r, mode)
+			switch {
+			case !ok || !comparable(r, mode):
+			case r.Model() != "" && base.Model() != "" && r.Model() != base.Model():
+				otherModel = append(otherModel, r.RowLabel()+" on "+r.Model())
+			default:
 				b.rows[i].speedup = baseNs / ns
 			}
+		}
+		if len(otherModel) > 0 {
+			b.notes = append(b.notes, fmt.Sprintf("no speedup for rows on another GPU model than the baseline's (%s): %s",
+				base.Model(), strings.Join(otherModel, ", ")))
 		}
 	} else if baselineBackend != "" && len(b.rows) > 0 {
 		b.notes = append(b.notes, fmt.Sprintf("no speedups in this case: baseline %s has no passing row", baselineBackend))
@@ -291,4 +311,20 @@ func anyCrossCheck(run *results.Run, mode sdk.L2Mode) bool {
 		}
 	}
 	return false
+}
+
+// rowGPUs lists the GPUs the rows ran on, by index; nil unless there are
+// at least two.
+func rowGPUs(run *results.Run) []results.RowDevice {
+	var gpus []results.RowDevice
+	for _, r := range run.Results {
+		if r.Device != nil && !slices.ContainsFunc(gpus, func(g results.RowDevice) bool { return g.UUID == r.Device.UUID }) {
+			gpus = append(gpus, *r.Device)
+		}
+	}
+	if len(gpus) < 2 {
+		return nil
+	}
+	slices.SortFunc(gpus, func(a, b results.RowDevice) int { return a.Index - b.Index })
+	return gpus
 }

@@ -59,6 +59,28 @@ type Result struct {
 	StderrTail string `json:"stderr_tail,omitempty"`
 	// Duration is the wall time the row took, all steps included.
 	Duration time.Duration `json:"duration_ns"`
+	// Device is the GPU the row ran on, when the run was spread over
+	// several (flashcore run --devices); nil otherwise.
+	Device *RowDevice `json:"device,omitempty"`
+}
+
+// RowDevice is the GPU one row ran on, as nvidia-smi names it.
+type RowDevice struct {
+	Index       int     `json:"index"` // nvidia-smi's index on the host
+	Name        string  `json:"name"`  // the model, e.g. "NVIDIA H100 80GB HBM3"
+	UUID        string  `json:"uuid"`
+	Host        string  `json:"host,omitempty"`
+	SMClockMHz  float64 `json:"sm_clock_mhz,omitempty"`  // maximum SM clock
+	MemClockMHz float64 `json:"mem_clock_mhz,omitempty"` // maximum memory clock
+}
+
+// Model is the device model rows may be compared across: the GPU's name,
+// or "" for a row with no device recorded.
+func (r *Result) Model() string {
+	if r.Device == nil {
+		return ""
+	}
+	return r.Device.Name
 }
 
 // Primary is the timing of the primary L2 mode, if the row was timed.

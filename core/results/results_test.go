@@ -167,7 +167,7 @@ func TestLoadRefusesUnknownSchemaVersions(t *testing.T) {
 		want    []string // substrings of the error
 		schema  bool     // the error wraps ErrUnsupportedSchema
 	}{
-		{"newer", `{"schema_version": 3, "status": "complete"}`, []string{"unsupported results schema version 3", "reads version 2"}, true},
+		{"newer", `{"schema_version": 4, "status": "complete"}`, []string{"unsupported results schema version 4", "reads version 3"}, true},
 		{"zero", `{"schema_version": 0}`, []string{"version 0", "start at 1"}, true},
 		{"missing", `{"status": "complete"}`, []string{"no schema_version"}, false},
 		{"not json", "{\n  \"schema_version\": 1,\n  oops\n}", []string{":3: invalid character 'o'"}, false},
@@ -334,6 +334,23 @@ func TestVersion1FilesLoadWithoutSamples(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestVersion2FilesLoadWithoutDevices: a file written before rows named
+// their GPU (schema version 2) loads with no device, shard or parts.
+func TestVersion2FilesLoadWithoutDevices(t *testing.T) {
+	run, err := Load(filepath.Join("testdata", "schema-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.SchemaVersion != 2 || len(run.Results) == 0 || run.Shard != nil || run.Parts != nil {
+		t.Fatalf("schema_version %d, %d rows, shard %v, parts %v", run.SchemaVersion, len(run.Results), run.Shard, run.Parts)
+	}
+	for _, r := range run.Results {
+		if r.Device != nil || r.Model() != "" {
+			t.Errorf("%s %s has a device in a version 2 file", r.CaseID, r.Label)
+		}
 	}
 }
 

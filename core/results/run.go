@@ -13,7 +13,10 @@ import (
 //
 // Version 2 added the raw samples (Timing.Samples): a version 1 file loads
 // with none, and compare judges its rows by their summaries instead.
-const SchemaVersion = 2
+// Version 3 added the GPU each row ran on (Result.Device), the slice of a
+// sharded run (Run.Shard) and the files a merged run came from (Run.Parts);
+// older files load without them.
+const SchemaVersion = 3
 
 // Run statuses. A file is saved while the run is going ("running"), and
 // once more when it ends.
@@ -29,6 +32,9 @@ const (
 	// RunFailed: the host itself stopped on an error (not a plugin's
 	// failure, which is a row with status "error").
 	RunFailed = "failed"
+	// RunIncomplete: a merged run some of whose shards are missing or did
+	// not complete; Parts says which.
+	RunIncomplete = "incomplete"
 )
 
 // Run is one whole results file.
@@ -44,6 +50,32 @@ type Run struct {
 	Backends      []Backend   `json:"backends"`
 	Cases         []Case      `json:"cases"`
 	Results       []Result    `json:"results"`
+	// Shard is the slice of the suite this run measured (flashcore run
+	// --shard I/N); nil for a whole run.
+	Shard *Shard `json:"shard,omitempty"`
+	// Parts are the runs a merged file was made of (flashcore merge, or
+	// the devices of flashcore run --devices); nil for a run of its own.
+	Parts []Part `json:"parts,omitempty"`
+}
+
+// Shard is one slice of a suite's (case, backend) pairs: Index in
+// [0, Count).
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// Part is one run that went into a merged file.
+type Part struct {
+	// Source is the file it was read from, or "device N" for a device of
+	// flashcore run --devices.
+	Source     string    `json:"source"`
+	Shard      *Shard    `json:"shard,omitempty"`
+	Host       string    `json:"host,omitempty"`
+	Status     string    `json:"status"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	Rows       int       `json:"rows"`
 }
 
 // Tool identifies the flashcore build that wrote the file.

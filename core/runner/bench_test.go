@@ -7,6 +7,7 @@ import (
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/progress"
+	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/internal/buildtest"
 )
@@ -66,7 +67,9 @@ func BenchmarkHostOverheadPerCase(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		r := &runner{cfg: Config{Suite: s, Plugins: []host.Plugin{p}, ResultsPath: out}, progress: progress.Lines(nil)}
-		r.writer = newWriter(benchResultsPath(out))
+		if path := benchResultsPath(out); path != "" {
+			r.saver = results.NewWriter(path)
+		}
 		r.run = newRun(r.cfg)
 		r.startBackends(context.Background())
 		rows, err := plan(r.backends, nil)

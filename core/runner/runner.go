@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,24 @@ type Config struct {
 	// WorkDir holds the per-run tensor files; "" picks /dev/shm when it
 	// exists, else the system temp directory.
 	WorkDir string
+	// Select, when set, keeps only the (case, backend) pairs it returns
+	// true for: a shard's slice, or one GPU's queue. A case with no pair
+	// selected is left out of the run.
+	Select func(caseID, backend string) bool
+	// Shard is recorded in the run when it measures a slice of the suite.
+	Shard *results.Shard
+	// Device is the GPU every plugin of this run is pinned to (through
+	// HostOptions.Pin); it is recorded on each row that ran.
+	Device *results.RowDevice
+	// Saver, when set, is given the run after every row instead of the
+	// file at ResultsPath: the runs of several GPUs are saved as one.
+	Saver Saver
+}
+
+// Saver saves a run as it grows. It is called from the run's goroutine,
+// and must not keep run's slices past the call, which the run appends to.
+type Saver interface {
+	Save(run *results.Run) error
 }
 
 // ErrInterrupted is returned, wrapped, when the run's context ended early.
@@ -47,8 +66,12 @@ var ErrInterrupted = errors.New("run interrupted")
 // Run measures every case of the suite on every plugin. It returns the run
 // even with an error, so that what was measured is never lost.
 func Run(ctx context.Context, cfg Config) (*results.Run, error) {
-	r := &runner{cfg: cfg, writer: newWriter(cfg.ResultsPath), cpuCeilings: HostCPUCeilings()}
+	r := &runner{cfg: cfg, saver: cfg.Saver, cpuCeilings: HostCPUCeilings()}
+	if r.saver == nil && cfg.ResultsPath != "" {
+		r.saver = results.NewWriter(cfg.ResultsPath)
+	}
 	r.run = newRun(cfg)
+	r.run.Shard = cfg.Shard
 	defer r.closeBackends()
 
 	r.startBackends(ctx)
@@ -58,7 +81,8 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 	if err != nil {
 		return r.finish("failed", err)
 	}
-	r.progress = newProgress(cfg, len(rows)*len(cfg.Suite.Cases))
+	r.rowsPlanned = r.countPlanned(rows)
+	r.progress = newProgress(cfg, r.rowsPlanned)
 	defer r.progress.Close()
 	workDir, err := makeWorkDir(cfg.WorkDir)
 	if err != nil {
@@ -87,8 +111,10 @@ type runner struct {
 	run      *results.Run
 	backends []*backend
 	progress progress.Reporter
-	writer   *results.Writer
+	saver    Saver
 	rowsDone int
+	// rowsPlanned is the number of rows the run will take, for progress.
+	rowsPlanned int
 	// cpuCeilings bound what a CPU backend can claim (plausible.go).
 	cpuCeilings Ceilings
 }
@@ -102,18 +128,29 @@ func newProgress(cfg Config, total int) progress.Reporter {
 	return progress.Lines(cfg.Progress)
 }
 
-func newWriter(path string) *results.Writer {
-	if path == "" {
+func (r *runner) save() error {
+	if r.saver == nil {
 		return nil
 	}
-	return results.NewWriter(path)
+	return r.saver.Save(r.run)
 }
 
-func (r *runner) save() error {
-	if r.writer == nil {
-		return nil
+// selected reports whether the run takes rw's rows on case c.
+func (r *runner) selected(c suite.Case, rw row) bool {
+	return r.cfg.Select == nil || r.cfg.Select(c.ID, rw.backend.plugin.Name)
+}
+
+// countPlanned is how many rows the run will take over all cases.
+func (r *runner) countPlanned(rows []row) int {
+	n := 0
+	for _, c := range r.cfg.Suite.Cases {
+		for _, rw := range rows {
+			if r.selected(c, rw) {
+				n++
+			}
+		}
 	}
-	return r.writer.Save(r.run)
+	return n
 }
 
 func (r *runner) finish(status string, err error) (*results.Run, error) {
@@ -138,6 +175,10 @@ type caseInputs struct {
 // row will run: a case every row skips (by declared capabilities, or for
 // want of memory) costs nothing.
 func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []row) error {
+	rows = slices.DeleteFunc(slices.Clone(rows), func(rw row) bool { return !r.selected(c, rw) })
+	if len(rows) == 0 {
+		return nil
+	}
 	r.run.Cases = append(r.run.Cases, caseRecord(c))
 	var in *caseInputs
 	for _, rw := range rows {
@@ -158,9 +199,12 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 			// The row was cut short by the interrupt, not by the plugin.
 			return nil
 		}
+		if res.Status != results.StatusSkip {
+			res.Device = r.cfg.Device
+		}
 		r.run.Results = append(r.run.Results, res)
 		r.rowsDone++
-		r.progress.Done(progressLine(r.rowsDone, len(rows)*len(r.cfg.Suite.Cases), res))
+		r.progress.Done(r.progressPrefix() + progressLine(r.rowsDone, r.rowsPlanned, res))
 		if err := r.save(); err != nil {
 			return fmt.Errorf("save results: %w", err)
 		}
@@ -204,4 +248,12 @@ func removeAbandonedWorkDirs(dir string) {
 			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// progressPrefix names the GPU in progress lines of a run spread over several.
+func (r *runner) progressPrefix() string {
+	if r.cfg.Device == nil {
+		return ""
+	}
+	return fmt.Sprintf("[gpu %d] ", r.cfg.Device.Index)
 }

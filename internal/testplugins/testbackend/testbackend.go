@@ -42,6 +42,10 @@ type Options struct {
 	FillOutput func(output []byte, shape sdk.Shape, q []byte)
 	// BeforeRun, when set, is called at the start of Run (to crash or hang).
 	BeforeRun func(ctx context.Context)
+	// Device, when set, is the device Describe reports instead of the CPU.
+	Device *sdk.Device
+	// PrepareFacts, when set, adds facts to every Prepare's answer.
+	PrepareFacts func() map[string]string
 }
 
 // Backend is the test plugins' sdk.Backend.
@@ -73,7 +77,15 @@ func New(options Options) *Backend {
 }
 
 // Describe reports one CPU variant that accepts every shape.
-func (b *Backend) Describe(context.Context) (sdk.Description, error) {
+func (b *Backend) Describe(ctx context.Context) (sdk.Description, error) {
+	d := b.describe()
+	if b.options.Device != nil {
+		d.Device = *b.options.Device
+	}
+	return d, nil
+}
+
+func (b *Backend) describe() sdk.Description {
 	return sdk.Description{
 		Name:      b.options.Name,
 		Version:   "test",
@@ -96,7 +108,7 @@ func (b *Backend) Describe(context.Context) (sdk.Description, error) {
 				UnequalSeqLens:    true,
 			},
 		}},
-	}, nil
+	}
 }
 
 // Prepare loads the input files and reports the SHA-256 of what it loaded.
@@ -123,7 +135,11 @@ func (b *Backend) Prepare(_ context.Context, request sdk.PrepareRequest) (sdk.Pr
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.cases[request.CaseID] = loaded
-	return sdk.Prepared{LoadedSHA256: InputSHA256(loaded.q, loaded.k, loaded.v)}, nil
+	prepared := sdk.Prepared{LoadedSHA256: InputSHA256(loaded.q, loaded.k, loaded.v)}
+	if b.options.PrepareFacts != nil {
+		prepared.Facts = b.options.PrepareFacts()
+	}
+	return prepared, nil
 }
 
 func readTensor(path string, wantBytes int) ([]byte, error) {
