@@ -113,7 +113,7 @@ dist: cuda-kernels
 	$(if $(CUDA_PLUGINS),$(call plugin-binary,dist/flashcore-plugins-cuda,$(CUDA_PLUGINS),cuda,$(DIST_FLAGS)))
 	cp suites/*.toml dist/suites/
 	cp -r examples dist/
-	# every top-level script: the GPU check scripts and the probes they run
+	@# every top-level script: the GPU check scripts and the probes they run
 	cp scripts/*.sh scripts/*.py plugins/triton/triton_attention.py dist/scripts/
 	@du -sh dist
 
