@@ -25,6 +25,7 @@ Usage:
   flashcore compare OLD NEW [NEWER...] [--format F] [--threshold 0.05] [--labels a,b] [--fail-on-regression]
   flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold] [--out DIR]
   flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]
+  flashcore tune --backend B [--suite FILE] [--budget N] [--time D] [--seed S] [--resume STATE] [--out FILE]
   flashcore version
 
 Formats: table (default), markdown, csv, json.
@@ -68,6 +69,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return verifyTimingCommand(ctx, rest, stdout, stderr)
 	case "profile":
 		return profileCommand(ctx, rest, stdout, stderr)
+	case "tune":
+		return tuneCommand(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "flashcore %s %s\n", Version, GitCommit)
 		return nil

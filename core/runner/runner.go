@@ -33,6 +33,9 @@ type Config struct {
 	// WorkDir holds the per-run tensor files; "" picks /dev/shm when it
 	// exists, else the system temp directory.
 	WorkDir string
+	// OnResult, when set, is called with every row's result once it is
+	// recorded and saved (the tuner keeps its state with it).
+	OnResult func(results.Result) error
 }
 
 // ErrInterrupted is returned, wrapped, when the run's context ended early.
@@ -131,6 +134,7 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 		if ctx.Err() != nil {
 			return nil
 		}
+		rw = rw.forCase(c.ID)
 		if in == nil && r.rowSkipReason(rw, c) == "" {
 			var err error
 			if in, err = prepareInputs(r.cfg.Suite.Seed, c, dir); err != nil {
@@ -149,6 +153,11 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 		fmt.Fprintln(r.progress, progressLine(r.rowsDone, len(rows)*len(r.cfg.Suite.Cases), res))
 		if err := r.save(); err != nil {
 			return fmt.Errorf("save results: %w", err)
+		}
+		if r.cfg.OnResult != nil {
+			if err := r.cfg.OnResult(res); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
