@@ -40,9 +40,9 @@ type TunedCase struct {
 	Tunables map[string]string `toml:"tunables"`
 	// KernelNs and DefaultKernelNs are the median kernel times the search
 	// measured for this configuration and for the defaults; 0 when unknown.
-	KernelNs        int64 `toml:"kernel_ns,omitempty"`
-	DefaultKernelNs int64 `toml:"default_kernel_ns,omitempty"`
-	Evaluations     int   `toml:"evaluations,omitempty"`
+	KernelNs        int64 `toml:"kernel_ns,omitzero"`
+	DefaultKernelNs int64 `toml:"default_kernel_ns,omitzero"`
+	Evaluations     int   `toml:"evaluations,omitzero"`
 }
 
 // For returns the tunables chosen for a case, or nil when the file has

@@ -78,7 +78,11 @@ func acceptedRow(rank int, e, def Evaluation, haveDefault, isDefault bool) []str
 	if isDefault {
 		note = "default"
 	}
-	return []string{strconv.Itoa(rank), e.Config.Key(), report.Duration(e.KernelNs), report.Duration(e.HalfWidthNs),
+	halfWidth := report.Missing
+	if e.HalfWidthNs > 0 {
+		halfWidth = report.Duration(e.HalfWidthNs)
+	}
+	return []string{strconv.Itoa(rank), e.Config.Key(), report.Duration(e.KernelNs), halfWidth,
 		vs, strconv.Itoa(e.Index), note}
 }
 
