@@ -85,3 +85,55 @@ def test_parse_config_reads_chosen_config_strings():
     import triton_attention
     assert triton_attention.parse_config("BLOCK_M=64 BLOCK_N=32 warps=4 stages=3") == {
         "BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}
+
+
+def test_tunables_are_declared_with_auto_as_the_default():
+    (variant,) = triton_backend.Backend(CPU).variants()
+    tunables = {t["name"]: t for t in variant["tunables"]}
+    assert list(tunables) == ["BLOCK_M", "BLOCK_N", "num_warps", "num_stages"]
+    for t in tunables.values():
+        assert t["default"] == "auto" and t["values"][0] == "auto" and len(t["values"]) >= 4
+
+
+@pytest.mark.parametrize("tunables, config", [
+    ({}, None),
+    ({"BLOCK_M": "auto", "BLOCK_N": "auto", "num_warps": "auto", "num_stages": "auto"}, None),
+    ({"BLOCK_M": "16"}, "BLOCK_M=16 BLOCK_N=64 warps=4 stages=3"),
+    ({"BLOCK_M": "128", "BLOCK_N": "32", "num_warps": "8", "num_stages": "2"}, "BLOCK_M=128 BLOCK_N=32 warps=8 stages=2"),
+])
+def test_fixed_config_fills_auto_from_the_fallback(tunables, config):
+    assert triton_attention.fixed_config(tunables) == config
+
+
+@pytest.mark.parametrize("tunables", [
+    {"BLOCK_M": "16", "BLOCK_N": "16", "num_warps": "2", "num_stages": "1"},
+    {"BLOCK_M": "128", "BLOCK_N": "64", "num_warps": "8", "num_stages": "4"},
+])
+def test_a_fixed_config_runs_the_kernel_it_names(tmp_path, tunables):
+    worker = core.Worker(triton_backend.Backend(CPU), CPU)
+    s = SHAPES[1]
+    params, (q, k, v), digest = make_case(tmp_path, s, "triton")
+    params["tunables"] = tunables
+    prepared = worker.handle("prepare", params)
+    assert prepared["loaded_sha256"] == digest
+    assert prepared["facts"]["config"] == triton_attention.fixed_config(tunables) + " (interpreter)"
+    worker.handle("fetch", {"case_id": "case"})
+    assert_close(read_output(params["files"]["Output"], s), reference(q, k, v, True), "fp16")
+
+
+def test_a_config_that_cannot_compile_is_refused_not_an_error(tmp_path, monkeypatch):
+    class OutOfResources(Exception):
+        pass
+
+    def out_of_shared_memory(*args, **kwargs):
+        raise OutOfResources("out of resource: shared memory, Required: 262144, Hardware limit: 232448")
+
+    monkeypatch.setattr(triton_attention, "attention", out_of_shared_memory)
+    worker = core.Worker(triton_backend.Backend(CPU), CPU)
+    params, _, _ = make_case(tmp_path, SHAPES[0], "triton")
+    params["tunables"] = {"BLOCK_M": "128", "BLOCK_N": "128", "num_stages": "5"}
+    prepared = worker.handle("prepare", params)
+    (diag,) = prepared["diagnostics"]
+    assert diag["severity"] == "unsupported"
+    assert "does not compile or launch: OutOfResources" in diag["summary"]
+    assert "Hardware limit" in diag["detail"]
