@@ -84,7 +84,7 @@ dist: cuda-kernels
 		$(GO) build -tags cuda $(DIST_FLAGS) -o dist/flashcore-backend-$$p ./plugins/$$p || exit 1; done
 	cp suites/*.toml dist/suites/
 	cp -r examples dist/
-	cp scripts/gpu-verify.sh scripts/gpu-verify-timing.sh scripts/gpu-cleanup-check.sh scripts/gpu-verify-python-file.sh scripts/compare-self.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py scripts/timing_probe.py plugins/triton/triton_attention.py dist/scripts/
+	cp scripts/gpu-verify.sh scripts/gpu-verify-timing.sh scripts/gpu-tune.sh scripts/gpu-cleanup-check.sh scripts/gpu-verify-python-file.sh scripts/compare-self.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py scripts/timing_probe.py plugins/triton/triton_attention.py dist/scripts/
 	@du -sh dist
 
 # gpu-tests adds to dist/ the conformance test binaries of the plugins that
