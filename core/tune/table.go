@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/flashcore/bench/core/report"
 )
@@ -94,14 +95,11 @@ func rejectedRow(e Evaluation, isDefault bool) []string {
 	return []string{report.Missing, e.Config.Key(), report.Missing, report.Missing, report.Missing, strconv.Itoa(e.Index), note}
 }
 
+// firstLine is the reason's first line, cut to 100 characters.
 func firstLine(s string) string {
-	for i, r := range s {
-		if r == '\n' {
-			return s[:i]
-		}
-	}
-	if len(s) > 100 {
-		return s[:97] + "..."
+	s, _, _ = strings.Cut(s, "\n")
+	if r := []rune(s); len(r) > 100 {
+		return string(r[:97]) + "..."
 	}
 	return s
 }
