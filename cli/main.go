@@ -28,12 +28,13 @@ Usage:
   flashcore report FILE [--format F] [--baseline BACKEND]
   flashcore plot FILE [--out DIR] [--baseline BACKEND]
   flashcore compare OLD NEW [NEWER...] [--format F] [--threshold 0.05] [--labels a,b] [--fail-on-regression]
-  flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold] [--out DIR]
+  flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold] [--reference auto|cupti|ncu] [--out DIR]
   flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]
   flashcore gate [--suite FILE] [--backends a,b] [--runs N] [--max-registers R] [RESULTS.json]
   flashcore ablate [--suite FILE] [--chain a,b:variant,c] [--case ID] [--format F] [RESULTS.json]
   flashcore calibrate [--device gpu|cpu]
   flashcore roofline RESULTS.json [--peaks FILE] [--format F]
+  flashcore tune --backend B [--suite FILE] [--budget N] [--time D] [--seed S] [--resume STATE] [--out FILE]
   flashcore version
 
 Formats: table (default), markdown, csv, json; report also html, benchfmt.
@@ -90,6 +91,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return calibrateCommand(ctx, rest, stdout, stderr)
 	case "roofline":
 		return rooflineCommand(rest, stdout, stderr)
+	case "tune":
+		return tuneCommand(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "flashcore %s %s\n", Version, GitCommit)
 		return nil

@@ -64,7 +64,10 @@ var anyHeadDims = []int{64, 128}
 //  2. every edge in the first dtype, head dims taken in turn;
 //  3. every edge in each other dtype;
 //  4. for each combination of tunables other than the defaults, every edge
-//     in the first dtype and the GQA causal edge in each other dtype.
+//     in the first dtype and the GQA causal edge in each other dtype. A
+//     space of more than MaxCombinations combinations (a search space for
+//     flashcore tune) is covered one value at a time instead: every value
+//     of each tunable with the others at their defaults.
 //
 // Edges that cannot be fitted (a length or element limit too small) are
 // left out; duplicates after fitting are dropped.
@@ -100,7 +103,7 @@ func Cases(v sdk.Variant) []Case {
 			add(e, dtype, headDims[i%len(headDims)], nil)
 		}
 	}
-	for _, combo := range Combinations(v.Tunables) {
+	for _, combo := range coveringCombinations(v.Tunables) {
 		if isDefault(v.Tunables, combo) {
 			continue
 		}
@@ -145,6 +148,39 @@ func fit(e edge, caps sdk.Capabilities, dtype sdk.DType, headDim int) (sdk.Shape
 		s.Heads, s.KVHeads = 1, 1
 	}
 	return s, caps.Unsupported(s) == ""
+}
+
+// MaxCombinations is the largest tunable space whose every combination is
+// checked; larger spaces are checked one value at a time.
+const MaxCombinations = 32
+
+// coveringCombinations is every combination of a small space, and every
+// value of each tunable with the others at their defaults in a large one,
+// so each value is run at least once either way.
+func coveringCombinations(tunables []sdk.Tunable) []map[string]string {
+	size := 1
+	for _, t := range tunables {
+		size *= len(t.Values)
+	}
+	if size <= MaxCombinations {
+		return Combinations(tunables)
+	}
+	defaults := map[string]string{}
+	for _, t := range tunables {
+		defaults[t.Name] = t.Default
+	}
+	var out []map[string]string
+	for _, t := range tunables {
+		for _, v := range t.Values {
+			if v == t.Default {
+				continue
+			}
+			m := maps.Clone(defaults)
+			m[t.Name] = v
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Combinations returns every combination of the tunables' values, the

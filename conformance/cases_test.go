@@ -180,3 +180,30 @@ func checkGolden(t *testing.T, name, got string) {
 		t.Errorf("%s differs from the output; see %s (go test -update rewrites it)", path, gotPath)
 	}
 }
+
+// A search-sized space is checked one value at a time: every value once,
+// the others at their defaults, not the whole product.
+func TestLargeSpacesAreCoveredOneValueAtATime(t *testing.T) {
+	var tunables []sdk.Tunable
+	for _, name := range []string{"a", "b", "c"} {
+		tunables = append(tunables, sdk.Tunable{Name: name, Values: []string{"1", "2", "3", "4"}, Default: "2"})
+	}
+	combos := coveringCombinations(tunables)
+	if len(combos) != 9 {
+		t.Fatalf("%d combinations of a 64-configuration space, want 9 (3 non-default values of each of 3 tunables)", len(combos))
+	}
+	for _, c := range combos {
+		changed := 0
+		for _, tun := range tunables {
+			if c[tun.Name] != tun.Default {
+				changed++
+			}
+		}
+		if changed != 1 {
+			t.Errorf("%v changes %d tunables from their defaults, want 1", c, changed)
+		}
+	}
+	if n := len(coveringCombinations(tunables[:2])); n != 16 {
+		t.Errorf("a 16-configuration space gave %d combinations, want all 16", n)
+	}
+}

@@ -118,7 +118,7 @@ build() {
   local gencode_flags=() g
   for g in "${GENCODE[@]}"; do gencode_flags+=(-gencode "$g"); done
   echo "nvcc $src -> $out (ptxas report: ${out%.fatbin}.ptxas.txt)"
-  nvcc_ "${FLAGS[@]}" "${gencode_flags[@]}" -Xptxas -v -fatbin -o "$out.tmp" "$src" 2>"${out%.fatbin}.ptxas.txt" ||
+  nvcc_ "${FLAGS[@]}" --threads 0 "${gencode_flags[@]}" -Xptxas -v -fatbin -o "$out.tmp" "$src" 2>"${out%.fatbin}.ptxas.txt" ||
     { cat "${out%.fatbin}.ptxas.txt" >&2; rm -f "$out.tmp"; die "nvcc failed on $src"; }
   mv "$out.tmp" "$out"
   write_manifest "$src" "$out" "$out.json"

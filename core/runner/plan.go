@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +18,19 @@ type row struct {
 	variant  sdk.Variant
 	tunables map[string]string
 	label    string
+	// tuned, when set, gives the row's tunables case by case (forCase).
+	tuned *suite.Tuned
+}
+
+// forCase is the row as it runs on one case: a tuned row takes that case's
+// configuration, or the backend's defaults where the file has none.
+func (rw row) forCase(caseID string) row {
+	if rw.tuned == nil {
+		return rw
+	}
+	rw.tunables = rw.tuned.For(caseID)
+	rw.label = label(rw.variant.Name, rw.tunables)
+	return rw
 }
 
 // plan expands the available backends into rows, honouring the suite's
@@ -34,6 +48,13 @@ func plan(backends []*backend, selections []suite.BackendSelection) ([]row, erro
 			return nil, err
 		}
 		for _, v := range variants {
+			if sel.Tuned != nil && sel.Tuned.Variant == v.Name {
+				if err := checkTuned(b.plugin.Name, v, sel.Tuned); err != nil {
+					return nil, err
+				}
+				rows = append(rows, row{backend: b, variant: v, label: v.Name, tuned: sel.Tuned})
+				continue
+			}
 			combos, err := tunableCombos(b.plugin.Name, v, sel)
 			if err != nil {
 				return nil, err
@@ -82,6 +103,14 @@ func variantNames(vs []sdk.Variant) string {
 // the suite does not mention are left to the backend's default, which the
 // backend applies itself.
 func tunableCombos(backendName string, v sdk.Variant, sel suite.BackendSelection) ([]map[string]string, error) {
+	if len(sel.Configs) > 0 {
+		for _, c := range sel.Configs {
+			if err := checkTunables(backendName, v, c); err != nil {
+				return nil, err
+			}
+		}
+		return sel.Configs, nil
+	}
 	combos := []map[string]string{nil}
 	names := make([]string, 0, len(sel.Tunables))
 	for name := range sel.Tunables {
@@ -110,6 +139,33 @@ func tunableCombos(backendName string, v sdk.Variant, sel suite.BackendSelection
 		combos = next
 	}
 	return combos, nil
+}
+
+// checkTuned checks every configuration of a tuned file against the
+// variant's declared tunables.
+func checkTuned(backendName string, v sdk.Variant, t *suite.Tuned) error {
+	for _, c := range t.Cases {
+		if err := checkTunables(backendName, v, c.Tunables); err != nil {
+			return fmt.Errorf("%s, case %s: %w", t.Path, c.ID, err)
+		}
+	}
+	return nil
+}
+
+// checkTunables checks one set of tunables against the variant's
+// declaration, with the messages of tunableCombos.
+func checkTunables(backendName string, v sdk.Variant, tunables map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(tunables)) {
+		i := slices.IndexFunc(v.Tunables, func(t sdk.Tunable) bool { return t.Name == name })
+		if i < 0 {
+			return fmt.Errorf("backend %s variant %s has no tunable %q", backendName, v.Name, name)
+		}
+		if !slices.Contains(v.Tunables[i].Values, tunables[name]) {
+			return fmt.Errorf("backend %s tunable %s: value %q not allowed (allowed: %s)",
+				backendName, name, tunables[name], strings.Join(v.Tunables[i].Values, ", "))
+		}
+	}
+	return nil
 }
 
 func label(variant string, tunables map[string]string) string {

@@ -51,6 +51,9 @@ type Config struct {
 	// Saver, when set, is given the run after every row instead of the
 	// file at ResultsPath: the runs of several GPUs are saved as one.
 	Saver Saver
+	// OnResult, when set, is called with every row's result once it is
+	// recorded and saved (the tuner keeps its state with it).
+	OnResult func(results.Result) error
 }
 
 // Saver saves a run as it grows. It is called from the run's goroutine,
@@ -185,6 +188,7 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 		if ctx.Err() != nil {
 			return nil
 		}
+		rw = rw.forCase(c.ID)
 		if in == nil && r.rowSkipReason(rw, c) == "" {
 			var err error
 			if in, err = prepareInputs(r.cfg.Suite.Seed, c, dir); err != nil {
@@ -207,6 +211,11 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 		r.progress.Done(r.progressPrefix() + progressLine(r.rowsDone, r.rowsPlanned, res))
 		if err := r.save(); err != nil {
 			return fmt.Errorf("save results: %w", err)
+		}
+		if r.cfg.OnResult != nil {
+			if err := r.cfg.OnResult(res); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -75,6 +75,9 @@ var errorCases = []struct {
 	{"ablation of one step", "name = \"x\"\n[ablation]\nchain = [\"cuda-v8\"]\n" + validSweep, "ablation.chain", 3},
 	{"ablation step without variant", "name = \"x\"\n[ablation]\nchain = [\"cuda-v8\", \"pytorch-sdpa:\"]\n" + validSweep, "ablation.chain", 3},
 	{"unknown ablation key", "name = \"x\"\n[ablation]\nsteps = [\"a\", \"b\"]\n" + validSweep, "ablation.steps", 3},
+	{"tuned file missing", "name = \"x\"\n[[backends]]\nname = \"cpu-reference\"\ntuned = \"nope.toml\"\n" + validSweep, "backends.tuned", 4},
+	{"tuned and tunables", "name = \"x\"\n[[backends]]\nname = \"cpu-reference\"\ntuned = \"../testdata/tuned-cpu.toml\"\n[backends.tunables]\nworkers = [\"1\"]\n" + validSweep, "backends.tuned", 4},
+	{"tuned file of another backend", "name = \"x\"\n[[backends]]\nname = \"cuda-v8\"\ntuned = \"../testdata/tuned-cpu.toml\"\n" + validSweep, "backends.tuned", 4},
 	{"syntax error", "name = \"x\"\nseed = = 3\n", "", 2},
 }
 
@@ -97,6 +100,76 @@ func TestErrors(t *testing.T) {
 		})
 	}
 	checkGolden(t, "errors.golden", golden.String())
+}
+
+// tunedErrorCases are tuned-configuration files with one mistake each.
+var tunedErrorCases = []struct {
+	name string
+	doc  string
+	key  string
+	line int
+}{
+	{"unknown key in a case", "backend = \"b\"\nvariant = \"v\"\n[[cases]]\nid = \"c\"\nkernel_nanos = 3\n[cases.tunables]\nx = \"1\"\n", "cases.kernel_nanos", 5},
+	{"missing backend", "variant = \"v\"\n[[cases]]\nid = \"c\"\n[cases.tunables]\nx = \"1\"\n", "backend", 0},
+	{"case without tunables", "backend = \"b\"\nvariant = \"v\"\n[[cases]]\nid = \"c\"\n", "cases.tunables", 3},
+	{"case listed twice", "backend = \"b\"\nvariant = \"v\"\n[[cases]]\nid = \"c\"\ntunables = { x = \"1\" }\n[[cases]]\nid = \"c\"\ntunables = { x = \"2\" }\n", "cases.id", 7},
+	{"tunable value not a string", "backend = \"b\"\nvariant = \"v\"\n[[cases]]\nid = \"c\"\ntunables = { x = 1 }\n", "cases.tunables.x", 5},
+}
+
+func TestTunedErrors(t *testing.T) {
+	var golden strings.Builder
+	for _, tc := range tunedErrorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTuned("best.toml", []byte(tc.doc))
+			if err == nil {
+				t.Fatalf("ParseTuned accepted:\n%s", tc.doc)
+			}
+			first := firstError(t, err)
+			if first.Key != tc.key || first.Line != tc.line {
+				t.Errorf("error at line %d key %q, want line %d key %q: %v", first.Line, first.Key, tc.line, tc.key, err)
+			}
+			fmt.Fprintf(&golden, "== %s\n%v\n\n", tc.name, err)
+		})
+	}
+	checkGolden(t, "tuned-errors.golden", golden.String())
+}
+
+// A mistake inside the tuned file a suite names is reported against that
+// file's line, not the suite's.
+func TestSuiteReportsTheTunedFilesOwnLine(t *testing.T) {
+	doc := "name = \"x\"\n[[backends]]\nname = \"cpu-reference\"\ntuned = \"../testdata/tuned-bad.toml\"\n" + validSweep
+	_, err := Parse("suites/bad.toml", []byte(doc))
+	want := `testdata/tuned-bad.toml:6: key "cases.kernel_nanos": unknown key`
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+}
+
+// A tuned file round-trips: what Encode writes, ParseTuned reads back.
+func TestTunedRoundTrip(t *testing.T) {
+	in := &Tuned{Backend: "cpu-reference", Variant: "cpu-reference", Cases: []TunedCase{
+		{ID: "b1-h2-s128-d64-fp16", Tunables: map[string]string{"workers": "2", "key_block_rows": "128"}, KernelNs: 2160273, DefaultKernelNs: 2379279, Evaluations: 12},
+		{ID: "b1-h8-s512-d64-fp16", Tunables: map[string]string{"workers": "auto"}},
+	}}
+	data, err := in.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ParseTuned("best.toml", data)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	out.Path = ""
+	if fmt.Sprint(out) != fmt.Sprint(in) {
+		t.Errorf("read back %+v, wrote %+v\n%s", out, in, data)
+	}
+	if got := out.For("b1-h8-s512-d64-fp16")["workers"]; got != "auto" {
+		t.Errorf("For: workers = %q, want auto", got)
+	}
+	if out.For("b1-h1-s1-d64-fp16") != nil {
+		t.Error("For: a case the file does not list has tunables")
+	}
+	checkGolden(t, "tuned.golden.toml", string(data))
 }
 
 // firstError returns the first *Error of err, which may be joined.

@@ -62,6 +62,7 @@ type fileBackend struct {
 	Path     field[string]   `toml:"path"`
 	Python   field[string]   `toml:"python"`
 	Tunables tunables        `toml:"tunables"`
+	Tuned    field[string]   `toml:"tuned"`
 }
 
 // tunables is the [backends.tunables] table: tunable names, chosen by the

@@ -122,6 +122,14 @@ type BackendSelection struct {
 	// Tunables maps a tunable's name to the values to run; each combination
 	// is its own row.
 	Tunables map[string][]string
+	// Tuned holds the configurations `flashcore tune` found, one per case
+	// (the tuned key); nil when the suite names none. Rows of its variant
+	// run each case with that case's configuration.
+	Tuned *Tuned
+	// Configs, when set, are the tunable sets to run, each its own row,
+	// instead of the product of Tunables. The tuner sets it; a suite file
+	// cannot.
+	Configs []map[string]string
 }
 
 // UnknownBackend is the error for entry i of the suite's [[backends]],

@@ -201,9 +201,43 @@ func (d *decoder) backends(entries []fileBackend) []BackendSelection {
 			}
 			b.Tunables[name] = values
 		}
+		b.Tuned = d.tunedFile(f, b.Name, i)
 		out = append(out, b)
 	}
 	return out
+}
+
+// tunedFile reads the tuned configurations entry i of [[backends]] names.
+// Problems inside that file are reported against its own lines.
+func (d *decoder) tunedFile(f fileBackend, name string, i int) *Tuned {
+	if !f.Tuned.Set {
+		return nil
+	}
+	const key = "backends.tuned"
+	if len(f.Tunables) > 0 {
+		d.problem(key, i, "set tunables (rows to run) or tuned (a file of tuned configurations), not both")
+		return nil
+	}
+	if strings.TrimSpace(f.Tuned.Value) == "" {
+		d.problem(key, i, "must not be empty: name the file flashcore tune wrote (--out)")
+		return nil
+	}
+	path := d.resolve(f.Tuned.Value)
+	t, err := LoadTuned(path)
+	var suiteErr *Error
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		d.problem(key, i, "%s: no such file (paths are relative to the suite's folder)", path)
+	case errors.As(err, &suiteErr):
+		d.problems = append(d.problems, err)
+	case err != nil:
+		d.problem(key, i, "%v", err)
+	case t.Backend != name:
+		d.problem(key, i, "%s holds configurations for backend %q, not %q", path, t.Backend, name)
+	default:
+		return t
+	}
+	return nil
 }
 
 // pythonFile resolves the Python file of entry i of [[backends]] and checks

@@ -24,15 +24,23 @@ import (
 // o/l is the output row. Query rows are grouped in tiles so that one block
 // of K and V, once in cache, serves every row of the tile.
 
-const (
-	// queryTileRows is how many query rows share one pass over K and V. It
-	// is also the unit of work handed to a goroutine.
-	queryTileRows = 32
-	// keyBlockRows is how many key rows are scored before their softmax
-	// terms are folded into the running sums; 64 rows of K and V at head
-	// dim 128 in float32 are 64 KiB, which stays in a core's L2 cache.
-	keyBlockRows = 64
-)
+// tiling is how the forward pass splits its work; every field is a tunable
+// (tunables.go). The split never changes a bit of the output: each output
+// row is computed by one goroutine, over the keys in order.
+type tiling struct {
+	// queryRows is how many query rows share one pass over K and V. It is
+	// also the unit of work handed to a goroutine.
+	queryRows int
+	// keyRows is how many key rows are scored before their softmax terms
+	// are folded into the running sums; 64 rows of K and V at head dim 128
+	// in float32 are 64 KiB, which stays in a core's L2 cache.
+	keyRows int
+	// workers is the number of goroutines; 0 is GOMAXPROCS.
+	workers int
+}
+
+// defaultTiling is the split used when the suite chooses no tunables.
+var defaultTiling = tiling{queryRows: 32, keyRows: 64, workers: 0}
 
 // problem is one forward pass in float32: the inputs, the output to fill
 // and the shape that lays them out ([batch, heads, seq, head_dim]).
@@ -40,11 +48,20 @@ type problem struct {
 	shape   sdk.Shape
 	q, k, v []float32
 	out     []float32
+	tiling  tiling
 }
 
-// attention computes p.out. It spreads the work over GOMAXPROCS goroutines.
+// attention computes p.out with the problem's tiling; a zero tiling is
+// the default one.
 func attention(p problem) {
-	attentionWith(p, runtime.GOMAXPROCS(0))
+	if p.tiling == (tiling{}) {
+		p.tiling = defaultTiling
+	}
+	workers := p.tiling.workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	attentionWith(p, workers)
 }
 
 // attentionWith computes p.out with the given number of goroutines. The
@@ -53,7 +70,10 @@ func attention(p problem) {
 // query rows. Workers take the next tile from a shared counter: causal tiles
 // differ in cost, and a shared counter balances that without planning.
 func attentionWith(p problem, workers int) {
-	tiles := ceilDiv(p.shape.SeqQ, queryTileRows)
+	if p.tiling.queryRows <= 0 || p.tiling.keyRows <= 0 {
+		p.tiling.queryRows, p.tiling.keyRows = defaultTiling.queryRows, defaultTiling.keyRows
+	}
+	tiles := ceilDiv(p.shape.SeqQ, p.tiling.queryRows)
 	items := p.shape.Batch * p.shape.Heads * tiles
 	workers = max(1, min(workers, items))
 	var next atomic.Int64
@@ -90,9 +110,9 @@ func newTileWorker(p problem) *tileWorker {
 	return &tileWorker{
 		p:      p,
 		scale:  float32(p.shape.Scale()),
-		scores: make([]float32, keyBlockRows),
-		rowMax: make([]float32, queryTileRows),
-		rowSum: make([]float32, queryTileRows),
+		scores: make([]float32, p.tiling.keyRows),
+		rowMax: make([]float32, p.tiling.queryRows),
+		rowSum: make([]float32, p.tiling.queryRows),
 	}
 }
 
@@ -108,14 +128,15 @@ func (w *tileWorker) attendTile(head, tile int) {
 	k := w.p.k[kvHead*s.SeqK*d : (kvHead+1)*s.SeqK*d]
 	v := w.p.v[kvHead*s.SeqK*d : (kvHead+1)*s.SeqK*d]
 
-	first, end := tile*queryTileRows, min((tile+1)*queryTileRows, s.SeqQ)
+	rows := w.p.tiling.queryRows
+	first, end := tile*rows, min((tile+1)*rows, s.SeqQ)
 	w.startRows(out[first*d : end*d])
 	keyEnd := s.SeqK
 	if s.Causal {
 		keyEnd = min(s.SeqK, end) // the tile's last row, end−1, sees keys up to end−1
 	}
-	for block := 0; block < keyEnd; block += keyBlockRows {
-		blockEnd := min(block+keyBlockRows, keyEnd)
+	for block := 0; block < keyEnd; block += w.p.tiling.keyRows {
+		blockEnd := min(block+w.p.tiling.keyRows, keyEnd)
 		for row := first; row < end; row++ {
 			visible := blockEnd
 			if s.Causal {

@@ -96,6 +96,33 @@ func TestAttentionIsDeterministicAcrossWorkerCounts(t *testing.T) {
 	}
 }
 
+// Every declared tiling passes the check. The query tile size and the
+// worker count change only how rows are handed out, so they change no bit;
+// the key block size changes the order of the softmax's additions, so it
+// may move the last bits, within tolerance.
+func TestEveryTilingPassesAndQueryTilesChangeNoBit(t *testing.T) {
+	for _, keys := range tunables[1].Values {
+		var first []float32
+		for _, rows := range tunables[0].Values {
+			p := randomProblem(shape(1, 3, 1, 130, 97, 64, true), 4, 5)
+			tiles, diags := tilingOf(map[string]string{tunableQueryRows: rows, tunableKeyRows: keys, tunableWorkers: "2"})
+			if len(diags) > 0 {
+				t.Fatalf("declared values refused: %+v", diags)
+			}
+			p.tiling = tiles
+			attention(p)
+			if r := conformance.CheckOutput(fp32Tensors(p)); r.Verdict != check.Pass {
+				t.Errorf("query_tile_rows=%s key_block_rows=%s: %s", rows, keys, r.Reason)
+			}
+			if first == nil {
+				first = slices.Clone(p.out)
+			} else if !slices.Equal(p.out, first) {
+				t.Errorf("query_tile_rows=%s key_block_rows=%s: output differs from query_tile_rows=%s's", rows, keys, tunables[0].Values[0])
+			}
+		}
+	}
+}
+
 func TestExp32(t *testing.T) {
 	for _, x := range []float32{0, -1e-7, -0.3465, -0.5, -1, -2.5, -10, -20.125, -50, -80, -87.3} {
 		got, want := float64(exp32(x)), math.Exp(float64(x))

@@ -5,13 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"maps"
 	"math"
 	"os"
-	"runtime"
 	"runtime/debug"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -86,6 +82,7 @@ func cpuReferenceVariant() sdk.Variant {
 			MaxSeqLen:         maxSeqLen,
 			NeedsGPU:          false,
 		},
+		Tunables: tunables,
 	}
 }
 
@@ -119,23 +116,18 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 	if diagnostics := checkRequest(req); len(diagnostics) > 0 {
 		return sdk.Prepared{Diagnostics: diagnostics}, nil
 	}
+	tiles, _ := tilingOf(req.Tunables) // checkRequest refused every bad tunable
 	loaded, hash, err := loadCase(req)
 	if err != nil {
 		return sdk.Prepared{Diagnostics: []sdk.Diagnostic{{
 			Severity: sdk.Failure, Summary: "cannot load the inputs", Detail: err.Error(),
 		}}}, nil
 	}
+	loaded.problem.tiling = tiles
 	b.mu.Lock()
 	b.cases[req.CaseID] = loaded
 	b.mu.Unlock()
-	return sdk.Prepared{
-		LoadedSHA256: hash,
-		Facts: map[string]string{
-			"query_tile_rows": strconv.Itoa(queryTileRows),
-			"key_block_rows":  strconv.Itoa(keyBlockRows),
-			"goroutines":      strconv.Itoa(runtime.GOMAXPROCS(0)),
-		},
-	}, nil
+	return sdk.Prepared{LoadedSHA256: hash, Facts: tiles.facts()}, nil
 }
 
 // checkRequest returns the reasons this backend will not run the request.
@@ -150,9 +142,8 @@ func checkRequest(req sdk.PrepareRequest) []sdk.Diagnostic {
 	if req.Variant != variantName {
 		unsupported("unknown variant %q: %s has only %q", req.Variant, backendName, variantName)
 	}
-	for _, name := range slices.Sorted(maps.Keys(req.Tunables)) {
-		unsupported("unknown tunable %q: %s has none", name, backendName)
-	}
+	_, tunableProblems := tilingOf(req.Tunables)
+	diagnostics = append(diagnostics, tunableProblems...)
 	if reason := cpuReferenceVariant().Capabilities.Unsupported(req.Shape); reason != "" {
 		unsupported("%s", reason)
 	}

@@ -15,15 +15,11 @@ const (
 	version = "0.1.0"
 	// kernelPath is kernel.cu's repository path, as the manifest names it.
 	kernelPath = "plugins/cuda-v8/kernel.cu"
-	// Tunables: keys per K/V tile, and K/V buffers in shared memory.
+	// Tunables: query rows per block, keys per K/V tile, and K/V buffers
+	// in shared memory. Warps follow from tile_m: two per 16-row strip.
+	tileM    = "tile_m"
 	tileN    = "tile_n"
 	kvStages = "kv_stages"
-)
-
-// The kernel's fixed shape: 48 query rows per block, six warps.
-const (
-	tileM   = 48
-	threads = 192
 )
 
 //go:embed kernel.cu
@@ -39,7 +35,7 @@ func spec() cudabackend.Spec {
 		Variant: sdk.Variant{
 			Name: name,
 			Description: "48-row tiles, WMMA tensor cores, cp.async double-buffered K/V, " +
-				"16-byte vector I/O, dynamic shared memory",
+				"16-byte vector I/O, dynamic shared memory; tile rows, tile columns and stages tunable",
 			Capabilities: capabilities,
 			Tunables:     tunables,
 		},
@@ -69,6 +65,12 @@ var capabilities = sdk.Capabilities{
 
 var tunables = []sdk.Tunable{
 	{
+		Name:        tileM,
+		Values:      []string{"16", "32", "48", "64"},
+		Default:     "48",
+		Description: "query rows per block, with tile_m/8 warps (the seed design's 48x32 tile is 48)",
+	},
+	{
 		Name:        tileN,
 		Values:      []string{"32", "64"},
 		Default:     "32",
@@ -76,30 +78,31 @@ var tunables = []sdk.Tunable{
 	},
 	{
 		Name:        kvStages,
-		Values:      []string{"1", "2"},
+		Values:      []string{"1", "2", "3"},
 		Default:     "2",
-		Description: "K/V tiles in flight: 2 overlaps the next tile's cp.async with compute, 1 does not",
+		Description: "K/V tiles in shared memory: s-1 load ahead while one is computed; 1 overlaps nothing",
 	},
 }
 
 func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
-	n, err := strconv.Atoi(t[tileN])
-	if err != nil {
-		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", tileN, err)
+	var size [3]int
+	for i, name := range []string{tileM, tileN, kvStages} {
+		n, err := strconv.Atoi(t[name])
+		if err != nil {
+			return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", name, err)
+		}
+		size[i] = n
 	}
-	stages, err := strconv.Atoi(t[kvStages])
-	if err != nil {
-		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", kvStages, err)
-	}
-	grid, err := cudabackend.AttentionGrid(shape, tileM)
+	m, n, stages := size[0], size[1], size[2]
+	grid, err := cudabackend.AttentionGrid(shape, m)
 	if err != nil {
 		return cudabackend.Launch{}, err
 	}
 	return cudabackend.Launch{
-		Function:           cudabackend.KernelName(shape.DType, shape.HeadDim, "n"+t[tileN], "s"+t[kvStages]),
+		Function:           cudabackend.KernelName(shape.DType, shape.HeadDim, "m"+t[tileM], "n"+t[tileN], "s"+t[kvStages]),
 		Grid:               grid,
-		Block:              gpu.Dim3{X: threads, Y: 1, Z: 1},
-		DynamicSharedBytes: sharedBytes(shape.DType.Size(), shape.HeadDim, n, stages),
+		Block:              gpu.Dim3{X: 4 * m, Y: 1, Z: 1},
+		DynamicSharedBytes: sharedBytes(shape.DType.Size(), shape.HeadDim, m, n, stages),
 	}, nil
 }
 
@@ -107,7 +110,7 @@ func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
 // stage, fp32 scores, P, and two rows of statistics, each region rounded up
 // to 128 bytes. Rows are padded by 8 elements (scores by 4) against bank
 // conflicts. The kernel traps if launched with less than it needs.
-func sharedBytes(elemSize, headDim, tileN, stages int) int {
+func sharedBytes(elemSize, headDim, tileM, tileN, stages int) int {
 	ld := headDim + 8
 	q := align128(tileM * ld * elemSize)
 	kvStage := align128(tileN * ld * elemSize)

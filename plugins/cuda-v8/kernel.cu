@@ -1,19 +1,26 @@
 // cuda-v8: the best design of the FlashCore seed kernels, written anew:
-// 48-row query tiles, K/V tiles of TILE_N keys double-buffered with cp.async,
-// WMMA tensor cores for Q·Kᵀ and P·V, padded shared-memory tiles, 16-byte
-// vectorised global loads and stores, and dynamic shared memory (more than
-// the 48 KB a kernel gets without opting in at head dim 128).
+// TILE_M-row query tiles (48 in the seed design), K/V tiles of TILE_N keys
+// pipelined over STAGES shared-memory buffers with cp.async, WMMA tensor
+// cores for Q·Kᵀ and P·V, padded shared-memory tiles, 16-byte vectorised
+// global loads and stores, and dynamic shared memory (more than the 48 KB a
+// kernel gets without opting in at head dim 128). TILE_M, TILE_N and STAGES
+// are template parameters; each combination is its own kernel, and the
+// plugin's tunables choose one.
 //
-// Block: 6 warps as a 3x2 grid. Warp (wr, wc) owns query rows 16*wr..+15.
+// Block: TILE_M/8 warps as a (TILE_M/16)x2 grid, 4*TILE_M threads. Warp
+// (wr, wc) owns query rows 16*wr..+15.
 //   Q·Kᵀ:  it computes the score blocks of key columns in half wc of the tile;
-//   softmax: all 192 threads, 4 per row, TILE_N/4 columns each, with the
-//            row's running max m and normaliser l in registers;
+//   softmax: 4 threads per row, TILE_N/4 columns each, with the row's
+//            running max m and normaliser l in registers;
 //   P·V:   it owns output columns in half wc of D, as D/32 fp32 accumulator
 //          fragments, rescaled per row by exp2(m_old - m_new) through a
 //          scratch tile (WMMA accumulators have no defined row order).
-// Pipeline (STAGES = 2): while tile t is computed, tile t+1 is in flight into
-// the other stage; one commit group per iteration keeps cp.async.wait_group 1
-// exact. STAGES = 1 loads a tile only after the previous one is consumed.
+// Pipeline: STAGES-1 tiles are in flight ahead of the one computed. Tiles
+// 0..STAGES-2 are loaded before the loop; iteration t loads tile
+// t+STAGES-1 into the stage tile t-1 used (free since the trailing
+// __syncthreads of iteration t-1), commits one group (possibly empty) and
+// waits until at most STAGES-1 groups are pending, so tile t has landed.
+// STAGES = 1 loads each tile just before it is computed.
 // Rows past seq_q/seq_k are zero-filled by cp.async (src-size 0) and never
 // written back.
 #include <mma.h>
@@ -25,17 +32,18 @@ using namespace nvcuda;
 
 namespace {
 
-constexpr int kTileM = 48;
-constexpr int kWarps = 6;
-constexpr int kThreads = kWarps * 32;
+// Warps and threads of a TILE_M-row block: two warps per 16-row strip.
+__host__ __device__ constexpr int warps_for(int tile_m) { return tile_m / 8; }
+__host__ __device__ constexpr int threads_for(int tile_m) { return tile_m * 4; }
 
 constexpr int align128(int n) { return (n + 127) / 128 * 128; }
 
 // V8Layout is the dynamic shared memory layout. The Go spec computes the same
 // byte count (plugins/cuda-v8/backend.go, sharedBytes); the kernel traps if
 // it is launched with less.
-template <typename T, int D, int TILE_N, int STAGES>
+template <typename T, int D, int TILE_M, int TILE_N, int STAGES>
 struct V8Layout {
+  static constexpr int kTileM = TILE_M;
   static constexpr int kLdKV = D + 8;       // element stride of Q, K, V rows
   static constexpr int kLdS = TILE_N + 4;   // fp32 stride of the score tile
   static constexpr int kLdP = TILE_N + 8;   // element stride of the P tile
@@ -51,7 +59,7 @@ struct V8Layout {
   static constexpr int kP = kS + kSBytes;
   static constexpr int kStat = kP + kPBytes;
   static constexpr int kBytes = kStat + kStatBytes;
-  static_assert(kSBytes >= kWarps * 256 * (int)sizeof(float), "score tile doubles as per-warp 16x16 scratch");
+  static_assert(kSBytes >= warps_for(TILE_M) * 256 * (int)sizeof(float), "score tile doubles as per-warp 16x16 scratch");
 };
 
 template <typename T>
@@ -65,9 +73,11 @@ __device__ __forceinline__ void scale_rows(float* tile, const float* factor, int
   for (int e = lane; e < 256; e += 32) tile[e] *= factor[e / 16];
 }
 
-template <typename T, int D, int TILE_N, int STAGES>
+template <typename T, int D, int TILE_M, int TILE_N, int STAGES>
 __device__ __forceinline__ void v8_attention(const Head<T>& hd, unsigned char* smem) {
-  using L = V8Layout<T, D, TILE_N, STAGES>;
+  using L = V8Layout<T, D, TILE_M, TILE_N, STAGES>;
+  constexpr int kTileM = TILE_M;
+  constexpr int kThreads = threads_for(TILE_M);
   constexpr int kLdKV = L::kLdKV;
   constexpr int kLdS = L::kLdS;
   constexpr int kLdP = L::kLdP;
@@ -75,7 +85,8 @@ __device__ __forceinline__ void v8_attention(const Head<T>& hd, unsigned char* s
   constexpr int kOFrags = D / 32;            // each warp owns half of D
   constexpr int kSBlocks = TILE_N / 32;      // score blocks per warp
   constexpr int kSoftmaxCols = TILE_N / 4;   // columns per softmax thread
-  static_assert(TILE_N % 32 == 0 && D % 32 == 0, "tile shapes");
+  static_assert(TILE_M % 16 == 0 && TILE_N % 32 == 0 && D % 32 == 0, "tile shapes");
+  static_assert(STAGES >= 1 && STAGES <= 3, "cp_async_wait takes 0..2 pending groups here");
   require_dynamic_smem(L::kBytes);
 
   T* sQ = reinterpret_cast<T*>(smem + L::kQ);
@@ -98,9 +109,13 @@ __device__ __forceinline__ void v8_attention(const Head<T>& hd, unsigned char* s
     load_rows_async<TILE_N, D, kLdKV, kThreads>(sV + stage * TILE_N * kLdKV, hd.v, t * TILE_N, hd.seq_k);
   };
 
+  // Q joins the first commit group; tiles 0..STAGES-2 are put in flight.
   load_rows_async<kTileM, D, kLdKV, kThreads>(sQ, hd.q, row0, hd.seq_q);
-  load_kv(0, 0);
-  cp_async_commit();
+#pragma unroll
+  for (int p = 0; p < STAGES - 1; ++p) {
+    if (p < n_tiles) load_kv(p, p);
+    cp_async_commit();
+  }
 
   FragA<T> q_frag[kQFrags];
   FragAcc o_frag[kOFrags];
@@ -116,14 +131,11 @@ __device__ __forceinline__ void v8_attention(const Head<T>& hd, unsigned char* s
   float* scratch = sS + warp * 256;
 
   for (int t = 0; t < n_tiles; ++t) {
-    const int stage = STAGES == 2 ? t % 2 : 0;
-    if (STAGES == 2) {
-      if (t + 1 < n_tiles) load_kv(t + 1, (t + 1) % 2);
-      cp_async_commit();  // possibly empty: one group per iteration
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
+    const int stage = t % STAGES;
+    const int ahead = t + STAGES - 1;
+    if (ahead < n_tiles) load_kv(ahead, ahead % STAGES);
+    cp_async_commit();  // possibly empty: one group per iteration
+    cp_async_wait<STAGES - 1>();
     __syncthreads();
     if (t == 0) {
 #pragma unroll
@@ -198,10 +210,6 @@ __device__ __forceinline__ void v8_attention(const Head<T>& hd, unsigned char* s
       }
     }
     __syncthreads();  // the stage, the score tile and P are free again
-    if (STAGES == 1 && t + 1 < n_tiles) {
-      load_kv(t + 1, 0);
-      cp_async_commit();
-    }
   }
   cp_async_wait<0>();
 
@@ -234,29 +242,112 @@ __device__ __forceinline__ void v8_attention(const Head<T>& hd, unsigned char* s
 }  // namespace
 
 // V8_KERNEL instantiates one extern "C" entry point; the Go spec derives the
-// same names from (dtype, head dim, tile_n, kv_stages).
-#define V8_KERNEL(NAME, T, D, TILE_N, STAGES)                                                                  \
-  extern "C" __global__ void __launch_bounds__(kThreads)                                                      \
+// same names from (dtype, head dim, tile_m, tile_n, kv_stages).
+#define V8_KERNEL(NAME, T, D, TILE_M, TILE_N, STAGES)                                                           \
+  extern "C" __global__ void __launch_bounds__(threads_for(TILE_M))                                            \
       NAME(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,      \
            int heads, int kv_heads, int seq_q, int seq_k, int causal, float scale_log2) {                     \
     extern __shared__ __align__(128) unsigned char v8_smem[];                                                   \
-    v8_attention<T, D, TILE_N, STAGES>(head_of<D>(q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale_log2), \
-                                       v8_smem);                                                              \
+    v8_attention<T, D, TILE_M, TILE_N, STAGES>(                                                                \
+        head_of<D>(q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale_log2), v8_smem);                  \
   }
 
-V8_KERNEL(attn_fwd_fp16_d64_n32_s1, half, 64, 32, 1)
-V8_KERNEL(attn_fwd_fp16_d64_n32_s2, half, 64, 32, 2)
-V8_KERNEL(attn_fwd_fp16_d64_n64_s1, half, 64, 64, 1)
-V8_KERNEL(attn_fwd_fp16_d64_n64_s2, half, 64, 64, 2)
-V8_KERNEL(attn_fwd_fp16_d128_n32_s1, half, 128, 32, 1)
-V8_KERNEL(attn_fwd_fp16_d128_n32_s2, half, 128, 32, 2)
-V8_KERNEL(attn_fwd_fp16_d128_n64_s1, half, 128, 64, 1)
-V8_KERNEL(attn_fwd_fp16_d128_n64_s2, half, 128, 64, 2)
-V8_KERNEL(attn_fwd_bf16_d64_n32_s1, __nv_bfloat16, 64, 32, 1)
-V8_KERNEL(attn_fwd_bf16_d64_n32_s2, __nv_bfloat16, 64, 32, 2)
-V8_KERNEL(attn_fwd_bf16_d64_n64_s1, __nv_bfloat16, 64, 64, 1)
-V8_KERNEL(attn_fwd_bf16_d64_n64_s2, __nv_bfloat16, 64, 64, 2)
-V8_KERNEL(attn_fwd_bf16_d128_n32_s1, __nv_bfloat16, 128, 32, 1)
-V8_KERNEL(attn_fwd_bf16_d128_n32_s2, __nv_bfloat16, 128, 32, 2)
-V8_KERNEL(attn_fwd_bf16_d128_n64_s1, __nv_bfloat16, 128, 64, 1)
-V8_KERNEL(attn_fwd_bf16_d128_n64_s2, __nv_bfloat16, 128, 64, 2)
+// The tunable space (plugins/cuda-v8/backend.go lists the same values):
+// tile_m 16, 32, 48, 64 x tile_n 32, 64 x kv_stages 1, 2, 3, for each dtype
+// and head dim; one line per kernel so that the names can be read here.
+V8_KERNEL(attn_fwd_fp16_d64_m16_n32_s1, half, 64, 16, 32, 1)
+V8_KERNEL(attn_fwd_fp16_d64_m16_n32_s2, half, 64, 16, 32, 2)
+V8_KERNEL(attn_fwd_fp16_d64_m16_n32_s3, half, 64, 16, 32, 3)
+V8_KERNEL(attn_fwd_fp16_d64_m16_n64_s1, half, 64, 16, 64, 1)
+V8_KERNEL(attn_fwd_fp16_d64_m16_n64_s2, half, 64, 16, 64, 2)
+V8_KERNEL(attn_fwd_fp16_d64_m16_n64_s3, half, 64, 16, 64, 3)
+V8_KERNEL(attn_fwd_fp16_d64_m32_n32_s1, half, 64, 32, 32, 1)
+V8_KERNEL(attn_fwd_fp16_d64_m32_n32_s2, half, 64, 32, 32, 2)
+V8_KERNEL(attn_fwd_fp16_d64_m32_n32_s3, half, 64, 32, 32, 3)
+V8_KERNEL(attn_fwd_fp16_d64_m32_n64_s1, half, 64, 32, 64, 1)
+V8_KERNEL(attn_fwd_fp16_d64_m32_n64_s2, half, 64, 32, 64, 2)
+V8_KERNEL(attn_fwd_fp16_d64_m32_n64_s3, half, 64, 32, 64, 3)
+V8_KERNEL(attn_fwd_fp16_d64_m48_n32_s1, half, 64, 48, 32, 1)
+V8_KERNEL(attn_fwd_fp16_d64_m48_n32_s2, half, 64, 48, 32, 2)
+V8_KERNEL(attn_fwd_fp16_d64_m48_n32_s3, half, 64, 48, 32, 3)
+V8_KERNEL(attn_fwd_fp16_d64_m48_n64_s1, half, 64, 48, 64, 1)
+V8_KERNEL(attn_fwd_fp16_d64_m48_n64_s2, half, 64, 48, 64, 2)
+V8_KERNEL(attn_fwd_fp16_d64_m48_n64_s3, half, 64, 48, 64, 3)
+V8_KERNEL(attn_fwd_fp16_d64_m64_n32_s1, half, 64, 64, 32, 1)
+V8_KERNEL(attn_fwd_fp16_d64_m64_n32_s2, half, 64, 64, 32, 2)
+V8_KERNEL(attn_fwd_fp16_d64_m64_n32_s3, half, 64, 64, 32, 3)
+V8_KERNEL(attn_fwd_fp16_d64_m64_n64_s1, half, 64, 64, 64, 1)
+V8_KERNEL(attn_fwd_fp16_d64_m64_n64_s2, half, 64, 64, 64, 2)
+V8_KERNEL(attn_fwd_fp16_d64_m64_n64_s3, half, 64, 64, 64, 3)
+V8_KERNEL(attn_fwd_fp16_d128_m16_n32_s1, half, 128, 16, 32, 1)
+V8_KERNEL(attn_fwd_fp16_d128_m16_n32_s2, half, 128, 16, 32, 2)
+V8_KERNEL(attn_fwd_fp16_d128_m16_n32_s3, half, 128, 16, 32, 3)
+V8_KERNEL(attn_fwd_fp16_d128_m16_n64_s1, half, 128, 16, 64, 1)
+V8_KERNEL(attn_fwd_fp16_d128_m16_n64_s2, half, 128, 16, 64, 2)
+V8_KERNEL(attn_fwd_fp16_d128_m16_n64_s3, half, 128, 16, 64, 3)
+V8_KERNEL(attn_fwd_fp16_d128_m32_n32_s1, half, 128, 32, 32, 1)
+V8_KERNEL(attn_fwd_fp16_d128_m32_n32_s2, half, 128, 32, 32, 2)
+V8_KERNEL(attn_fwd_fp16_d128_m32_n32_s3, half, 128, 32, 32, 3)
+V8_KERNEL(attn_fwd_fp16_d128_m32_n64_s1, half, 128, 32, 64, 1)
+V8_KERNEL(attn_fwd_fp16_d128_m32_n64_s2, half, 128, 32, 64, 2)
+V8_KERNEL(attn_fwd_fp16_d128_m32_n64_s3, half, 128, 32, 64, 3)
+V8_KERNEL(attn_fwd_fp16_d128_m48_n32_s1, half, 128, 48, 32, 1)
+V8_KERNEL(attn_fwd_fp16_d128_m48_n32_s2, half, 128, 48, 32, 2)
+V8_KERNEL(attn_fwd_fp16_d128_m48_n32_s3, half, 128, 48, 32, 3)
+V8_KERNEL(attn_fwd_fp16_d128_m48_n64_s1, half, 128, 48, 64, 1)
+V8_KERNEL(attn_fwd_fp16_d128_m48_n64_s2, half, 128, 48, 64, 2)
+V8_KERNEL(attn_fwd_fp16_d128_m48_n64_s3, half, 128, 48, 64, 3)
+V8_KERNEL(attn_fwd_fp16_d128_m64_n32_s1, half, 128, 64, 32, 1)
+V8_KERNEL(attn_fwd_fp16_d128_m64_n32_s2, half, 128, 64, 32, 2)
+V8_KERNEL(attn_fwd_fp16_d128_m64_n32_s3, half, 128, 64, 32, 3)
+V8_KERNEL(attn_fwd_fp16_d128_m64_n64_s1, half, 128, 64, 64, 1)
+V8_KERNEL(attn_fwd_fp16_d128_m64_n64_s2, half, 128, 64, 64, 2)
+V8_KERNEL(attn_fwd_fp16_d128_m64_n64_s3, half, 128, 64, 64, 3)
+V8_KERNEL(attn_fwd_bf16_d64_m16_n32_s1, __nv_bfloat16, 64, 16, 32, 1)
+V8_KERNEL(attn_fwd_bf16_d64_m16_n32_s2, __nv_bfloat16, 64, 16, 32, 2)
+V8_KERNEL(attn_fwd_bf16_d64_m16_n32_s3, __nv_bfloat16, 64, 16, 32, 3)
+V8_KERNEL(attn_fwd_bf16_d64_m16_n64_s1, __nv_bfloat16, 64, 16, 64, 1)
+V8_KERNEL(attn_fwd_bf16_d64_m16_n64_s2, __nv_bfloat16, 64, 16, 64, 2)
+V8_KERNEL(attn_fwd_bf16_d64_m16_n64_s3, __nv_bfloat16, 64, 16, 64, 3)
+V8_KERNEL(attn_fwd_bf16_d64_m32_n32_s1, __nv_bfloat16, 64, 32, 32, 1)
+V8_KERNEL(attn_fwd_bf16_d64_m32_n32_s2, __nv_bfloat16, 64, 32, 32, 2)
+V8_KERNEL(attn_fwd_bf16_d64_m32_n32_s3, __nv_bfloat16, 64, 32, 32, 3)
+V8_KERNEL(attn_fwd_bf16_d64_m32_n64_s1, __nv_bfloat16, 64, 32, 64, 1)
+V8_KERNEL(attn_fwd_bf16_d64_m32_n64_s2, __nv_bfloat16, 64, 32, 64, 2)
+V8_KERNEL(attn_fwd_bf16_d64_m32_n64_s3, __nv_bfloat16, 64, 32, 64, 3)
+V8_KERNEL(attn_fwd_bf16_d64_m48_n32_s1, __nv_bfloat16, 64, 48, 32, 1)
+V8_KERNEL(attn_fwd_bf16_d64_m48_n32_s2, __nv_bfloat16, 64, 48, 32, 2)
+V8_KERNEL(attn_fwd_bf16_d64_m48_n32_s3, __nv_bfloat16, 64, 48, 32, 3)
+V8_KERNEL(attn_fwd_bf16_d64_m48_n64_s1, __nv_bfloat16, 64, 48, 64, 1)
+V8_KERNEL(attn_fwd_bf16_d64_m48_n64_s2, __nv_bfloat16, 64, 48, 64, 2)
+V8_KERNEL(attn_fwd_bf16_d64_m48_n64_s3, __nv_bfloat16, 64, 48, 64, 3)
+V8_KERNEL(attn_fwd_bf16_d64_m64_n32_s1, __nv_bfloat16, 64, 64, 32, 1)
+V8_KERNEL(attn_fwd_bf16_d64_m64_n32_s2, __nv_bfloat16, 64, 64, 32, 2)
+V8_KERNEL(attn_fwd_bf16_d64_m64_n32_s3, __nv_bfloat16, 64, 64, 32, 3)
+V8_KERNEL(attn_fwd_bf16_d64_m64_n64_s1, __nv_bfloat16, 64, 64, 64, 1)
+V8_KERNEL(attn_fwd_bf16_d64_m64_n64_s2, __nv_bfloat16, 64, 64, 64, 2)
+V8_KERNEL(attn_fwd_bf16_d64_m64_n64_s3, __nv_bfloat16, 64, 64, 64, 3)
+V8_KERNEL(attn_fwd_bf16_d128_m16_n32_s1, __nv_bfloat16, 128, 16, 32, 1)
+V8_KERNEL(attn_fwd_bf16_d128_m16_n32_s2, __nv_bfloat16, 128, 16, 32, 2)
+V8_KERNEL(attn_fwd_bf16_d128_m16_n32_s3, __nv_bfloat16, 128, 16, 32, 3)
+V8_KERNEL(attn_fwd_bf16_d128_m16_n64_s1, __nv_bfloat16, 128, 16, 64, 1)
+V8_KERNEL(attn_fwd_bf16_d128_m16_n64_s2, __nv_bfloat16, 128, 16, 64, 2)
+V8_KERNEL(attn_fwd_bf16_d128_m16_n64_s3, __nv_bfloat16, 128, 16, 64, 3)
+V8_KERNEL(attn_fwd_bf16_d128_m32_n32_s1, __nv_bfloat16, 128, 32, 32, 1)
+V8_KERNEL(attn_fwd_bf16_d128_m32_n32_s2, __nv_bfloat16, 128, 32, 32, 2)
+V8_KERNEL(attn_fwd_bf16_d128_m32_n32_s3, __nv_bfloat16, 128, 32, 32, 3)
+V8_KERNEL(attn_fwd_bf16_d128_m32_n64_s1, __nv_bfloat16, 128, 32, 64, 1)
+V8_KERNEL(attn_fwd_bf16_d128_m32_n64_s2, __nv_bfloat16, 128, 32, 64, 2)
+V8_KERNEL(attn_fwd_bf16_d128_m32_n64_s3, __nv_bfloat16, 128, 32, 64, 3)
+V8_KERNEL(attn_fwd_bf16_d128_m48_n32_s1, __nv_bfloat16, 128, 48, 32, 1)
+V8_KERNEL(attn_fwd_bf16_d128_m48_n32_s2, __nv_bfloat16, 128, 48, 32, 2)
+V8_KERNEL(attn_fwd_bf16_d128_m48_n32_s3, __nv_bfloat16, 128, 48, 32, 3)
+V8_KERNEL(attn_fwd_bf16_d128_m48_n64_s1, __nv_bfloat16, 128, 48, 64, 1)
+V8_KERNEL(attn_fwd_bf16_d128_m48_n64_s2, __nv_bfloat16, 128, 48, 64, 2)
+V8_KERNEL(attn_fwd_bf16_d128_m48_n64_s3, __nv_bfloat16, 128, 48, 64, 3)
+V8_KERNEL(attn_fwd_bf16_d128_m64_n32_s1, __nv_bfloat16, 128, 64, 32, 1)
+V8_KERNEL(attn_fwd_bf16_d128_m64_n32_s2, __nv_bfloat16, 128, 64, 32, 2)
+V8_KERNEL(attn_fwd_bf16_d128_m64_n32_s3, __nv_bfloat16, 128, 64, 32, 3)
+V8_KERNEL(attn_fwd_bf16_d128_m64_n64_s1, __nv_bfloat16, 128, 64, 64, 1)
+V8_KERNEL(attn_fwd_bf16_d128_m64_n64_s2, __nv_bfloat16, 128, 64, 64, 2)
+V8_KERNEL(attn_fwd_bf16_d128_m64_n64_s3, __nv_bfloat16, 128, 64, 64, 3)

@@ -15,8 +15,10 @@ const (
 	version = "0.1.0"
 	// kernelPath is kernel.cu's repository path, as the manifest names it.
 	kernelPath = "plugins/cuda-wmma/kernel.cu"
-	// warpsPerBlock is the tunable: warps per block, 16 query rows each.
+	// The tunables: warps per block, 16 query rows each, and keys per
+	// K/V tile.
 	warpsPerBlock = "warps"
+	tileN         = "tile_n"
 )
 
 //go:embed kernel.cu
@@ -31,7 +33,7 @@ func spec() cudabackend.Spec {
 		Version: version,
 		Variant: sdk.Variant{
 			Name:         name,
-			Description:  "WMMA 16x16x16 tensor cores for Q·Kᵀ and P·V, 16 query rows per warp, 32-key tiles",
+			Description:  "WMMA 16x16x16 tensor cores for Q·Kᵀ and P·V, 16 query rows per warp, 32-key tiles; warps and tile_n tunable",
 			Capabilities: capabilities,
 			Tunables:     tunables,
 		},
@@ -57,12 +59,20 @@ var capabilities = sdk.Capabilities{
 	NeedsGPU:          true,
 }
 
-var tunables = []sdk.Tunable{{
-	Name:        warpsPerBlock,
-	Values:      []string{"4", "8"},
-	Default:     "4",
-	Description: "warps per block, 16 query rows each (64 or 128 rows per block)",
-}}
+var tunables = []sdk.Tunable{
+	{
+		Name:        warpsPerBlock,
+		Values:      []string{"1", "2", "4", "8"},
+		Default:     "4",
+		Description: "warps per block, 16 query rows each (16 to 128 rows per block)",
+	},
+	{
+		Name:        tileN,
+		Values:      []string{"16", "32"},
+		Default:     "32",
+		Description: "keys per K/V tile staged in shared memory",
+	},
+}
 
 // plan: each warp owns 16 query rows; static shared memory only (under
 // 48 KB for every instantiation).
@@ -71,12 +81,15 @@ func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
 	if err != nil {
 		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", warpsPerBlock, err)
 	}
+	if _, err := strconv.Atoi(t[tileN]); err != nil {
+		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", tileN, err)
+	}
 	grid, err := cudabackend.AttentionGrid(shape, 16*warps)
 	if err != nil {
 		return cudabackend.Launch{}, err
 	}
 	return cudabackend.Launch{
-		Function: cudabackend.KernelName(shape.DType, shape.HeadDim, "warps"+t[warpsPerBlock]),
+		Function: cudabackend.KernelName(shape.DType, shape.HeadDim, "warps"+t[warpsPerBlock], "n"+t[tileN]),
 		Grid:     grid,
 		Block:    gpu.Dim3{X: warps * 32, Y: 1, Z: 1},
 	}, nil

@@ -18,13 +18,14 @@ func TestPlanGeometry(t *testing.T) {
 		name  string
 		tiles int
 	}{
-		{64, "4", "attn_fwd_bf16_d128_warps4", 1},
-		{65, "4", "attn_fwd_bf16_d128_warps4", 2},
-		{257, "8", "attn_fwd_bf16_d128_warps8", 3},
+		{64, "4", "attn_fwd_bf16_d128_warps4_n32", 1},
+		{65, "4", "attn_fwd_bf16_d128_warps4_n32", 2},
+		{257, "8", "attn_fwd_bf16_d128_warps8_n32", 3},
+		{33, "1", "attn_fwd_bf16_d128_warps1_n32", 3},
 	}
 	for _, tc := range tests {
 		s := sdk.Shape{Batch: 2, Heads: 4, KVHeads: 1, SeqQ: tc.seqQ, SeqK: 5, HeadDim: 128, DType: sdk.BF16}
-		l, err := plan(s, map[string]string{warpsPerBlock: tc.warps})
+		l, err := plan(s, map[string]string{warpsPerBlock: tc.warps, tileN: "32"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,10 +3,12 @@
 //
 // Design: a block of WARPS warps owns 16*WARPS query rows; each warp owns 16
 // rows end to end. The warp keeps its Q rows as WMMA A-fragments in registers
-// and its output as D/16 fp32 accumulator fragments. The block stages 32 keys
-// of K and V in shared memory per step; each warp computes its 16x32 score
-// tile with WMMA, runs the online softmax on it (two lanes per row), writes
-// P in the input type, and adds P·V into the accumulators.
+// and its output as D/16 fp32 accumulator fragments. The block stages TILE_N
+// keys (16 or 32) of K and V in shared memory per step; each warp computes
+// its 16xTILE_N score tile with WMMA, runs the online softmax on it (two
+// lanes per row, TILE_N/2 columns each), writes P in the input type, and
+// adds P·V into the accumulators. WARPS and TILE_N are template parameters;
+// each combination is its own kernel.
 //
 // The rescale that the online softmax needs, O <- O * exp2(m_old - m_new) per
 // row, is where a WMMA kernel goes wrong: an accumulator fragment's element
@@ -23,15 +25,13 @@ using namespace nvcuda;
 
 namespace {
 
-constexpr int kTileN = 32;        // keys per step
-constexpr int kLdS = kTileN + 4;  // fp32 stride of a warp's score tile
-constexpr int kLdP = kTileN + 8;  // element stride of a warp's P tile
-
-template <typename T, int D, int WARPS>
+template <typename T, int D, int WARPS, int TILE_N>
 struct WmmaShared {
-  static constexpr int kLdKV = D + 8;  // padding staggers rows across banks
-  alignas(128) T k[kTileN * kLdKV];
-  alignas(128) T v[kTileN * kLdKV];
+  static constexpr int kLdKV = D + 8;      // padding staggers rows across banks
+  static constexpr int kLdS = TILE_N + 4;  // fp32 stride of a warp's score tile
+  static constexpr int kLdP = TILE_N + 8;  // element stride of a warp's P tile
+  alignas(128) T k[TILE_N * kLdKV];
+  alignas(128) T v[TILE_N * kLdKV];
   alignas(128) float s[WARPS][16 * kLdS];  // scores, then scratch for rescaling
   alignas(128) T p[WARPS][16 * kLdP];      // probabilities, first Q staging
   float alpha[WARPS][16];
@@ -44,12 +44,12 @@ template <typename T, typename Layout>
 using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, T, Layout>;
 using FragAcc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
-// load_kv_tile copies keys [tile, tile+32) of K and V into shared memory with
-// 16-byte loads, zero past seq_k.
-template <typename T, int D, int THREADS, int LD>
+// load_kv_tile copies keys [tile, tile+TILE_N) of K and V into shared memory
+// with 16-byte loads, zero past seq_k.
+template <typename T, int D, int THREADS, int LD, int TILE_N>
 __device__ __forceinline__ void load_kv_tile(T* sk, T* sv, const Head<T>& hd, int tile) {
   constexpr int kChunksPerRow = D / kVec;
-  for (int c = threadIdx.x; c < kTileN * kChunksPerRow; c += THREADS) {
+  for (int c = threadIdx.x; c < TILE_N * kChunksPerRow; c += THREADS) {
     const int r = c / kChunksPerRow;
     const int col = (c % kChunksPerRow) * kVec;
     const int j = tile + r;
@@ -71,13 +71,18 @@ __device__ __forceinline__ void scale_rows(float* tile, const float* factor, int
   for (int e = lane; e < 256; e += 32) tile[e] *= factor[e / 16];
 }
 
-template <typename T, int D, int WARPS>
+template <typename T, int D, int WARPS, int TILE_N>
 __device__ __forceinline__ void wmma_attention(const Head<T>& hd) {
   constexpr int kThreads = WARPS * 32;
   constexpr int kBlockM = WARPS * 16;
   constexpr int kDFrags = D / 16;
-  using Shared = WmmaShared<T, D, WARPS>;
+  constexpr int kTileN = TILE_N;
+  constexpr int kCols = TILE_N / 2;  // softmax columns per lane
+  using Shared = WmmaShared<T, D, WARPS, TILE_N>;
   constexpr int kLdKV = Shared::kLdKV;
+  constexpr int kLdS = Shared::kLdS;
+  constexpr int kLdP = Shared::kLdP;
+  static_assert(TILE_N % 16 == 0 && 16 * kLdS >= 256, "score tile doubles as a 16x16 scratch tile");
   __shared__ Shared sm;
 
   const int warp = threadIdx.x / 32;
@@ -106,9 +111,9 @@ __device__ __forceinline__ void wmma_attention(const Head<T>& hd) {
 #pragma unroll
   for (int f = 0; f < kDFrags; ++f) wmma::fill_fragment(o_frag[f], 0.f);
 
-  // Softmax ownership: two lanes per row, 16 columns each.
+  // Softmax ownership: two lanes per row, kCols columns each.
   const int my_r = lane / 2;
-  const int my_c0 = (lane % 2) * 16;
+  const int my_c0 = (lane % 2) * kCols;
   const int my_row = warp_row0 + my_r;
   float m = kNegInf;
   float l = 0.f;
@@ -116,11 +121,11 @@ __device__ __forceinline__ void wmma_attention(const Head<T>& hd) {
   const int key_end = hd.key_end(row0, kBlockM);
   for (int tile = 0; tile < key_end; tile += kTileN) {
     __syncthreads();  // every warp is done with the previous K/V tile
-    load_kv_tile<T, D, kThreads, kLdKV>(sm.k, sm.v, hd, tile);
+    load_kv_tile<T, D, kThreads, kLdKV, TILE_N>(sm.k, sm.v, hd, tile);
     __syncthreads();
     if (hd.causal && tile > warp_row0 + 15) continue;  // the whole tile is masked for this warp
 
-    // S = Q·Kᵀ for the warp's 16 rows and the tile's 32 keys.
+    // S = Q·Kᵀ for the warp's 16 rows and the tile's TILE_N keys.
 #pragma unroll
     for (int nb = 0; nb < kTileN / 16; ++nb) {
       FragAcc s_frag;
@@ -136,10 +141,10 @@ __device__ __forceinline__ void wmma_attention(const Head<T>& hd) {
     __syncwarp();
 
     // Online softmax on the warp's rows.
-    float sv[16];
+    float sv[kCols];
     float tile_max = kNegInf;
 #pragma unroll
-    for (int c = 0; c < 16; ++c) {
+    for (int c = 0; c < kCols; ++c) {
       const int j = tile + my_c0 + c;
       sv[c] = hd.visible(my_row, j) ? s_w[my_r * kLdS + my_c0 + c] * hd.scale_log2 : kNegInf;
       tile_max = fmaxf(tile_max, sv[c]);
@@ -149,7 +154,7 @@ __device__ __forceinline__ void wmma_attention(const Head<T>& hd) {
     const float alpha = rescale_factor(m, m_new);
     float p_sum = 0.f;
 #pragma unroll
-    for (int c = 0; c < 16; ++c) {
+    for (int c = 0; c < kCols; ++c) {
       const float p = shifted_exp2(sv[c], m_new);
       p_sum += p;
       p_w[my_r * kLdP + my_c0 + c] = Elem<T>::from_float(p);
@@ -208,19 +213,48 @@ __device__ __forceinline__ void wmma_attention(const Head<T>& hd) {
 }  // namespace
 
 // WMMA_KERNEL instantiates one extern "C" entry point; the Go spec derives
-// the same names from (dtype, head dim, warps).
-#define WMMA_KERNEL(NAME, T, D, WARPS)                                                                         \
+// the same names from (dtype, head dim, warps, tile_n).
+#define WMMA_KERNEL(NAME, T, D, WARPS, TILE_N)                                                                 \
   extern "C" __global__ void __launch_bounds__(WARPS * 32)                                                     \
       NAME(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,      \
            int heads, int kv_heads, int seq_q, int seq_k, int causal, float scale_log2) {                     \
-    wmma_attention<T, D, WARPS>(head_of<D>(q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale_log2)); \
+    wmma_attention<T, D, WARPS, TILE_N>(                                                                       \
+        head_of<D>(q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale_log2));                           \
   }
 
-WMMA_KERNEL(attn_fwd_fp16_d64_warps4, half, 64, 4)
-WMMA_KERNEL(attn_fwd_fp16_d64_warps8, half, 64, 8)
-WMMA_KERNEL(attn_fwd_fp16_d128_warps4, half, 128, 4)
-WMMA_KERNEL(attn_fwd_fp16_d128_warps8, half, 128, 8)
-WMMA_KERNEL(attn_fwd_bf16_d64_warps4, __nv_bfloat16, 64, 4)
-WMMA_KERNEL(attn_fwd_bf16_d64_warps8, __nv_bfloat16, 64, 8)
-WMMA_KERNEL(attn_fwd_bf16_d128_warps4, __nv_bfloat16, 128, 4)
-WMMA_KERNEL(attn_fwd_bf16_d128_warps8, __nv_bfloat16, 128, 8)
+// The tunable space (plugins/cuda-wmma/backend.go lists the same values):
+// warps 1, 2, 4, 8 x tile_n 16, 32, for each dtype and head dim. Every one
+// fits the 48 KB of static shared memory; tile_n 64 would not at D128 with
+// more than one warp.
+WMMA_KERNEL(attn_fwd_fp16_d64_warps1_n16, half, 64, 1, 16)
+WMMA_KERNEL(attn_fwd_fp16_d64_warps1_n32, half, 64, 1, 32)
+WMMA_KERNEL(attn_fwd_fp16_d64_warps2_n16, half, 64, 2, 16)
+WMMA_KERNEL(attn_fwd_fp16_d64_warps2_n32, half, 64, 2, 32)
+WMMA_KERNEL(attn_fwd_fp16_d64_warps4_n16, half, 64, 4, 16)
+WMMA_KERNEL(attn_fwd_fp16_d64_warps4_n32, half, 64, 4, 32)
+WMMA_KERNEL(attn_fwd_fp16_d64_warps8_n16, half, 64, 8, 16)
+WMMA_KERNEL(attn_fwd_fp16_d64_warps8_n32, half, 64, 8, 32)
+WMMA_KERNEL(attn_fwd_fp16_d128_warps1_n16, half, 128, 1, 16)
+WMMA_KERNEL(attn_fwd_fp16_d128_warps1_n32, half, 128, 1, 32)
+WMMA_KERNEL(attn_fwd_fp16_d128_warps2_n16, half, 128, 2, 16)
+WMMA_KERNEL(attn_fwd_fp16_d128_warps2_n32, half, 128, 2, 32)
+WMMA_KERNEL(attn_fwd_fp16_d128_warps4_n16, half, 128, 4, 16)
+WMMA_KERNEL(attn_fwd_fp16_d128_warps4_n32, half, 128, 4, 32)
+WMMA_KERNEL(attn_fwd_fp16_d128_warps8_n16, half, 128, 8, 16)
+WMMA_KERNEL(attn_fwd_fp16_d128_warps8_n32, half, 128, 8, 32)
+WMMA_KERNEL(attn_fwd_bf16_d64_warps1_n16, __nv_bfloat16, 64, 1, 16)
+WMMA_KERNEL(attn_fwd_bf16_d64_warps1_n32, __nv_bfloat16, 64, 1, 32)
+WMMA_KERNEL(attn_fwd_bf16_d64_warps2_n16, __nv_bfloat16, 64, 2, 16)
+WMMA_KERNEL(attn_fwd_bf16_d64_warps2_n32, __nv_bfloat16, 64, 2, 32)
+WMMA_KERNEL(attn_fwd_bf16_d64_warps4_n16, __nv_bfloat16, 64, 4, 16)
+WMMA_KERNEL(attn_fwd_bf16_d64_warps4_n32, __nv_bfloat16, 64, 4, 32)
+WMMA_KERNEL(attn_fwd_bf16_d64_warps8_n16, __nv_bfloat16, 64, 8, 16)
+WMMA_KERNEL(attn_fwd_bf16_d64_warps8_n32, __nv_bfloat16, 64, 8, 32)
+WMMA_KERNEL(attn_fwd_bf16_d128_warps1_n16, __nv_bfloat16, 128, 1, 16)
+WMMA_KERNEL(attn_fwd_bf16_d128_warps1_n32, __nv_bfloat16, 128, 1, 32)
+WMMA_KERNEL(attn_fwd_bf16_d128_warps2_n16, __nv_bfloat16, 128, 2, 16)
+WMMA_KERNEL(attn_fwd_bf16_d128_warps2_n32, __nv_bfloat16, 128, 2, 32)
+WMMA_KERNEL(attn_fwd_bf16_d128_warps4_n16, __nv_bfloat16, 128, 4, 16)
+WMMA_KERNEL(attn_fwd_bf16_d128_warps4_n32, __nv_bfloat16, 128, 4, 32)
+WMMA_KERNEL(attn_fwd_bf16_d128_warps8_n16, __nv_bfloat16, 128, 8, 16)
+WMMA_KERNEL(attn_fwd_bf16_d128_warps8_n32, __nv_bfloat16, 128, 8, 32)

@@ -14,7 +14,9 @@ heads read key/value head h // (heads / kv_heads). Rows past seq_q are
 computed from zero queries and never stored.
 
 ``attention`` launches the autotuned kernel; ``attention(..., tuned=False)``
-launches one small fixed configuration, for Triton's CPU interpreter.
+launches one small fixed configuration, for Triton's CPU interpreter;
+``attention(..., config=...)`` launches one chosen configuration (the
+backend's tunables, see fixed_config).
 """
 
 import triton
@@ -37,6 +39,18 @@ _TUNING_SPACE = [
 # Ampere 163 KB; Triton's real use is about half the estimate.
 _SHARED_MEMORY_BUDGET = 200 << 10
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32}
+
+# The backend's tunables: the launch parameters the kernel is compiled for.
+# "auto" everywhere is the autotuner over _TUNING_SPACE (the default); a
+# number fixes that parameter, and a configuration with any number fixed is
+# launched as is, with FALLBACK filling the parameters left on "auto".
+TUNABLES = {
+    "BLOCK_M": ("auto", "16", "32", "64", "128"),
+    "BLOCK_N": ("auto", "16", "32", "64", "128"),
+    "num_warps": ("auto", "2", "4", "8"),
+    "num_stages": ("auto", "1", "2", "3", "4", "5"),
+}
+FALLBACK = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3}
 
 
 @triton.jit
@@ -163,6 +177,17 @@ def attention(q, k, v, out, causal, tuned=True, config=None):
     else:
         _attention_forward[grid](*args, **constants, **INTERPRETER_CONFIG)
     return out
+
+
+def fixed_config(tunables):
+    """The launch options the tunables fix, as a config string for
+    attention(config=...), or None when every one is "auto" (autotuned)."""
+    chosen = {name: tunables.get(name, "auto") for name in TUNABLES}
+    if all(value == "auto" for value in chosen.values()):
+        return None
+    values = {name: FALLBACK[name] if value == "auto" else int(value) for name, value in chosen.items()}
+    return (f"BLOCK_M={values['BLOCK_M']} BLOCK_N={values['BLOCK_N']} "
+            f"warps={values['num_warps']} stages={values['num_stages']}")
 
 
 def parse_config(text):

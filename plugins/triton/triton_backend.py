@@ -44,6 +44,29 @@ def check_interpreter_numpy():
 
 
 
+def tunables():
+    """The kernel's launch parameters as the variant's tunables (see
+    triton_attention.TUNABLES): "auto" is the default, the autotuner."""
+    return [{"name": name, "values": list(values), "default": "auto",
+             "description": TUNABLE_DESCRIPTIONS[name]} for name, values in triton_attention.TUNABLES.items()]
+
+
+TUNABLE_DESCRIPTIONS = {
+    "BLOCK_M": "query rows per program (auto: the autotuner's choice)",
+    "BLOCK_N": "keys per inner-loop block (auto: the autotuner's choice)",
+    "num_warps": "warps per program (auto: the autotuner's choice)",
+    "num_stages": "software-pipeline stages of the K/V loads (auto: the autotuner's choice)",
+}
+
+
+def refusable(error):
+    """Whether a fixed configuration's failure is the configuration's fault
+    (too much shared memory, too many registers, a shape Triton's compiler
+    rejects) rather than the backend's: such a configuration is refused."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    return bool(names & {"OutOfResources", "CompilationError", "CompileTimeAssertionFailure", "PTXASError"})
+
+
 class Backend:
     def __init__(self, device):
         self.device = device
@@ -63,20 +86,32 @@ class Backend:
                            f"no bf16 (the interpreter misreads it)")
             caps = core.capabilities(("fp16", "fp32"), head_dims=(64, 128),
                                      max_seq_len=INTERPRETER_MAX_SEQ_LEN, max_elements=INTERPRETER_MAX_ELEMENTS)
-        else:
-            description = "own FlashAttention forward in Triton (online softmax), autotuned per shape"
-            caps = core.capabilities(("fp16", "bf16", "fp32"), head_dims=(64, 128), needs_gpu=True)
-        return [{"name": "triton", "description": description, "capabilities": caps}]
+            # No tunables: the interpreter ignores num_warps and num_stages,
+            # and checking every tile choice in it would take many minutes.
+            return [{"name": "triton", "description": description, "capabilities": caps}]
+        description = "own FlashAttention forward in Triton (online softmax), autotuned per shape; launch parameters tunable"
+        caps = core.capabilities(("fp16", "bf16", "fp32"), head_dims=(64, 128), needs_gpu=True)
+        return [{"name": "triton", "description": description, "capabilities": caps, "tunables": tunables()}]
 
     def prepare(self, case):
         out = torch.empty(case.shape.q_shape, dtype=case.q.dtype, device=case.device)
+        fixed = triton_attention.fixed_config(case.tunables)
 
         def run():
             return triton_attention.attention(case.q, case.k, case.v, out, case.shape.causal,
-                                              tuned=not self.interpreted)
+                                              tuned=not self.interpreted, config=fixed)
 
-        run()  # compiles and, on a GPU, autotunes this case
-        config = self._interpreter_config() if self.interpreted else triton_attention.chosen_config()
+        try:
+            run()  # compiles and, on a GPU, autotunes this case
+        except Exception as error:  # noqa: BLE001: a configuration that cannot compile or launch is refused
+            if fixed is None or not refusable(error):
+                raise
+            raise core.Unsupported(f"{fixed} does not compile or launch: {type(error).__name__}",
+                                   str(error).strip().splitlines()[0] if str(error).strip() else "") from error
+        if fixed:
+            config = fixed
+        else:
+            config = self._interpreter_config() if self.interpreted else triton_attention.chosen_config()
         facts = {"triton": triton.__version__, "config": config, "interpreter": str(self.interpreted).lower()}
         return core.Kernel(run, facts=facts, output=out)
 

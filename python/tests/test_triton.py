@@ -85,3 +85,69 @@ def test_parse_config_reads_chosen_config_strings():
     import triton_attention
     assert triton_attention.parse_config("BLOCK_M=64 BLOCK_N=32 warps=4 stages=3") == {
         "BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}
+
+
+def test_tunables_are_declared_on_a_gpu_with_auto_as_the_default():
+    backend = triton_backend.Backend(CPU)
+    assert "tunables" not in backend.variants()[0]  # the interpreter runs one fixed configuration
+    backend.interpreted = False  # what a GPU machine declares
+    tunables = {t["name"]: t for t in backend.variants()[0]["tunables"]}
+    assert list(tunables) == ["BLOCK_M", "BLOCK_N", "num_warps", "num_stages"]
+    for t in tunables.values():
+        assert t["default"] == "auto" and t["values"][0] == "auto" and len(t["values"]) >= 4
+
+
+@pytest.mark.parametrize("tunables, config", [
+    ({}, None),
+    ({"BLOCK_M": "auto", "BLOCK_N": "auto", "num_warps": "auto", "num_stages": "auto"}, None),
+    ({"BLOCK_M": "16"}, "BLOCK_M=16 BLOCK_N=64 warps=4 stages=3"),
+    ({"BLOCK_M": "128", "BLOCK_N": "32", "num_warps": "8", "num_stages": "2"}, "BLOCK_M=128 BLOCK_N=32 warps=8 stages=2"),
+])
+def test_fixed_config_fills_auto_from_the_fallback(tunables, config):
+    assert triton_attention.fixed_config(tunables) == config
+
+
+@pytest.mark.parametrize("tunables", [
+    {"BLOCK_M": "16", "BLOCK_N": "16", "num_warps": "2", "num_stages": "1"},
+    {"BLOCK_M": "128", "BLOCK_N": "64", "num_warps": "8", "num_stages": "4"},
+])
+def test_a_fixed_config_runs_the_kernel_it_names(tunables):
+    s = SHAPES[1]
+    gen = torch.Generator().manual_seed(6)
+    q, k, v = (torch.randn(d, generator=gen).to(DTYPES[s.dtype]) for d in (s.q_shape, s.kv_shape, s.kv_shape))
+    out = torch.empty(s.q_shape, dtype=DTYPES[s.dtype])
+    core.poison(out)
+    triton_attention.attention(q, k, v, out, s.causal, tuned=False, config=triton_attention.fixed_config(tunables))
+    assert_close(out, reference(q, k, v, s.causal), s.dtype)
+
+
+def test_a_config_that_cannot_compile_is_refused_not_an_error(monkeypatch):
+    class OutOfResources(Exception):
+        pass
+
+    def out_of_shared_memory(*args, **kwargs):
+        raise OutOfResources("out of resource: shared memory, Required: 262144, Hardware limit: 232448")
+
+    monkeypatch.setattr(triton_attention, "attention", out_of_shared_memory)
+    s = SHAPES[0]
+    q = torch.zeros(s.q_shape, dtype=torch.float16)
+    case = core.Case("case", "triton", s, {"BLOCK_M": "128", "BLOCK_N": "128", "num_stages": "5"}, CPU, q, q, q)
+    with pytest.raises(core.Unsupported) as refused:
+        triton_backend.Backend(CPU).prepare(case)
+    assert "does not compile or launch: OutOfResources" in refused.value.summary
+    assert "Hardware limit" in refused.value.detail
+
+
+def test_an_autotuned_failure_is_not_refused(monkeypatch):
+    """Only a configuration the tunables fixed is the configuration's fault."""
+    class OutOfResources(Exception):
+        pass
+
+    def fails(*args, **kwargs):
+        raise OutOfResources("out of resource")
+
+    monkeypatch.setattr(triton_attention, "attention", fails)
+    s = SHAPES[0]
+    q = torch.zeros(s.q_shape, dtype=torch.float16)
+    with pytest.raises(OutOfResources):
+        triton_backend.Backend(CPU).prepare(core.Case("case", "triton", s, {}, CPU, q, q, q))

@@ -15,7 +15,7 @@ import (
 )
 
 // instantiation matches the kernel instantiation macros of the plugins'
-// kernel.cu files, e.g. "V8_KERNEL(attn_fwd_fp16_d64_n32_s2, half, ...".
+// kernel.cu files, e.g. "V8_KERNEL(attn_fwd_fp16_d64_m48_n32_s2, half, ...".
 var instantiation = regexp.MustCompile(`(?m)^[A-Z0-9]+_KERNEL\((attn_fwd_\w+),`)
 
 // InstantiatedKernels lists the extern "C" kernels a kernel.cu instantiates.

@@ -1,0 +1,150 @@
+package tune
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+// Config is one choice of every tunable of a variant.
+type Config map[string]string
+
+// Key is the configuration in the label form the tables use, keys sorted:
+// "tile_n=64,kv_stages=2".
+func (c Config) Key() string {
+	names := make([]string, 0, len(c))
+	for name := range c {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = name + "=" + c[name]
+	}
+	return strings.Join(parts, ",")
+}
+
+// Space is what a search explores: the variant's tunables, each value
+// list in the order the backend declares it (tile sizes ascending), so a
+// step to a neighbouring value is a small change.
+type Space struct {
+	Tunables []sdk.Tunable
+}
+
+// Size is the number of configurations in the space.
+func (s Space) Size() int {
+	n := 1
+	for _, t := range s.Tunables {
+		n *= len(t.Values)
+		if n > 1<<30 {
+			return 1 << 30
+		}
+	}
+	return n
+}
+
+// Default is the configuration of every tunable's default.
+func (s Space) Default() Config {
+	c := Config{}
+	for _, t := range s.Tunables {
+		c[t.Name] = t.Default
+	}
+	return c
+}
+
+// Random draws every tunable's value uniformly.
+func (s Space) Random(rng *rand.Rand) Config {
+	c := Config{}
+	for _, t := range s.Tunables {
+		c[t.Name] = t.Values[rng.IntN(len(t.Values))]
+	}
+	return c
+}
+
+// All lists every configuration, in the order of the declarations; only
+// for spaces small enough to list.
+func (s Space) All() []Config {
+	all := []Config{{}}
+	for _, t := range s.Tunables {
+		var next []Config
+		for _, c := range all {
+			for _, v := range t.Values {
+				child := Config{}
+				for k, val := range c {
+					child[k] = val
+				}
+				child[t.Name] = v
+				next = append(next, child)
+			}
+		}
+		all = next
+	}
+	return all
+}
+
+// Crossover takes each tunable from a or b with even odds (uniform
+// crossover).
+func (s Space) Crossover(rng *rand.Rand, a, b Config) Config {
+	c := Config{}
+	for _, t := range s.Tunables {
+		if rng.IntN(2) == 0 {
+			c[t.Name] = a[t.Name]
+		} else {
+			c[t.Name] = b[t.Name]
+		}
+	}
+	return c
+}
+
+// Mutate changes each tunable with probability 1/n (n tunables), and at
+// least one. A change is a step to a neighbouring value half the time
+// (tile 32 to 64) and a jump to any other value otherwise, so the search
+// both refines and escapes.
+func (s Space) Mutate(rng *rand.Rand, c Config) Config {
+	out := Config{}
+	for k, v := range c {
+		out[k] = v
+	}
+	changeable := 0
+	for _, t := range s.Tunables {
+		if len(t.Values) > 1 {
+			changeable++
+		}
+	}
+	if changeable == 0 {
+		return out
+	}
+	changed := false
+	for !changed {
+		for _, t := range s.Tunables {
+			if len(t.Values) < 2 || rng.IntN(changeable) != 0 {
+				continue
+			}
+			out[t.Name] = s.change(rng, t, out[t.Name])
+			changed = true
+		}
+	}
+	return out
+}
+
+func (s Space) change(rng *rand.Rand, t sdk.Tunable, value string) string {
+	i := slices.Index(t.Values, value)
+	if i >= 0 && rng.IntN(2) == 0 {
+		step := 1
+		if rng.IntN(2) == 0 {
+			step = -1
+		}
+		j := i + step
+		if j < 0 || j >= len(t.Values) {
+			j = i - step
+		}
+		return t.Values[j]
+	}
+	j := rng.IntN(len(t.Values) - 1)
+	if j >= i && i >= 0 {
+		j++
+	}
+	return t.Values[j]
+}

@@ -1,0 +1,184 @@
+// Command tunables is a test-only plugin with tunables, some of whose
+// values misbehave, for the tuner's tests: a search over it meets every
+// kind of candidate a real search meets, on a machine without a GPU.
+//
+// Its kernel is real attention: the host's fp64 reference (core/reference)
+// over every query row, rounded to the case's dtype, so an honest
+// configuration PASSes and its times are those of real work. The tunables:
+//
+//   - mode: ok computes; crash exits the process in the checked run (a
+//     kernel that faults); nan writes NaN (a kernel that diverges); refuse
+//     answers Prepare as unsupported, as a kernel whose tile needs more
+//     shared memory than the device has is refused;
+//   - repeat: the forward pass is done this many times per call, so
+//     configurations differ in time.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/reference"
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/sdk"
+)
+
+const name = "test-tunables"
+
+var tunables = []sdk.Tunable{
+	{Name: "mode", Values: []string{"ok", "crash", "nan", "refuse"}, Default: "ok",
+		Description: "ok computes; crash, nan and refuse misbehave as their names say"},
+	{Name: "repeat", Values: []string{"1", "2", "3", "4"}, Default: "2",
+		Description: "forward passes per call"},
+}
+
+type loaded struct {
+	tensors *inputs.Tensors
+	mode    string
+	repeat  int
+	output  string
+}
+
+type backend struct {
+	mu    sync.Mutex
+	cases map[string]*loaded
+}
+
+func main() {
+	sdk.Serve(func() sdk.Backend { return &backend{cases: map[string]*loaded{}} })
+}
+
+func (b *backend) Describe(context.Context) (sdk.Description, error) {
+	return sdk.Description{
+		Name: name, Version: "test", Available: true,
+		Device: sdk.Device{Kind: "cpu", Name: "test plugin (no device)"},
+		Variants: []sdk.Variant{{
+			Name:        name,
+			Description: "test only: the fp64 reference as a kernel, with misbehaving tunable values",
+			Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32},
+				Causal: true, NonCausal: true, GroupedQueryHeads: true, UnequalSeqLens: true, MaxSeqLen: 512},
+			Tunables: tunables,
+		}},
+	}, nil
+}
+
+func (b *backend) Prepare(_ context.Context, req sdk.PrepareRequest) (sdk.Prepared, error) {
+	mode, repeat := "ok", 2
+	if v, ok := req.Tunables["mode"]; ok {
+		mode = v
+	}
+	if v, ok := req.Tunables["repeat"]; ok {
+		repeat, _ = strconv.Atoi(v)
+	}
+	if mode == "refuse" {
+		return sdk.Prepared{Diagnostics: []sdk.Diagnostic{{Severity: sdk.Unsupported,
+			Summary: "mode=refuse needs 300000 bytes of shared memory per block; the device allows 232448"}}}, nil
+	}
+	s := req.Shape
+	t := &inputs.Tensors{Shape: s}
+	var err error
+	if t.Q, err = os.ReadFile(req.Files.Q); err == nil {
+		if t.K, err = os.ReadFile(req.Files.K); err == nil {
+			t.V, err = os.ReadFile(req.Files.V)
+		}
+	}
+	if err != nil {
+		return sdk.Prepared{}, err
+	}
+	h := sha256.New()
+	h.Write(t.Q)
+	h.Write(t.K)
+	h.Write(t.V)
+	b.mu.Lock()
+	b.cases[req.CaseID] = &loaded{tensors: t, mode: mode, repeat: repeat, output: req.Files.Output}
+	b.mu.Unlock()
+	return sdk.Prepared{LoadedSHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// forward is the kernel: the reference over every row, rounded to dtype.
+func (c *loaded) forward() []byte {
+	s := c.tensors.Shape
+	var out []byte
+	for range c.repeat {
+		rows := reference.Rows(s, suite.CheckSettings{FullCheckMaxPairs: math.MaxInt64}, 0)
+		values := make([]float64, 0, s.QElements())
+		for _, row := range reference.Compute(c.tensors, rows) {
+			values = append(values, row...)
+		}
+		if c.mode == "nan" {
+			for i := range values {
+				values[i] = math.NaN()
+			}
+		}
+		out = inputs.Encode(s.DType, values)
+	}
+	return out
+}
+
+func (b *backend) lookup(id string) (*loaded, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.cases[id]
+	if !ok {
+		return nil, fmt.Errorf("case %q is not prepared", id)
+	}
+	return c, nil
+}
+
+func (b *backend) Fetch(_ context.Context, req sdk.FetchRequest) (sdk.Fetched, error) {
+	c, err := b.lookup(req.CaseID)
+	if err != nil {
+		return sdk.Fetched{}, err
+	}
+	if c.mode == "crash" {
+		fmt.Fprintln(os.Stderr, "test-tunables: mode=crash: illegal memory access (simulated)")
+		os.Exit(3)
+	}
+	return sdk.Fetched{}, os.WriteFile(c.output, c.forward(), 0o644)
+}
+
+func (b *backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, error) {
+	c, err := b.lookup(req.CaseID)
+	if err != nil {
+		return sdk.Samples{}, err
+	}
+	var last []byte
+	sample := func(ctx context.Context) (time.Duration, error) {
+		start := time.Now()
+		last = c.forward()
+		return time.Since(start), ctx.Err()
+	}
+	kernel, err := sdk.CollectSamples(ctx, req.Measurement, sample)
+	if err != nil {
+		return sdk.Samples{}, err
+	}
+	var calls []time.Duration
+	for range req.Measurement.CallSamples {
+		d, err := sample(ctx)
+		if err != nil {
+			return sdk.Samples{}, err
+		}
+		calls = append(calls, d)
+	}
+	if req.Output != "" {
+		if err := os.WriteFile(req.Output, last, 0o644); err != nil {
+			return sdk.Samples{}, err
+		}
+	}
+	return sdk.Samples{KernelTimes: kernel, CallTimes: calls, Method: "wall-clock"}, nil
+}
+
+func (b *backend) Release(_ context.Context, req sdk.ReleaseRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.cases, req.CaseID)
+	return nil
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"strconv"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+// The tunables split the forward pass's work (attention.go, tiling). They
+// are real choices with real costs on a CPU: small query tiles reread K and
+// V more often, large key blocks leave the cache, and more workers than
+// cores only add switching. They exist so that `flashcore tune` has a space
+// to search on a machine without a GPU.
+const (
+	tunableQueryRows = "query_tile_rows"
+	tunableKeyRows   = "key_block_rows"
+	tunableWorkers   = "workers"
+	// autoWorkers is the workers value that means GOMAXPROCS.
+	autoWorkers = "auto"
+)
+
+var tunables = []sdk.Tunable{
+	{
+		Name:        tunableQueryRows,
+		Values:      []string{"8", "16", "32", "64", "128"},
+		Default:     strconv.Itoa(defaultTiling.queryRows),
+		Description: "query rows that share one pass over K and V; also the unit of work of a goroutine",
+	},
+	{
+		Name:        tunableKeyRows,
+		Values:      []string{"16", "32", "64", "128", "256"},
+		Default:     strconv.Itoa(defaultTiling.keyRows),
+		Description: "key rows scored before their softmax terms are folded into the running sums",
+	},
+	{
+		Name:        tunableWorkers,
+		Values:      []string{autoWorkers, "1", "2", "4", "8"},
+		Default:     autoWorkers,
+		Description: "goroutines that take query tiles from a shared counter; auto is GOMAXPROCS",
+	},
+}
+
+// tilingOf turns the request's tunables into a tiling. Tunables the
+// request leaves out keep their defaults; a name or value the backend does
+// not declare is a reason to refuse the case, returned as a diagnostic.
+func tilingOf(requested map[string]string) (tiling, []sdk.Diagnostic) {
+	t := defaultTiling
+	var diagnostics []sdk.Diagnostic
+	for _, name := range slices.Sorted(maps.Keys(requested)) {
+		value := requested[name]
+		if err := t.set(name, value); err != nil {
+			diagnostics = append(diagnostics, sdk.Diagnostic{Severity: sdk.Unsupported, Summary: err.Error()})
+		}
+	}
+	return t, diagnostics
+}
+
+func (t *tiling) set(name, value string) error {
+	i := slices.IndexFunc(tunables, func(d sdk.Tunable) bool { return d.Name == name })
+	if i < 0 {
+		return fmt.Errorf("unknown tunable %q: %s has %s, %s and %s", name, backendName, tunableQueryRows, tunableKeyRows, tunableWorkers)
+	}
+	if !slices.Contains(tunables[i].Values, value) {
+		return fmt.Errorf("tunable %s: value %q not declared (declared: %v)", name, value, tunables[i].Values)
+	}
+	if name == tunableWorkers && value == autoWorkers {
+		t.workers = 0
+		return nil
+	}
+	n, _ := strconv.Atoi(value) // declared values are integers
+	switch name {
+	case tunableQueryRows:
+		t.queryRows = n
+	case tunableKeyRows:
+		t.keyRows = n
+	case tunableWorkers:
+		t.workers = n
+	}
+	return nil
+}
+
+// facts are the tiling as the results record it.
+func (t tiling) facts() map[string]string {
+	workers := t.workers
+	if workers <= 0 {
+		workers = runtimeWorkers()
+	}
+	return map[string]string{
+		tunableQueryRows: strconv.Itoa(t.queryRows),
+		tunableKeyRows:   strconv.Itoa(t.keyRows),
+		"goroutines":     strconv.Itoa(workers),
+	}
+}
+
+func runtimeWorkers() int { return runtime.GOMAXPROCS(0) }
