@@ -103,6 +103,9 @@ func writeVariant(w io.Writer, v sdk.Variant) {
 	fmt.Fprintf(w, "  GQA:          %s\n", yesNo(c.GroupedQueryHeads))
 	fmt.Fprintf(w, "  Sq != Sk:     %s\n", yesNo(c.UnequalSeqLens))
 	fmt.Fprintf(w, "  max seq len:  %s\n", limit(c.MaxSeqLen))
+	if c.SeqMultiple > 1 {
+		fmt.Fprintf(w, "  seq multiple: %d (Sq and Sk)\n", c.SeqMultiple)
+	}
 	if c.MaxElements > 0 {
 		fmt.Fprintf(w, "  max elements: %d per tensor\n", c.MaxElements)
 	}

@@ -134,6 +134,8 @@ func CheckShape(caps sdk.Capabilities, shape sdk.Shape) error {
 		return fmt.Errorf("grouped-query heads (%d/%d) are not supported", shape.Heads, shape.KVHeads)
 	case shape.SeqQ != shape.SeqK && !caps.UnequalSeqLens:
 		return fmt.Errorf("unequal sequence lengths (%d×%d) are not supported", shape.SeqQ, shape.SeqK)
+	case caps.SeqMultiple > 1 && (shape.SeqQ%caps.SeqMultiple != 0 || shape.SeqK%caps.SeqMultiple != 0):
+		return fmt.Errorf("sequence lengths %d×%d are not multiples of %d", shape.SeqQ, shape.SeqK, caps.SeqMultiple)
 	case caps.MaxSeqLen > 0 && max(shape.SeqQ, shape.SeqK) > caps.MaxSeqLen:
 		return fmt.Errorf("sequence length %d exceeds the maximum %d", max(shape.SeqQ, shape.SeqK), caps.MaxSeqLen)
 	case caps.MaxElements > 0 && max(shape.QElements(), shape.KVElements()) > caps.MaxElements:
