@@ -34,6 +34,14 @@ const (
 	FactCallsPerSample    = "calls_per_sample"
 	FactL2FlushBytes      = "l2_flush_bytes"
 	FactTimingKernelsHash = "timing_source_sha256"
+	// FactStepPrefix starts the launch facts of a plan's second and later
+	// kernels: "step2.registers_per_thread".
+	FactStepPrefix = "step"
+	// FactScratchBytes is the size of every scratch buffer together;
+	// FactScratchPrefix + name is one buffer's size, " zeroed" when cleared
+	// before every call.
+	FactScratchBytes  = "scratch_bytes"
+	FactScratchPrefix = "scratch."
 )
 
 // buildFacts are the facts about the fatbin and the code the driver runs.
@@ -56,7 +64,7 @@ func gencodeFlags(gencode []string) []string {
 }
 
 // launchFacts are the facts about one kernel launch configuration.
-func launchFacts(l Launch, res gpu.FuncResources, blocksPerSM int, tunables map[string]string) map[string]string {
+func launchFacts(l Launch, res gpu.FuncResources, blocksPerSM int) map[string]string {
 	facts := map[string]string{
 		FactKernelFunction: l.Function,
 		FactRegisters:      strconv.Itoa(res.Registers),
@@ -70,8 +78,30 @@ func launchFacts(l Launch, res gpu.FuncResources, blocksPerSM int, tunables map[
 		FactGrid:           dimString(l.Grid),
 		FactBlock:          dimString(l.Block),
 	}
-	for _, name := range slices.Sorted(maps.Keys(tunables)) {
-		facts[FactTunablePrefix+name] = tunables[name]
+	return facts
+}
+
+// tunableFacts record the tunables a case ran with.
+func tunableFacts(tunables map[string]string) map[string]string {
+	facts := map[string]string{}
+	for name, value := range tunables {
+		facts[FactTunablePrefix+name] = value
+	}
+	return facts
+}
+
+// scratchFacts record the scratch buffers of a plan; none without any.
+func scratchFacts(l Launch) map[string]string {
+	if len(l.Scratch) == 0 {
+		return nil
+	}
+	facts := map[string]string{FactScratchBytes: strconv.FormatInt(l.ScratchBytes(), 10)}
+	for _, s := range l.Scratch {
+		v := strconv.FormatInt(s.Bytes, 10)
+		if s.Zero {
+			v += " zeroed"
+		}
+		facts[FactScratchPrefix+s.Name] = v
 	}
 	return facts
 }

@@ -4,9 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,7 +179,7 @@ func TestFacts(t *testing.T) {
 	facts := mergeFacts(buildFacts(m, gpu.Target{Arch: "sm_90"}), launchFacts(
 		Launch{Function: "attn_fwd_fp16_d64_n32_s2", Grid: gpu.Dim3{X: 11, Y: 8, Z: 1}, Block: gpu.Dim3{X: 192, Y: 1, Z: 1}, DynamicSharedBytes: 36480},
 		gpu.FuncResources{Registers: 80, LocalBytes: 8, StaticSharedBytes: 0, MaxThreadsPerBlock: 768, BinaryVersion: 90, PTXVersion: 78},
-		2, map[string]string{"tile_n": "32"}))
+		2), tunableFacts(map[string]string{"tile_n": "32"}))
 	want := map[string]string{
 		FactKernelTarget: "sm_90 cubin", FactCompilerFlags: "-O3 -gencode arch=compute_90,code=sm_90", FactFatbinArchs: "sm_90,compute_90",
 		FactRegisters: "80", FactSpillBytes: "8", FactDynamicShared: "36480", FactBinaryVersion: "9.0", FactPTXVersion: "7.8",
@@ -208,5 +211,53 @@ func TestHotBatchLastsAbout100Microseconds(t *testing.T) {
 		if got := hotBatch(tt.single); got != tt.want {
 			t.Errorf("hotBatch(%v) = %d, want %d", tt.single, got, tt.want)
 		}
+	}
+}
+
+func TestLaunchValidate(t *testing.T) {
+	one := gpu.Dim3{X: 1, Y: 1, Z: 1}
+	ok := Launch{Function: "split", Grid: one, Block: gpu.Dim3{X: 128, Y: 1, Z: 1},
+		Params:  []Param{BufferParam("q"), BufferParam("partial"), ValueParam(gpu.Int32(3))},
+		Scratch: []Scratch{{Name: "partial", Bytes: 64, Zero: true}},
+		Then:    []Launch{{Function: "combine", Grid: one, Block: one, Params: []Param{BufferParam("partial"), BufferParam("o")}}}}
+	with := func(f func(*Launch)) Launch {
+		l := ok
+		l.Scratch = slices.Clone(ok.Scratch)
+		l.Then = slices.Clone(ok.Then)
+		f(&l)
+		return l
+	}
+	tests := []struct {
+		name string
+		l    Launch
+		want string
+	}{
+		{"fine", ok, ""},
+		{"scratch named o", with(func(l *Launch) { l.Scratch[0].Name = "o" }), `scratch buffer "o": the name is taken`},
+		{"empty scratch", with(func(l *Launch) { l.Scratch[0].Bytes = 0 }), `scratch buffer "partial": size 0 bytes must be positive`},
+		{"unknown buffer", with(func(l *Launch) { l.Then[0].Params = []Param{BufferParam("lse")} }), `combine: parameter names buffer "lse"; there are q, k, v, o, partial`},
+		{"nested scratch", with(func(l *Launch) { l.Then[0].Scratch = []Scratch{{Name: "x", Bytes: 1}} }), "combine: a following kernel has its own scratch or following kernels; declare them on the first"},
+		{"empty grid", with(func(l *Launch) { l.Then[0].Grid = gpu.Dim3{X: 0, Y: 1, Z: 1} }), "combine: grid {0 1 1} and block {1 1 1} must be positive"},
+	}
+	for _, tc := range tests {
+		err := tc.l.Validate()
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if n := ok.ScratchBytes(); n != 64 {
+		t.Errorf("ScratchBytes = %d", n)
+	}
+}
+
+func TestScratchFacts(t *testing.T) {
+	l := Launch{Scratch: []Scratch{{Name: "partial", Bytes: 64, Zero: true}, {Name: "lse", Bytes: 8}}}
+	got := scratchFacts(l)
+	want := map[string]string{"scratch_bytes": "72", "scratch.partial": "64 zeroed", "scratch.lse": "8"}
+	if !maps.Equal(got, want) {
+		t.Errorf("scratchFacts = %v, want %v", got, want)
+	}
+	if scratchFacts(Launch{}) != nil {
+		t.Error("facts for a plan without scratch")
 	}
 }
