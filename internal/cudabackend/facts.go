@@ -18,6 +18,8 @@ const (
 	FactCompiler          = "kernel_compiler"
 	FactCompilerFlags     = "kernel_compiler_flags"
 	FactFatbinArchs       = "kernel_fatbin_archs"
+	FactKernelCompileFrom = "kernel_file"      // a kernel compiled at Prepare: its source or binary
+	FactKernelCacheHit    = "kernel_cache_hit" // "true" when the compiled kernel came from the cache
 	FactRegisters         = "registers_per_thread"
 	FactSpillBytes        = "spill_bytes_per_thread"
 	FactStaticShared      = "static_shared_bytes"
