@@ -22,8 +22,8 @@ CUDA_H    := $(wildcard /usr/include/cuda.h $(if $(NVCC),$(dir $(NVCC))../includ
 HAVE_CUDA := $(if $(and $(NVCC),$(CUDA_H)),yes,)
 CUDA_TAGS := $(if $(HAVE_CUDA),cuda,)
 
-PLUGINS      := cpu-reference pytorch-sdpa triton python-file cuda-scalar cuda-wmma cuda-v8
-CUDA_PLUGINS := cuda-scalar cuda-wmma cuda-v8
+PLUGINS      := cpu-reference pytorch-sdpa triton python-file cuda-scalar cuda-wmma cuda-v8 cuda-file
+CUDA_PLUGINS := cuda-scalar cuda-wmma cuda-v8 cuda-file
 VENV_PYTHON  := $(abspath $(VENV))/bin/python
 
 include mk/cuda.mk
@@ -84,7 +84,7 @@ dist: cuda-kernels
 		$(GO) build -tags cuda $(DIST_FLAGS) -o dist/flashcore-backend-$$p ./plugins/$$p || exit 1; done
 	cp suites/*.toml dist/suites/
 	cp -r examples dist/
-	cp scripts/gpu-verify.sh scripts/gpu-verify-timing.sh scripts/gpu-cleanup-check.sh scripts/gpu-verify-python-file.sh scripts/compare-self.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py scripts/timing_probe.py plugins/triton/triton_attention.py dist/scripts/
+	cp scripts/gpu-verify.sh scripts/gpu-verify-timing.sh scripts/gpu-cleanup-check.sh scripts/gpu-verify-python-file.sh scripts/gpu-cuda-file.sh scripts/compare-self.sh scripts/ncu_crosscheck.py scripts/ncu_bridge_probe.py scripts/timing_probe.py plugins/triton/triton_attention.py dist/scripts/
 	@du -sh dist
 
 # gpu-tests adds to dist/ the conformance test binaries of the plugins that

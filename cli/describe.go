@@ -46,6 +46,9 @@ func writeDescription(w io.Writer, p host.Plugin, d sdk.Description) {
 	if p.PythonFile != "" {
 		fmt.Fprintf(w, "file:      %s\n", p.PythonFile)
 	}
+	if p.CUDAFile != "" {
+		fmt.Fprintf(w, "spec:      %s\n", p.CUDAFile)
+	}
 	fmt.Fprintf(w, "version:   %s\n", dash(d.Version))
 	if d.Build != "" {
 		fmt.Fprintf(w, "build:     %s\n", d.Build)

@@ -67,6 +67,9 @@ var errorCases = []struct {
 	{"python file and plugin path", "name = \"x\"\n[[backends]]\nname = \"my-fa\"\npath = \"bin\"\npython = \"kernels/nope.py\"\n" + validSweep, "backends.python", 5},
 	{"python file without a name", "name = \"x\"\n[[backends]]\npython = \"kernels/nope.py\"\n" + validSweep, "backends.name", 2},
 	{"python backend listed twice", "name = \"x\"\n[[backends]]\nname = \"my-fa\"\n[[backends]]\nname = \"my-fa\"\npython = \"my_fa.py\"\n" + validSweep, "backends.name", 5},
+	{"cuda spec missing", "name = \"x\"\n[[backends]]\nname = \"splitkv\"\ncuda = \"kernels/nope.toml\"\n" + validSweep, "backends.cuda", 4},
+	{"cuda spec not .toml", "name = \"x\"\n[[backends]]\nname = \"splitkv\"\ncuda = \"kernels/splitkv.cu\"\n" + validSweep, "backends.cuda", 4},
+	{"cuda spec and python file", "name = \"x\"\n[[backends]]\nname = \"splitkv\"\npython = \"k.py\"\ncuda = \"k.toml\"\n" + validSweep, "backends.cuda", 5},
 	{"unknown key in a python backend", "name = \"x\"\n[[backends]]\nname = \"my-fa\"\nfile = \"kernels/my_fa.py\"\n" + validSweep, "backends.file", 4},
 	{"syntax error", "name = \"x\"\nseed = = 3\n", "", 2},
 }
