@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/runner"
+	"github.com/flashcore/bench/internal/cudafile"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -36,8 +37,25 @@ func describeCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	if i < 0 {
 		return withCode(ExitUsage, fmt.Errorf("backend %q not found (found: %s)", positional[0], pluginNames(found)))
 	}
-	writeDescription(stdout, found[i], runner.Describe(ctx, found[i], hostOptions(s)))
+	d := runner.Describe(ctx, found[i], hostOptions(s))
+	writeDescription(stdout, found[i], withStaticVariants(found[i], d))
 	return nil
+}
+
+// withStaticVariants fills in, for a CUDA-file backend whose plugin could
+// not start (no CUDA device), the variant its spec declares: capabilities
+// and tunables are static there, and describe shows them on any machine.
+func withStaticVariants(p host.Plugin, d sdk.Description) sdk.Description {
+	if p.CUDAFile == "" || len(d.Variants) > 0 {
+		return d
+	}
+	spec, err := cudafile.Load(p.CUDAFile)
+	if err != nil {
+		return d
+	}
+	d.Variants = []sdk.Variant{spec.Variant(p.Name)}
+	d.UnavailableReason += "; the variant below is what the spec declares"
+	return d
 }
 
 func writeDescription(w io.Writer, p host.Plugin, d sdk.Description) {
