@@ -254,6 +254,9 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 		return unsupported("%v", err), nil
 	}
 	launch, err := b.spec.Plan(req.Shape, tunables)
+	if errors.Is(err, ErrInvalidPlan) {
+		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
+	}
 	if err != nil {
 		return unsupported("%v", err), nil
 	}

@@ -1,6 +1,7 @@
 package cudabackend
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -30,6 +31,11 @@ type Spec struct {
 	// Build is the Description's Build where Image supplies the kernels.
 	Build string
 }
+
+// ErrInvalidPlan marks a Plan error that is the plugin's fault, not a case
+// it cannot run (a formula of a CUDA-file spec that does not evaluate): the
+// case is an error, not a skip.
+var ErrInvalidPlan = errors.New("invalid plan")
 
 // Image is a module image (cubin, fatbin or PTX) made for one device.
 type Image struct {

@@ -128,6 +128,14 @@ func hasKey(m map[string]bool, k string) bool { _, ok := m[k]; return ok }
 // with their sizes, and each kernel with its symbol, geometry and
 // parameters. Its errors say which key of the spec could not be evaluated.
 func (s *Spec) Plan(shape sdk.Shape, tunables map[string]string) (cudabackend.Launch, error) {
+	l, err := s.plan(shape, tunables)
+	if err != nil {
+		return cudabackend.Launch{}, fmt.Errorf("%w: %s: %w", cudabackend.ErrInvalidPlan, s.Path, err)
+	}
+	return l, nil
+}
+
+func (s *Spec) plan(shape sdk.Shape, tunables map[string]string) (cudabackend.Launch, error) {
 	vars, err := shapeVars(shape, tunables)
 	if err != nil {
 		return cudabackend.Launch{}, err

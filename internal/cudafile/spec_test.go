@@ -1,6 +1,7 @@
 package cudafile
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -159,5 +160,27 @@ func checkGolden(t *testing.T, path, got string) {
 	if string(want) != got {
 		_ = os.WriteFile(path+".got", []byte(got), 0o644)
 		t.Errorf("%s differs from the output; see %s.got (go test -update rewrites it)", path, path)
+	}
+}
+
+// A formula that does not evaluate for a case is the spec's fault: an
+// invalid plan (an ERROR row), not a case the backend cannot run.
+func TestPlanErrorsAreInvalidPlans(t *testing.T) {
+	doc := `source = "splitkv.cu"
+[capabilities]
+dtypes = ["fp16"]
+[[kernels]]
+entry = "k"
+grid = ["Sq/64"]
+block = [128]
+params = ["q"]
+`
+	spec, err := Parse("../../examples/cuda/bad.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = spec.Plan(sdk.Shape{Batch: 1, Heads: 1, KVHeads: 1, SeqQ: 77, SeqK: 77, HeadDim: 64, DType: sdk.FP16}, nil)
+	if !errors.Is(err, cudabackend.ErrInvalidPlan) || !strings.Contains(err.Error(), `kernel 1 (k): grid: "Sq/64" is 77/64, not a whole number`) {
+		t.Errorf("Plan: %v", err)
 	}
 }
