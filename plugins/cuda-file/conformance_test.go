@@ -1,8 +1,8 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/flashcore/bench/conformance"
@@ -19,8 +19,29 @@ func TestConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts the plugin binary")
 	}
-	_, here, _, _ := runtime.Caller(0)
 	opts := cudatest.Conformance(t, "cuda-file")
-	opts.CUDAFile = filepath.Join(filepath.Dir(here), "..", "..", "examples", "cuda", "splitkv.toml")
+	opts.CUDAFile = exampleSpec(t)
 	conformance.Run(t, opts)
+}
+
+// exampleSpec is the example's spec: in the checkout (go test runs in this
+// folder), or in the dist/ folder that $FLASHCORE_BIN names (a compiled
+// test binary on a GPU machine, scripts/gpu-conformance.sh).
+func exampleSpec(t *testing.T) string {
+	t.Helper()
+	places := []string{example}
+	if dir := os.Getenv("FLASHCORE_BIN"); dir != "" {
+		places = append(places, filepath.Join(dir, "examples", "cuda", "splitkv.toml"))
+	}
+	for _, p := range places {
+		if _, err := os.Stat(p); err == nil {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return abs
+		}
+	}
+	t.Fatalf("examples/cuda/splitkv.toml is in none of %q", places)
+	return ""
 }
