@@ -77,6 +77,9 @@ func writeDescription(w io.Writer, p host.Plugin, d sdk.Description) {
 		fmt.Fprintf(w, "available: yes\n")
 	}
 	writeDevice(w, d.Device)
+	if len(d.Variants) == 0 && !d.Available {
+		fmt.Fprintf(w, "variants:  not known here: the plugin could not start, so it could not say what it runs (its README lists its capabilities)\n")
+	}
 	for _, v := range d.Variants {
 		writeVariant(w, v)
 	}
