@@ -9,9 +9,10 @@
 #
 # 1. describes the two examples (capabilities, tunables);
 # 2. runs examples/cuda/gpu.toml with an empty kernel cache: splitkv.cu
-#    (SPLITS 2, 4, 8) and the walk-through's attention.cu, each compiled with
-#    nvcc for this GPU at its first case, against PyTorch's SDPA;
-# 3. runs the two CUDA-file backends again: every kernel now comes from the
+#    (SPLITS 2, 4, 8), the walk-through's attention.cu and tiled_fp32.cu,
+#    each compiled with nvcc for this GPU at its first case, against
+#    PyTorch's SDPA;
+# 3. runs the three CUDA-file backends again: every kernel now comes from the
 #    cache;
 # 4. runs a kernel that does not compile: its rows must be ERROR with nvcc's
 #    log in the reason;
@@ -30,7 +31,7 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
 fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nvcc --version | tail -2; } > "$OUT_DIR/machine.txt" 2>&1
 
-for backend in splitkv my-attention; do
+for backend in splitkv my-attention tiled-fp32; do
   "$FC" describe "$backend" --suite "$SUITE" > "$OUT_DIR/describe-$backend.txt" 2>&1
 done
 start=$(date +%s)
@@ -38,7 +39,7 @@ start=$(date +%s)
 cold_status=$?
 cold_s=$(( $(date +%s) - start ))
 start=$(date +%s)
-"$FC" run --suite "$SUITE" --backends splitkv,my-attention --out "$OUT_DIR/cached.json" --format markdown > "$OUT_DIR/cached.txt" 2>&1
+"$FC" run --suite "$SUITE" --backends splitkv,my-attention,tiled-fp32 --out "$OUT_DIR/cached.json" --format markdown > "$OUT_DIR/cached.txt" 2>&1
 cached_status=$?
 cached_s=$(( $(date +%s) - start ))
 
@@ -94,13 +95,15 @@ for run, status, secs in (("cold", cold_status, cold_s), ("cached", cached_statu
     rs = [r for r in rows(run) if r["backend"] != "pytorch-sdpa"]
     passed = sum(r["status"] == "pass" for r in rs)
     hits = sum((r.get("facts") or {}).get("kernel_cache_hit") == "true" for r in rs)
-    print(f"{run} run: exit {status}, {secs} s, CUDA-file rows PASS {passed}/{len(rs)} (want 15, and 1 bf16 skip), kernels from the cache {hits}/{passed}")
+    skipped = sum(r["status"] == "skip" for r in rs)
+    print(f"{run} run: exit {status}, {secs} s, CUDA-file rows PASS {passed} (want 16), SKIP {skipped} (undeclared shapes), other {len(rs)-passed-skipped} (want 0), kernels from the cache {hits}/{passed}")
 print(f"broken kernel: exit {broken_status}, ERROR rows with nvcc's log in the reason: {'yes' if log_ok else 'NO'}")
-# 4 cases: splitkv runs all of them with 3 SPLITS values (12 rows); the
-# walk-through's kernel is fp16 only, so it runs 3 and skips the bf16 case.
+# 5 cases. splitkv (fp16, bf16) runs the first 4 with 3 SPLITS values: 12
+# rows; the walk-through's kernel (fp16) runs 3; tiled-fp32 (fp32, lengths
+# in 32s) runs the last. Every other row is a skip for an undeclared shape.
 ok = cold_status == "0" and cached_status == "0" and log_ok
 for run in ("cold", "cached"):
     rs = [r for r in rows(run) if r["backend"] != "pytorch-sdpa"]
-    ok = ok and sum(r["status"] == "pass" for r in rs) == 15 and sum(r["status"] == "skip" for r in rs) == 1
+    ok = ok and sum(r["status"] == "pass" for r in rs) == 16 and all(r["status"] in ("pass", "skip") for r in rs)
 print("RESULT:", "PASS" if ok else "FAIL", f"(logs in {out})")
 PY

@@ -73,7 +73,7 @@ type deviceCase struct {
 	steps      []step
 	q, k, v, o *gpu.Buffer
 	scratch    []*gpu.Buffer // in the order of launch.Scratch
-	zeroed     []*gpu.Buffer // the scratch buffers cleared before every call
+	resets     []reset       // what is reset before every call
 	output     string
 	facts      map[string]string
 }
@@ -85,10 +85,16 @@ type step struct {
 	args   []gpu.Arg
 }
 
-// run is one call: clear the zeroed scratch, then launch every step.
+// reset is a buffer set to word before every call.
+type reset struct {
+	buf  *gpu.Buffer
+	word uint32
+}
+
+// run is one call: reset what the plan resets, then launch every step.
 func (c *deviceCase) run() error {
-	for _, b := range c.zeroed {
-		if err := b.Fill(0); err != nil {
+	for _, r := range c.resets {
+		if err := r.buf.FillWords(r.word); err != nil {
 			return err
 		}
 	}
@@ -458,14 +464,14 @@ func (b *Backend) upload(shape sdk.Shape, l Launch, steps []step, in inputs) (c 
 			return nil, err
 		}
 		c.scratch = append(c.scratch, buf)
-		fill := byte(sdk.PoisonByte)
-		if s.Zero {
-			c.zeroed = append(c.zeroed, buf)
-			fill = 0
-		}
-		if err := buf.Fill(fill); err != nil {
+		if s.Reset {
+			c.resets = append(c.resets, reset{buf, s.Word})
+		} else if err := buf.Fill(sdk.PoisonByte); err != nil {
 			return nil, err
 		}
+	}
+	if l.OutputReset {
+		c.resets = append(c.resets, reset{c.o, l.OutputWord})
 	}
 	for i := range c.steps {
 		c.steps[i].args = c.args(c.steps[i].launch)

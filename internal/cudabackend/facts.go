@@ -40,10 +40,12 @@ const (
 	// kernels: "step2.registers_per_thread".
 	FactStepPrefix = "step"
 	// FactScratchBytes is the size of every scratch buffer together;
-	// FactScratchPrefix + name is one buffer's size, " zeroed" when cleared
-	// before every call.
+	// FactScratchPrefix + name is one buffer's size, then "zeroed" or
+	// "reset to 0x…" when it is reset before every call. FactOutputReset
+	// is the word O is reset to before every call, when it is.
 	FactScratchBytes  = "scratch_bytes"
 	FactScratchPrefix = "scratch."
+	FactOutputReset   = "output_reset"
 )
 
 // buildFacts are the facts about the fatbin and the code the driver runs.
@@ -92,16 +94,32 @@ func tunableFacts(tunables map[string]string) map[string]string {
 	return facts
 }
 
-// scratchFacts record the scratch buffers of a plan; none without any.
-func scratchFacts(l Launch) map[string]string {
-	if len(l.Scratch) == 0 {
-		return nil
+// resetString says what a buffer is reset to.
+func resetString(word uint32) string {
+	if word == 0 {
+		return "zeroed"
 	}
-	facts := map[string]string{FactScratchBytes: strconv.FormatInt(l.ScratchBytes(), 10)}
+	return fmt.Sprintf("reset to 0x%08x", word)
+}
+
+// scratchFacts record the scratch buffers of a plan and the output's reset;
+// none without either.
+func scratchFacts(l Launch) map[string]string {
+	facts := map[string]string{}
+	if l.OutputReset {
+		facts[FactOutputReset] = resetString(l.OutputWord)
+	}
+	if len(l.Scratch) == 0 {
+		if len(facts) == 0 {
+			return nil
+		}
+		return facts
+	}
+	facts[FactScratchBytes] = strconv.FormatInt(l.ScratchBytes(), 10)
 	for _, s := range l.Scratch {
 		v := strconv.FormatInt(s.Bytes, 10)
-		if s.Zero {
-			v += " zeroed"
+		if s.Reset {
+			v += " " + resetString(s.Word)
 		}
 		facts[FactScratchPrefix+s.Name] = v
 	}

@@ -56,8 +56,9 @@ type KernelFiles struct {
 
 // Launch is how one case runs: the kernel, its geometry, and what it is
 // given. Every call of the case (the checked one and each timed one) runs
-// the same sequence: zero the scratch buffers marked Zero, launch this
-// kernel, then each of Then, in order, on one stream. docs/cuda.md is the
+// the same sequence: reset the scratch buffers marked Reset (and O, with
+// OutputReset), launch this kernel, then each of Then, in order, on one
+// stream. docs/cuda.md is the
 // contract a kernel author reads.
 type Launch struct {
 	Function           string
@@ -76,18 +77,30 @@ type Launch struct {
 	// combine step after a split-KV step). They see this launch's buffers;
 	// their own Scratch and Then must be empty.
 	Then []Launch
+	// OutputReset sets every 4-byte word of O to OutputWord before every
+	// call, for a kernel that reads O before it writes it (accumulates into
+	// it). O then no longer starts poisoned, so an element the kernel
+	// never writes is caught only where the reset value is wrong.
+	OutputReset bool
+	OutputWord  uint32
 }
 
 // Scratch is one device buffer of a Launch.
 type Scratch struct {
 	Name  string // how Params name it; not q, k, v or o
 	Bytes int64
-	// Zero clears the buffer before every call, inside the timed region (it
-	// is work the kernel needs done). A buffer not zeroed is filled with
-	// poison once, at Prepare, so a kernel that reads it before writing it
-	// is caught by the check rather than passing by luck.
-	Zero bool
+	// Reset sets every 4-byte word of the buffer to Word before every call,
+	// inside the timed region (it is work the kernel needs done): Word 0
+	// zeroes counters and sums, math.Float32bits(-inf) starts running
+	// maxima. Bytes must then be a multiple of 4. A buffer not reset is
+	// filled with poison once, at Prepare, so a kernel that reads it before
+	// writing it is caught by the check rather than passing by luck.
+	Reset bool
+	Word  uint32
 }
+
+// Zeroed is a scratch buffer of bytes zeroed before every call.
+func Zeroed(name string, bytes int64) Scratch { return Scratch{Name: name, Bytes: bytes, Reset: true} }
 
 // Param is one kernel parameter: a buffer, by name (q, k, v, o or a
 // scratch buffer), or a value.
@@ -123,6 +136,8 @@ func (l Launch) Validate() error {
 			return fmt.Errorf("scratch buffer %q: the name is taken", s.Name)
 		case s.Bytes <= 0:
 			return fmt.Errorf("scratch buffer %q: size %d bytes must be positive", s.Name, s.Bytes)
+		case s.Reset && s.Bytes%4 != 0:
+			return fmt.Errorf("scratch buffer %q: a buffer reset word by word needs a size that is a multiple of 4, not %d", s.Name, s.Bytes)
 		}
 		names = append(names, s.Name)
 	}

@@ -218,7 +218,7 @@ func TestLaunchValidate(t *testing.T) {
 	one := gpu.Dim3{X: 1, Y: 1, Z: 1}
 	ok := Launch{Function: "split", Grid: one, Block: gpu.Dim3{X: 128, Y: 1, Z: 1},
 		Params:  []Param{BufferParam("q"), BufferParam("partial"), ValueParam(gpu.Int32(3))},
-		Scratch: []Scratch{{Name: "partial", Bytes: 64, Zero: true}},
+		Scratch: []Scratch{{Name: "partial", Bytes: 64, Reset: true}},
 		Then:    []Launch{{Function: "combine", Grid: one, Block: one, Params: []Param{BufferParam("partial"), BufferParam("o")}}}}
 	with := func(f func(*Launch)) Launch {
 		l := ok
@@ -237,6 +237,7 @@ func TestLaunchValidate(t *testing.T) {
 		{"empty scratch", with(func(l *Launch) { l.Scratch[0].Bytes = 0 }), `scratch buffer "partial": size 0 bytes must be positive`},
 		{"unknown buffer", with(func(l *Launch) { l.Then[0].Params = []Param{BufferParam("lse")} }), `combine: parameter names buffer "lse"; there are q, k, v, o, partial`},
 		{"nested scratch", with(func(l *Launch) { l.Then[0].Scratch = []Scratch{{Name: "x", Bytes: 1}} }), "combine: a following kernel has its own scratch or following kernels; declare them on the first"},
+		{"reset, not whole words", with(func(l *Launch) { l.Scratch[0].Bytes = 6 }), `scratch buffer "partial": a buffer reset word by word needs a size that is a multiple of 4, not 6`},
 		{"empty grid", with(func(l *Launch) { l.Then[0].Grid = gpu.Dim3{X: 0, Y: 1, Z: 1} }), "combine: grid {0 1 1} and block {1 1 1} must be positive"},
 	}
 	for _, tc := range tests {
@@ -251,9 +252,11 @@ func TestLaunchValidate(t *testing.T) {
 }
 
 func TestScratchFacts(t *testing.T) {
-	l := Launch{Scratch: []Scratch{{Name: "partial", Bytes: 64, Zero: true}, {Name: "lse", Bytes: 8}}}
+	l := Launch{Scratch: []Scratch{Zeroed("partial", 64), {Name: "lse", Bytes: 8}, {Name: "m", Bytes: 16, Reset: true, Word: 0xff800000}},
+		OutputReset: true}
 	got := scratchFacts(l)
-	want := map[string]string{"scratch_bytes": "72", "scratch.partial": "64 zeroed", "scratch.lse": "8"}
+	want := map[string]string{"scratch_bytes": "88", "scratch.partial": "64 zeroed", "scratch.lse": "8",
+		"scratch.m": "16 reset to 0xff800000", "output_reset": "zeroed"}
 	if !maps.Equal(got, want) {
 		t.Errorf("scratchFacts = %v, want %v", got, want)
 	}

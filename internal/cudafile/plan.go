@@ -146,7 +146,11 @@ func (s *Spec) plan(shape sdk.Shape, tunables map[string]string) (cudabackend.La
 		if err != nil {
 			return cudabackend.Launch{}, fmt.Errorf("scratch %s bytes: %w", sc.Name, err)
 		}
-		scratch = append(scratch, cudabackend.Scratch{Name: sc.Name, Bytes: n, Zero: sc.Zero})
+		buf := cudabackend.Scratch{Name: sc.Name, Bytes: n}
+		if sc.Reset != nil {
+			buf.Reset, buf.Word = true, *sc.Reset
+		}
+		scratch = append(scratch, buf)
 	}
 	var launches []cudabackend.Launch
 	for i, k := range s.Kernels {
@@ -159,6 +163,9 @@ func (s *Spec) plan(shape sdk.Shape, tunables map[string]string) (cudabackend.La
 	first := launches[0]
 	first.Scratch = scratch
 	first.Then = launches[1:]
+	if s.OutputReset != nil {
+		first.OutputReset, first.OutputWord = true, *s.OutputReset
+	}
 	return first, nil
 }
 

@@ -3,6 +3,7 @@ package cudafile
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,17 +25,22 @@ type Spec struct {
 	// fatbin or PTX. Exactly one is set, as an absolute path.
 	Source, Binary string
 	Options        []string // extra nvcc options
-	Capabilities   sdk.Capabilities
-	Tunables       []sdk.Tunable
-	Scratch        []Scratch
-	Kernels        []Kernel
+	// OutputReset, when set, is the float32 word O is set to before every
+	// call (output_reset), for a kernel that accumulates into O.
+	OutputReset  *uint32
+	Capabilities sdk.Capabilities
+	Tunables     []sdk.Tunable
+	Scratch      []Scratch
+	Kernels      []Kernel
 }
 
 // Scratch is one [[scratch]] buffer.
 type Scratch struct {
 	Name  string
 	Bytes Formula
-	Zero  bool
+	// Reset, when set, is the word every 4 bytes are set to before every
+	// call: zero = true, or reset = "-inf" and the like.
+	Reset *uint32
 }
 
 // Kernel is one [[kernels]] launch, in order.
@@ -52,6 +58,7 @@ type file struct {
 	Source          string   `toml:"source"`
 	Binary          string   `toml:"binary"`
 	CompilerOptions []string `toml:"compiler_options"`
+	OutputReset     *string  `toml:"output_reset"`
 	Capabilities    struct {
 		DTypes            []string `toml:"dtypes"`
 		HeadDims          []int    `toml:"head_dims"`
@@ -69,9 +76,10 @@ type file struct {
 		Description string   `toml:"description"`
 	} `toml:"tunables"`
 	Scratch []struct {
-		Name  string `toml:"name"`
-		Bytes any    `toml:"bytes"`
-		Zero  bool   `toml:"zero"`
+		Name  string  `toml:"name"`
+		Bytes any     `toml:"bytes"`
+		Zero  bool    `toml:"zero"`
+		Reset *string `toml:"reset"`
 	} `toml:"scratch"`
 	Kernels []struct {
 		Entry       string   `toml:"entry"`
@@ -133,6 +141,7 @@ func (v *validator) problem(key string, entry int, format string, args ...any) {
 
 func (v *validator) spec(f *file) *Spec {
 	s := &Spec{Path: v.path, Description: f.Description, Options: f.CompilerOptions}
+	s.OutputReset = v.resetWord("output_reset", -1, f.OutputReset)
 	s.Source, s.Binary = v.kernelFile(f)
 	s.Capabilities = v.capabilities(f)
 	s.Tunables = v.tunables(f)
@@ -267,11 +276,36 @@ func (v *validator) scratch(f *file) []Scratch {
 			v.problem("scratch.name", i, "%q is taken", sc.Name)
 		}
 		bytes, ok := v.formula("scratch.bytes", i, sc.Bytes, true)
+		reset := v.resetWord("scratch.reset", i, sc.Reset)
+		switch {
+		case sc.Zero && sc.Reset != nil:
+			v.problem("scratch.reset", i, "set zero = true or reset, not both")
+		case sc.Zero:
+			reset = new(uint32)
+		}
 		if ok {
-			out = append(out, Scratch{Name: sc.Name, Bytes: bytes, Zero: sc.Zero})
+			out = append(out, Scratch{Name: sc.Name, Bytes: bytes, Reset: reset})
 		}
 	}
 	return out
+}
+
+// resetWord reads a reset value: a float written as float32 to every
+// 4-byte word ("0", "-inf", "inf", "1.5"); nil when absent.
+func (v *validator) resetWord(key string, entry int, value *string) *uint32 {
+	if value == nil {
+		return nil
+	}
+	x, err := strconv.ParseFloat(strings.TrimSpace(*value), 32)
+	if err != nil {
+		v.problem(key, entry, "%q is not a number (a float32 written to every 4-byte word: \"0\", \"-inf\", \"1.5\")", *value)
+		return nil
+	}
+	word := math.Float32bits(float32(x))
+	if x == 0 {
+		word = 0 // "-0" too: zero bytes
+	}
+	return &word
 }
 
 // formula reads a value that is an integer or a formula string.

@@ -81,7 +81,7 @@ func TestExampleSpec(t *testing.T) {
 	if l.Function != "splitkv_bf16_d128" || l.Grid != (gpu.Dim3{X: 20, Y: 8, Z: 8}) || l.Block != (gpu.Dim3{X: 128, Y: 1, Z: 1}) {
 		t.Errorf("split launch %s %+v %+v", l.Function, l.Grid, l.Block)
 	}
-	wantScratch := []cudabackend.Scratch{{Name: "part_o", Bytes: 4 * 8 * 77 * 8 * 128}, {Name: "part_ml", Bytes: 8 * 8 * 77 * 8, Zero: true}}
+	wantScratch := []cudabackend.Scratch{{Name: "part_o", Bytes: 4 * 8 * 77 * 8 * 128}, {Name: "part_ml", Bytes: 8 * 8 * 77 * 8, Reset: true}}
 	if len(l.Scratch) != 2 || l.Scratch[0] != wantScratch[0] || l.Scratch[1] != wantScratch[1] {
 		t.Errorf("scratch %+v, want %+v", l.Scratch, wantScratch)
 	}
@@ -182,5 +182,45 @@ params = ["q"]
 	_, err = spec.Plan(sdk.Shape{Batch: 1, Heads: 1, KVHeads: 1, SeqQ: 77, SeqK: 77, HeadDim: 64, DType: sdk.FP16}, nil)
 	if !errors.Is(err, cudabackend.ErrInvalidPlan) || !strings.Contains(err.Error(), `kernel 1 (k): grid: "Sq/64" is 77/64, not a whole number`) {
 		t.Errorf("Plan: %v", err)
+	}
+}
+
+// The kernel with its own conventions: a mangled symbol, its own order,
+// literal and formula integers, the natural-log scale, l and m reset to 0
+// and -inf and O to 0 before every call.
+func TestTiledExampleSpec(t *testing.T) {
+	spec, err := Load("../../examples/cuda/tiled_fp32.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := spec.Capabilities; c.SeqMultiple != 32 || c.Causal || !c.NonCausal || c.GroupedQueryHeads || c.UnequalSeqLens {
+		t.Errorf("capabilities %+v", c)
+	}
+	shape := sdk.Shape{Batch: 2, Heads: 3, KVHeads: 3, SeqQ: 96, SeqK: 96, HeadDim: 64, DType: sdk.FP32}
+	l, err := spec.Plan(shape, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Grid != (gpu.Dim3{X: 2, Y: 3, Z: 1}) || l.Block != (gpu.Dim3{X: 32, Y: 1, Z: 1}) || l.DynamicSharedBytes != 4*(3*32*64+32*32) {
+		t.Errorf("launch %+v", l)
+	}
+	if !l.OutputReset || l.OutputWord != 0 {
+		t.Errorf("output reset %v %#x", l.OutputReset, l.OutputWord)
+	}
+	want := []cudabackend.Scratch{{Name: "l", Bytes: 4 * 6 * 96, Reset: true}, {Name: "m", Bytes: 4 * 6 * 96, Reset: true, Word: 0xff800000}}
+	if len(l.Scratch) != 2 || l.Scratch[0] != want[0] || l.Scratch[1] != want[1] {
+		t.Errorf("scratch %+v, want %+v", l.Scratch, want)
+	}
+	ints := map[int]int32{3: 96, 4: 64, 5: 3, 6: 3, 7: 32, 8: 32}
+	for i, n := range ints {
+		if l.Params[i] != cudabackend.ValueParam(gpu.Int32(n)) {
+			t.Errorf("param %d = %+v, want %d", i, l.Params[i], n)
+		}
+	}
+	if l.Params[9] != cudabackend.ValueParam(gpu.Float32(0.125)) || l.Params[12] != cudabackend.BufferParam("o") {
+		t.Errorf("params %+v", l.Params)
 	}
 }

@@ -33,7 +33,7 @@ func TestCheckPlansKeepsToTheDeclaredCapabilities(t *testing.T) {
 			one := gpu.Dim3{X: 1, Y: 1, Z: 1}
 			return cudabackend.Launch{
 				Function: "attn_fwd_fp32_d64_split", Grid: gpu.Dim3{X: s.Batch * s.Heads, Y: 4, Z: 1}, Block: gpu.Dim3{X: 64, Y: 1, Z: 1},
-				Scratch: []cudabackend.Scratch{{Name: "partial", Bytes: int64(4 * s.QElements() * 4), Zero: true}},
+				Scratch: []cudabackend.Scratch{{Name: "partial", Bytes: int64(4 * s.QElements() * 4), Reset: true}},
 				Then:    []cudabackend.Launch{{Function: "attn_fwd_fp32_d64_combine", Grid: one, Block: gpu.Dim3{X: 32, Y: 1, Z: 1}}},
 			}, nil
 		},
