@@ -29,7 +29,7 @@ rm -rf "$FLASHCORE_CACHE_DIR"
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nvcc --version | tail -2; } > "$OUT_DIR/machine.txt" 2>&1
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nvcc --version | tail -2; echo "host compiler: $(command -v g++ || command -v gcc || echo none)"; } > "$OUT_DIR/machine.txt" 2>&1
 
 for backend in splitkv my-attention tiled-fp32; do
   "$FC" describe "$backend" --suite "$SUITE" > "$OUT_DIR/describe-$backend.txt" 2>&1
