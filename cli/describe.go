@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/runner"
+	"github.com/flashcore/bench/internal/cudafile"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -36,8 +37,25 @@ func describeCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	if i < 0 {
 		return withCode(ExitUsage, fmt.Errorf("backend %q not found (found: %s)", positional[0], pluginNames(found)))
 	}
-	writeDescription(stdout, found[i], runner.Describe(ctx, found[i], hostOptions(s)))
+	d := runner.Describe(ctx, found[i], hostOptions(s))
+	writeDescription(stdout, found[i], withStaticVariants(found[i], d))
 	return nil
+}
+
+// withStaticVariants fills in, for a CUDA-file backend whose plugin could
+// not start (no CUDA device), the variant its spec declares: capabilities
+// and tunables are static there, and describe shows them on any machine.
+func withStaticVariants(p host.Plugin, d sdk.Description) sdk.Description {
+	if p.CUDAFile == "" || len(d.Variants) > 0 {
+		return d
+	}
+	spec, err := cudafile.Load(p.CUDAFile)
+	if err != nil {
+		return d
+	}
+	d.Variants = []sdk.Variant{spec.Variant(p.Name)}
+	d.UnavailableReason += "; the variant below is what the spec declares"
+	return d
 }
 
 func writeDescription(w io.Writer, p host.Plugin, d sdk.Description) {
@@ -45,6 +63,9 @@ func writeDescription(w io.Writer, p host.Plugin, d sdk.Description) {
 	fmt.Fprintf(w, "binary:    %s\n", p.Path)
 	if p.PythonFile != "" {
 		fmt.Fprintf(w, "file:      %s\n", p.PythonFile)
+	}
+	if p.CUDAFile != "" {
+		fmt.Fprintf(w, "spec:      %s\n", p.CUDAFile)
 	}
 	fmt.Fprintf(w, "version:   %s\n", dash(d.Version))
 	if d.Build != "" {
@@ -56,6 +77,9 @@ func writeDescription(w io.Writer, p host.Plugin, d sdk.Description) {
 		fmt.Fprintf(w, "available: yes\n")
 	}
 	writeDevice(w, d.Device)
+	if len(d.Variants) == 0 && !d.Available {
+		fmt.Fprintf(w, "variants:  not known here: the plugin could not start, so it could not say what it runs (its README lists its capabilities)\n")
+	}
 	for _, v := range d.Variants {
 		writeVariant(w, v)
 	}
@@ -103,6 +127,9 @@ func writeVariant(w io.Writer, v sdk.Variant) {
 	fmt.Fprintf(w, "  GQA:          %s\n", yesNo(c.GroupedQueryHeads))
 	fmt.Fprintf(w, "  Sq != Sk:     %s\n", yesNo(c.UnequalSeqLens))
 	fmt.Fprintf(w, "  max seq len:  %s\n", limit(c.MaxSeqLen))
+	if c.SeqMultiple > 1 {
+		fmt.Fprintf(w, "  seq multiple: %d (Sq and Sk)\n", c.SeqMultiple)
+	}
 	if c.MaxElements > 0 {
 		fmt.Fprintf(w, "  max elements: %d per tensor\n", c.MaxElements)
 	}

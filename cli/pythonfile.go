@@ -17,9 +17,9 @@ const pythonFilePrefix = "py:"
 
 // findPlugins is every backend a command can use: the plugin binaries found
 // in the suite's and the default places, and the backends written as one
-// Python file, which the suite names ([[backends]] python = FILE) or names
-// gives as py:FILE. It returns names with each py:FILE replaced by that
-// backend's name.
+// Python file or one CUDA file, which the suite names ([[backends]] python
+// = FILE, cuda = SPEC) or names gives as py:FILE or cu:SPEC. It returns
+// names with each py:FILE and cu:SPEC replaced by that backend's name.
 func findPlugins(s *suite.Suite, names []string) ([]host.Plugin, []string, error) {
 	found, err := host.Discover(pluginPlaces(s))
 	if err != nil {
@@ -30,6 +30,14 @@ func findPlugins(s *suite.Suite, names []string) ([]host.Plugin, []string, error
 		return nil, nil, err
 	}
 	found, err = host.WithPythonFiles(found, files)
+	if err != nil {
+		return nil, nil, err
+	}
+	cudaSpecs, names, err := cudaFiles(s, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	found, err = host.WithCUDAFiles(found, cudaSpecs)
 	return found, names, err
 }
 

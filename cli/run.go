@@ -183,7 +183,11 @@ func loadSuite(path string) (*suite.Suite, error) {
 	if path == "" {
 		return suite.Default(), nil
 	}
-	return suite.Load(path)
+	s, err := suite.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return s, checkCUDASpecs(s)
 }
 
 // pluginPlaces is where plugins are looked for, first match wins: paths the

@@ -14,8 +14,12 @@ import (
 // walkthroughMarker precedes every code block of the Python-file route in
 // docs/adding-a-backend.md that the walk-through test uses: a file to write
 // (<!-- walkthrough: my-kernel/suite.toml -->) or commands to run
-// (<!-- walkthrough: run -->).
-var walkthroughMarker = regexp.MustCompile(`^<!-- walkthrough: (\S+) -->$`)
+// (<!-- walkthrough: run -->). cudaWalkthroughMarker does the same for the
+// CUDA-file route.
+var (
+	walkthroughMarker     = regexp.MustCompile(`^<!-- walkthrough: (\S+) -->$`)
+	cudaWalkthroughMarker = regexp.MustCompile(`^<!-- walkthrough-cuda: (\S+) -->$`)
+)
 
 type walkthrough struct {
 	files    map[string]string // path in the new folder -> content
@@ -23,8 +27,8 @@ type walkthrough struct {
 	commands [][]string // each `bin/flashcore ...` line, without the program
 }
 
-// readWalkthrough collects the marked blocks of the guide.
-func readWalkthrough(t *testing.T, guide string) walkthrough {
+// readWalkthrough collects the blocks of the guide that marker marks.
+func readWalkthrough(t *testing.T, guide string, marker *regexp.Regexp) walkthrough {
 	t.Helper()
 	data, err := os.ReadFile(guide)
 	if err != nil {
@@ -37,8 +41,8 @@ func readWalkthrough(t *testing.T, guide string) walkthrough {
 	for scanner.Scan() {
 		line := scanner.Text()
 		switch {
-		case !inBlock && walkthroughMarker.MatchString(line):
-			target = walkthroughMarker.FindStringSubmatch(line)[1]
+		case !inBlock && marker.MatchString(line):
+			target = marker.FindStringSubmatch(line)[1]
 		case target != "" && !inBlock && strings.HasPrefix(line, "```"):
 			inBlock = true
 			block.Reset()
@@ -73,7 +77,7 @@ func TestAddingABackendWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds plugins and runs torch")
 	}
-	w := readWalkthrough(t, filepath.Join("..", "docs", "adding-a-backend.md"))
+	w := readWalkthrough(t, filepath.Join("..", "docs", "adding-a-backend.md"), walkthroughMarker)
 	if len(w.order) < 2 || len(w.commands) < 2 {
 		t.Fatalf("the guide's walk-through has %d files and %d commands; want the kernel, the suite, describe and run",
 			len(w.order), len(w.commands))

@@ -119,7 +119,9 @@ func Cases(v sdk.Variant) []Case {
 
 // fit pulls an edge inside caps: the masking it lacks is swapped for the
 // other, grouped heads become one key/value head per query head, unequal
-// lengths become equal, lengths are clipped to MaxSeqLen, and batch and
+// lengths become equal, lengths are rounded up to SeqMultiple (so an odd
+// length becomes the next whole tile: the edge keeps its other traits),
+// lengths are clipped to MaxSeqLen, and batch and
 // heads shrink under MaxElements. It reports false when the result still
 // falls outside caps.
 func fit(e edge, caps sdk.Capabilities, dtype sdk.DType, headDim int) (sdk.Shape, bool) {
@@ -133,6 +135,9 @@ func fit(e edge, caps sdk.Capabilities, dtype sdk.DType, headDim int) (sdk.Shape
 	}
 	if !caps.UnequalSeqLens {
 		s.SeqK = s.SeqQ
+	}
+	if m := caps.SeqMultiple; m > 1 {
+		s.SeqQ, s.SeqK = roundUp(s.SeqQ, m), roundUp(s.SeqK, m)
 	}
 	if caps.MaxSeqLen > 0 {
 		s.SeqQ, s.SeqK = min(s.SeqQ, caps.MaxSeqLen), min(s.SeqK, caps.MaxSeqLen)
@@ -209,3 +214,6 @@ func isDefault(tunables []sdk.Tunable, combo map[string]string) bool {
 	}
 	return true
 }
+
+// roundUp is n rounded up to a multiple of m.
+func roundUp(n, m int) int { return (n + m - 1) / m * m }

@@ -31,9 +31,13 @@ var (
 		DTypes: []sdk.DType{sdk.FP16}, HeadDims: []int{64}, Causal: true}}
 	noGQA = sdk.Variant{Name: "no-gqa", Capabilities: sdk.Capabilities{
 		DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}, Causal: true, NonCausal: true, UnequalSeqLens: true}}
+	// wholeTiles is a kernel that masks no partial tile, as many public
+	// kernels are: fp32, one head dim, no masking, lengths in 32s.
+	wholeTiles = sdk.Variant{Name: "whole-tiles", Capabilities: sdk.Capabilities{
+		DTypes: []sdk.DType{sdk.FP32}, HeadDims: []int{64}, NonCausal: true, SeqMultiple: 32}}
 )
 
-var declarations = []sdk.Variant{cudaLike, everything, interpreter, causalOnly, noGQA}
+var declarations = []sdk.Variant{cudaLike, everything, interpreter, causalOnly, noGQA, wholeTiles}
 
 // Every case lies inside the declaration, and together the cases use every
 // declared dtype, head dim and ability.
@@ -94,7 +98,11 @@ func wantedFeatures(v sdk.Variant) []feature {
 		add("Sq > Sk causal", func(c Case) bool { return c.Shape.SeqQ > c.Shape.SeqK && c.Shape.Causal == caps.Causal })
 		add("one query row", func(c Case) bool { return c.Shape.SeqQ == 1 })
 	}
-	add("a length no tile of 16 divides", func(c Case) bool { return c.Shape.SeqQ%16 != 0 })
+	if m := caps.SeqMultiple; m > 1 {
+		add(fmt.Sprint("a length of more than one tile of ", m), func(c Case) bool { return c.Shape.SeqQ > m })
+	} else {
+		add("a length no tile of 16 divides", func(c Case) bool { return c.Shape.SeqQ%16 != 0 })
+	}
 	for _, tun := range v.Tunables {
 		for _, value := range tun.Values {
 			if value != tun.Default {
@@ -114,6 +122,7 @@ func TestUndeclaredLieOutside(t *testing.T) {
 		"interpreter": {"dtype bf16", "head dim 96", "sequence length 257", "more than 65536 elements"},
 		"causal-only": {"dtype bf16", "head dim 96", "no masking", "grouped-query heads", "Sq != Sk"},
 		"no-gqa":      {"grouped-query heads"},
+		"whole-tiles": {"dtype fp16", "head dim 96", "causal masking", "grouped-query heads", "Sq != Sk", "sequence length not a multiple of 32"},
 	}
 	for _, v := range declarations {
 		t.Run(v.Name, func(t *testing.T) {

@@ -60,6 +60,9 @@ type Options struct {
 	// PythonFile, for the python-file runner, is the backend file it
 	// serves; the backend is then named after the file.
 	PythonFile string
+	// CUDAFile, for the cuda-file runner, is the spec it serves; the
+	// backend is then named after the spec.
+	CUDAFile string
 	// RuntimeSkipsAllowed lets a variant answer Unsupported at Prepare for a
 	// case inside its declared capabilities. Only backends whose library
 	// decides at run time (PyTorch's SDPA dispatch) should set it.
@@ -381,6 +384,9 @@ func pluginOf(opts Options) host.Plugin {
 	if opts.PythonFile != "" {
 		name := strings.TrimSuffix(filepath.Base(opts.PythonFile), ".py")
 		return host.Plugin{Name: name, Path: opts.Binary, PythonFile: opts.PythonFile}
+	}
+	if opts.CUDAFile != "" {
+		return host.Plugin{Name: host.CUDAFileName(opts.CUDAFile), Path: opts.Binary, CUDAFile: opts.CUDAFile}
 	}
 	return host.Plugin{Name: filepath.Base(opts.Binary), Path: opts.Binary}
 }

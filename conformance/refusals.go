@@ -58,6 +58,9 @@ func Undeclared(v sdk.Variant) []Refusal {
 	if !caps.UnequalSeqLens {
 		add("Sq != Sk", func(s *sdk.Shape) { s.SeqK = s.SeqQ + 1 })
 	}
+	if m := caps.SeqMultiple; m > 1 {
+		add(fmt.Sprintf("sequence length not a multiple of %d", m), func(s *sdk.Shape) { s.SeqQ, s.SeqK = s.SeqQ+1, s.SeqK+1 })
+	}
 	if caps.MaxSeqLen > 0 {
 		add(fmt.Sprintf("sequence length %d", caps.MaxSeqLen+1), func(s *sdk.Shape) { s.SeqQ, s.SeqK = caps.MaxSeqLen+1, caps.MaxSeqLen+1 })
 	}

@@ -1,7 +1,7 @@
 # mk/cuda.mk: the CUDA kernels of the cuda-* plugins (included by Makefile).
 #
 #   make cuda-kernels        fatbins + manifests, embedded by `go build -tags cuda`
-#   make cuda-check-compile  every .cu compiles for sm_80, sm_89 and sm_90 (CI)
+#   make cuda-check-compile  every .cu (examples/cuda too) compiles for sm_80, sm_89 and sm_90 (CI)
 #   make cuda-ptxas-report   registers, spills and shared memory per kernel
 #   make cuda-clean          remove the build outputs below
 #
@@ -35,8 +35,12 @@ $(CUDA_TIMING_FATBIN): internal/gpu/kernels/timing.cu scripts/compile-kernels.sh
 plugins/%/kernel.fatbin: plugins/%/kernel.cu $(CUDA_HEADERS) scripts/compile-kernels.sh
 	$(CUDA_COMPILE) $< $@
 
+# The CUDA-file examples are compiled at run time by the cuda-file plugin;
+# CI checks here that they compile for every target too.
+CUDA_EXAMPLE_SOURCES := $(wildcard examples/cuda/*.cu examples/cuda/*/*.cu)
+
 cuda-check-compile:
-	$(CUDA_COMPILE) --check $(CUDA_SOURCES)
+	$(CUDA_COMPILE) --check $(CUDA_SOURCES) $(CUDA_EXAMPLE_SOURCES)
 
 cuda-ptxas-report: cuda-kernels
 	@for f in $(CUDA_FATBINS:.fatbin=.ptxas.txt); do \

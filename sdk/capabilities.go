@@ -29,6 +29,8 @@ func (c Capabilities) Unsupported(s Shape) string {
 		return "Sq != Sk not supported"
 	case c.MaxSeqLen > 0 && max(s.SeqQ, s.SeqK) > c.MaxSeqLen:
 		return fmt.Sprintf("sequence length %d over the backend's limit of %d", max(s.SeqQ, s.SeqK), c.MaxSeqLen)
+	case c.SeqMultiple > 1 && (s.SeqQ%c.SeqMultiple != 0 || s.SeqK%c.SeqMultiple != 0):
+		return fmt.Sprintf("sequence lengths %dx%d are not multiples of %d", s.SeqQ, s.SeqK, c.SeqMultiple)
 	case c.MaxElements > 0 && max(s.QElements(), s.KVElements()) > c.MaxElements:
 		return fmt.Sprintf("%d elements per tensor over the backend's limit of %d", max(s.QElements(), s.KVElements()), c.MaxElements)
 	}

@@ -21,6 +21,8 @@ func TestCapabilitiesUnsupported(t *testing.T) {
 		{"causal only", func(*Shape) {}, func(c *Capabilities) { c.NonCausal = false }, "non-causal attention not supported"},
 		{"no causal", func(s *Shape) { s.Causal = true }, func(c *Capabilities) { c.Causal = false }, "causal masking not supported"},
 		{"zero dim", func(s *Shape) { s.Batch = 0 }, nil, "shape B0 H8 S512 D64 fp16 has a dimension below 1"},
+		{"seq multiple", func(s *Shape) { s.SeqK = 520 }, func(c *Capabilities) { c.SeqMultiple = 64; c.UnequalSeqLens = true }, "sequence lengths 512x520 are not multiples of 64"},
+		{"seq multiple met", func(*Shape) {}, func(c *Capabilities) { c.SeqMultiple = 64 }, ""},
 		{"elements", func(*Shape) {}, func(c *Capabilities) { c.MaxElements = 1000 }, "262144 elements per tensor over the backend's limit of 1000"},
 	}
 	for _, tt := range tests {

@@ -104,6 +104,7 @@ func capabilitiesToProto(c Capabilities) *pb.Capabilities {
 		MaxSeqLen:         int64(c.MaxSeqLen),
 		MaxElements:       int64(c.MaxElements),
 		NeedsGpu:          c.NeedsGPU,
+		SeqMultiple:       int64(c.SeqMultiple),
 	}
 }
 
@@ -118,6 +119,7 @@ func capabilitiesFromProto(p *pb.Capabilities) Capabilities {
 		MaxSeqLen:         int(p.GetMaxSeqLen()),
 		MaxElements:       int(p.GetMaxElements()),
 		NeedsGPU:          p.GetNeedsGpu(),
+		SeqMultiple:       int(p.GetSeqMultiple()),
 	}
 }
 

@@ -62,6 +62,7 @@ func fixtureDescription() Description {
 				MaxSeqLen:         32768,
 				MaxElements:       1 << 31,
 				NeedsGPU:          true,
+				SeqMultiple:       16,
 			},
 			Tunables: []Tunable{
 				{Name: "tile_n", Values: []string{"32", "64"}, Default: "64", Description: "keys per tile"},

@@ -92,6 +92,10 @@ type Capabilities struct {
 	MaxSeqLen         int     `json:"max_seq_len"`         // 0: no limit
 	MaxElements       int     `json:"max_elements"`        // per tensor; 0: no limit
 	NeedsGPU          bool    `json:"needs_gpu"`
+	// SeqMultiple, when above 1, is the multiple both sequence lengths
+	// must be: a kernel that does not mask its last tile declares its tile
+	// size here, and the host skips other lengths with a reason.
+	SeqMultiple int `json:"seq_multiple,omitempty"`
 }
 
 // Tunable is a parameter a variant is templated or configured on. The suite

@@ -18,14 +18,20 @@ type Plugin struct {
 	// PythonFile is set for a backend written as one Python file: Path is
 	// then the python-file runner, started on this file (WithPythonFiles).
 	PythonFile string
+	// CUDAFile is set for a backend written as one .cu file: Path is then
+	// the cuda-file runner, started on this spec (WithCUDAFiles).
+	CUDAFile string
 }
 
 // args are the plugin's command-line arguments.
 func (p Plugin) args() []string {
-	if p.PythonFile == "" {
-		return nil
+	switch {
+	case p.PythonFile != "":
+		return PythonFileArgs(p.Name, p.PythonFile)
+	case p.CUDAFile != "":
+		return CUDAFileArgs(p.Name, p.CUDAFile)
 	}
-	return PythonFileArgs(p.Name, p.PythonFile)
+	return nil
 }
 
 // Discover returns the plugins found in places, in order: each place is a

@@ -32,7 +32,24 @@ func PythonFileArgs(name, file string) []string {
 // Those come first and shadow a plugin binary of the same name, as the
 // places a suite names come before the default ones.
 func WithPythonFiles(found []Plugin, files []PythonFile) ([]Plugin, error) {
-	i := slices.IndexFunc(found, func(p Plugin) bool { return p.Name == PythonFileRunner })
+	named := make([]fileBackend, len(files))
+	for i, f := range files {
+		named[i] = fileBackend{name: f.Name, file: f.File}
+	}
+	return withFileBackends(found, PythonFileRunner, "a Python file", named,
+		func(runner Plugin, name, abs string) Plugin {
+			return Plugin{Name: name, Path: runner.Path, PythonFile: abs}
+		})
+}
+
+// fileBackend is a backend written as one file, run by a runner plugin.
+type fileBackend struct{ name, file string }
+
+// withFileBackends takes the runner plugin out of found (it is no backend
+// by itself) and puts first one plugin per file, made by plugin, which
+// shadows a plugin binary of the same name.
+func withFileBackends(found []Plugin, runnerName, kind string, files []fileBackend, plugin func(runner Plugin, name, abs string) Plugin) ([]Plugin, error) {
+	i := slices.IndexFunc(found, func(p Plugin) bool { return p.Name == runnerName })
 	var runner Plugin
 	if i >= 0 {
 		runner = found[i]
@@ -41,17 +58,17 @@ func WithPythonFiles(found []Plugin, files []PythonFile) ([]Plugin, error) {
 	var out []Plugin
 	for _, f := range files {
 		if runner.Path == "" {
-			return nil, fmt.Errorf("backend %s is a Python file (%s), which runs in the plugin %s%s; it was not found: run `make build`, or put it where plugins are looked for",
-				f.Name, f.File, BinaryPrefix, PythonFileRunner)
+			return nil, fmt.Errorf("backend %s is %s (%s), which runs in the plugin %s%s; it was not found: run `make build`, or put it where plugins are looked for",
+				f.name, kind, f.file, BinaryPrefix, runnerName)
 		}
-		abs, err := filepath.Abs(f.File)
+		abs, err := filepath.Abs(f.file)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Plugin{Name: f.Name, Path: runner.Path, PythonFile: abs})
+		out = append(out, plugin(runner, f.name, abs))
 	}
 	for _, p := range found {
-		if !slices.ContainsFunc(files, func(f PythonFile) bool { return f.Name == p.Name }) {
+		if !slices.ContainsFunc(files, func(f fileBackend) bool { return f.name == p.Name }) {
 			out = append(out, p)
 		}
 	}

@@ -57,3 +57,24 @@ func TestPythonFilePluginArgs(t *testing.T) {
 		t.Errorf("PythonFileName = %q, want my_fa", got)
 	}
 }
+
+func TestWithCUDAFiles(t *testing.T) {
+	runner := Plugin{Name: CUDAFileRunner, Path: "/bin/flashcore-backend-cuda-file"}
+	cpu := Plugin{Name: "cpu-reference", Path: "/bin/flashcore-backend-cpu-reference"}
+	abs, _ := filepath.Abs("kernels/splitkv.toml")
+	got, err := WithCUDAFiles([]Plugin{cpu, runner}, []CUDAFile{{Name: "splitkv", File: "kernels/splitkv.toml"}})
+	want := []Plugin{{Name: "splitkv", Path: runner.Path, CUDAFile: abs}, cpu}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, %v\nwant %+v", got, err, want)
+	}
+	if got, want := got[0].args(), []string{"--name", "splitkv", "--spec", abs}; !reflect.DeepEqual(got, want) {
+		t.Errorf("args %q, want %q", got, want)
+	}
+	_, err = WithCUDAFiles([]Plugin{cpu}, []CUDAFile{{Name: "splitkv", File: "kernels/splitkv.toml"}})
+	if err == nil || !strings.Contains(err.Error(), "backend splitkv is a CUDA file (kernels/splitkv.toml), which runs in the plugin flashcore-backend-cuda-file") {
+		t.Errorf("without the runner: %v", err)
+	}
+	if got := CUDAFileName("kernels/splitkv.toml"); got != "splitkv" {
+		t.Errorf("CUDAFileName = %q", got)
+	}
+}

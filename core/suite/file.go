@@ -61,6 +61,7 @@ type fileBackend struct {
 	Variants field[[]string] `toml:"variants"`
 	Path     field[string]   `toml:"path"`
 	Python   field[string]   `toml:"python"`
+	CUDA     field[string]   `toml:"cuda"`
 	Tunables tunables        `toml:"tunables"`
 	Tuned    field[string]   `toml:"tuned"`
 }

@@ -47,6 +47,13 @@ func (k *keyLines) find(key string, entry int) int {
 	}
 }
 
+// KeyLine returns the line of doc, a TOML document that parses, that sets
+// key (dotted, as in "kernels.grid") inside the entry-th entry of its
+// top-level array of tables (any entry when entry is negative), or 0.
+// Other TOML files a suite points to (a CUDA-file spec) name their lines
+// with it, as the suite does.
+func KeyLine(doc, key string, entry int) int { return scanKeyLines(doc).find(key, entry) }
+
 // scanKeyLines indexes the keys of a TOML document that has already parsed.
 func scanKeyLines(doc string) *keyLines {
 	s := lineScanner{arrays: map[string]int{}, index: &keyLines{}}

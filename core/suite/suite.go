@@ -119,6 +119,11 @@ type BackendSelection struct {
 	// directory; empty for a plugin binary. The host runs it through the
 	// python-file plugin (docs/adding-a-backend.md).
 	Python string
+	// CUDA is a backend written as one .cu file (or a prebuilt cubin): the
+	// spec file, a .toml that names the kernel file and says how to launch
+	// it, resolved against the suite's directory; empty for a plugin
+	// binary. The host runs it through the cuda-file plugin (docs/cuda.md).
+	CUDA string
 	// Tunables maps a tunable's name to the values to run; each combination
 	// is its own row.
 	Tunables map[string][]string

@@ -324,3 +324,21 @@ chain = ["cuda-scalar", "cuda-wmma", "pytorch-sdpa:sdpa-flash"]
 		t.Errorf("a suite without [gates] or [ablation]: %+v %+v", plain.Gates, plain.Ablation)
 	}
 }
+
+// A [[backends]] entry may name a CUDA-file spec; its path is resolved
+// against the suite's folder.
+func TestParseCUDAFileBackend(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "splitkv.toml"), []byte("source = \"splitkv.cu\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := "name = \"x\"\n[[backends]]\nname = \"splitkv\"\ncuda = \"splitkv.toml\"\n" + validSweep
+	s, err := Parse(filepath.Join(dir, "suite.toml"), []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []BackendSelection{{Name: "splitkv", CUDA: filepath.Join(dir, "splitkv.toml"), Tunables: map[string][]string{}}}
+	if !reflect.DeepEqual(s.Backends, want) {
+		t.Errorf("backends\n got %+v\nwant %+v", s.Backends, want)
+	}
+}

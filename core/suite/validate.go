@@ -186,10 +186,14 @@ func (d *decoder) backends(entries []fileBackend) []BackendSelection {
 			d.problem("backends.name", i, "backend %q is listed twice; list its variants and tunables in one entry", b.Name)
 		}
 		seen[b.Name] = true
-		if f.Path.Set && f.Python.Set {
+		switch {
+		case f.Path.Set && f.Python.Set:
 			d.problem("backends.python", i, "set path (a plugin binary) or python (a Python file), not both")
-		} else {
+		case f.CUDA.Set && (f.Path.Set || f.Python.Set):
+			d.problem("backends.cuda", i, "set one of path (a plugin binary), python (a Python file) and cuda (a CUDA-file spec)")
+		default:
 			b.Python = d.pythonFile(f.Python, i)
+			b.CUDA = d.cudaFile(f.CUDA, i)
 		}
 		if f.Variants.Set && len(b.Variants) == 0 {
 			d.problem("backends.variants", i, "must list at least one variant (leave it out for all)")
@@ -261,6 +265,31 @@ func (d *decoder) pythonFile(f field[string], i int) string {
 		d.problem(key, i, "%v", err)
 	case info.IsDir():
 		d.problem(key, i, "%s is a folder, not a .py file", path)
+	}
+	return path
+}
+
+// cudaFile resolves the CUDA-file spec of entry i of [[backends]] and
+// checks that it is there; its contents are checked by the command that
+// runs it (the spec has its own file, lines and keys).
+func (d *decoder) cudaFile(f field[string], i int) string {
+	if !f.Set {
+		return ""
+	}
+	const key = "backends.cuda"
+	path := d.resolve(f.Value)
+	info, err := os.Stat(path)
+	switch {
+	case strings.TrimSpace(f.Value) == "":
+		d.problem(key, i, "must not be empty: name the .toml spec of the CUDA kernel (docs/cuda.md)")
+	case !strings.HasSuffix(f.Value, ".toml"):
+		d.problem(key, i, "%q is not a .toml spec; the spec names the .cu file (docs/cuda.md)", f.Value)
+	case errors.Is(err, fs.ErrNotExist):
+		d.problem(key, i, "%s: no such file (paths are relative to the suite's folder)", path)
+	case err != nil:
+		d.problem(key, i, "%v", err)
+	case info.IsDir():
+		d.problem(key, i, "%s is a folder, not a .toml spec", path)
 	}
 	return path
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/flashcore/bench/internal/gpu"
@@ -32,7 +33,8 @@ type Backend struct {
 	device   gpu.DeviceInfo
 
 	worker  *gpu.Worker
-	module  *gpu.Module
+	module  *gpu.Module            // the embedded fatbin (Spec.Kernel)
+	images  map[string]*gpu.Module // images from Spec.Image, by key
 	timer   *gpu.Timer
 	startEv *gpu.Event
 	stopEv  *gpu.Event
@@ -51,6 +53,7 @@ func New(spec Spec) *Backend {
 	return &Backend{
 		spec:    spec,
 		kernels: map[string]*kernel{},
+		images:  map[string]*gpu.Module{},
 		cases:   map[string]*deviceCase{},
 		spin:    defaultSpinLengths(),
 	}
@@ -63,23 +66,52 @@ type kernel struct {
 	sharedAllowed int // dynamic shared memory the function has opted in to
 }
 
-// deviceCase is one prepared case: its buffers, launch and facts.
+// deviceCase is one prepared case: its buffers, launches and facts.
 type deviceCase struct {
 	shape      sdk.Shape
 	launch     Launch
-	kernel     *kernel
+	steps      []step
 	q, k, v, o *gpu.Buffer
-	args       []gpu.Arg
+	scratch    []*gpu.Buffer // in the order of launch.Scratch
+	resets     []reset       // what is reset before every call
 	output     string
 	facts      map[string]string
 }
 
+// step is one kernel launch of a call, with its parameters laid out.
+type step struct {
+	launch Launch
+	kernel *kernel
+	args   []gpu.Arg
+}
+
+// reset is a buffer set to word before every call.
+type reset struct {
+	buf  *gpu.Buffer
+	word uint32
+}
+
+// run is one call: reset what the plan resets, then launch every step.
 func (c *deviceCase) run() error {
-	return c.kernel.fn.Launch(c.launch.Grid, c.launch.Block, c.launch.DynamicSharedBytes, c.args...)
+	for _, r := range c.resets {
+		if err := r.buf.FillWords(r.word); err != nil {
+			return err
+		}
+	}
+	for _, s := range c.steps {
+		if err := s.kernel.fn.Launch(s.launch.Grid, s.launch.Block, s.launch.DynamicSharedBytes, s.args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *deviceCase) free() error {
-	return errors.Join(c.q.Free(), c.k.Free(), c.v.Free(), c.o.Free())
+	errs := []error{c.q.Free(), c.k.Free(), c.v.Free(), c.o.Free()}
+	for _, b := range c.scratch {
+		errs = append(errs, b.Free())
+	}
+	return errors.Join(errs...)
 }
 
 // Describe reports the backend, its device and its variant. It starts the
@@ -120,6 +152,9 @@ func (b *Backend) startOnce() {
 // start verifies the embedded kernels before touching the GPU, so a stale
 // fatbin is never loaded, then creates the context and loads everything.
 func (b *Backend) start() error {
+	if b.spec.Image != nil {
+		return b.startWithoutFatbin()
+	}
 	m, err := gpu.ParseManifest(b.spec.Kernel.Manifest)
 	if err != nil {
 		return err
@@ -140,15 +175,36 @@ func (b *Backend) start() error {
 		if b.module, err = gpu.LoadModule(b.spec.Kernel.Fatbin); err != nil {
 			return err
 		}
-		if b.timer, err = gpu.NewTimer(b.device, clockSlots); err != nil {
-			return err
-		}
-		if b.startEv, err = gpu.NewEvent(); err != nil {
-			return err
-		}
-		b.stopEv, err = gpu.NewEvent()
-		return err
+		return b.startTiming()
 	})
+}
+
+// startWithoutFatbin starts a backend whose kernels come from Spec.Image:
+// the context and the timing kernels now, the images at Prepare.
+func (b *Backend) startWithoutFatbin() error {
+	var err error
+	if b.worker, err = gpu.NewWorker(0); err != nil {
+		return err
+	}
+	b.device = b.worker.Device()
+	if d := b.device; d.Major*10+d.Minor < MinComputeCapability {
+		return fmt.Errorf("%s has compute capability %s; the timing kernels need %d.%d or newer",
+			d.Name, d.ComputeCapability(), MinComputeCapability/10, MinComputeCapability%10)
+	}
+	return b.worker.Do(b.startTiming)
+}
+
+// startTiming creates the timing kernels and events, on the CUDA thread.
+func (b *Backend) startTiming() error {
+	var err error
+	if b.timer, err = gpu.NewTimer(b.device, clockSlots); err != nil {
+		return err
+	}
+	if b.startEv, err = gpu.NewEvent(); err != nil {
+		return err
+	}
+	b.stopEv, err = gpu.NewEvent()
+	return err
 }
 
 // usable starts the backend if needed and says why it cannot work.
@@ -204,8 +260,18 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 		return unsupported("%v", err), nil
 	}
 	launch, err := b.spec.Plan(req.Shape, tunables)
+	if errors.Is(err, ErrInvalidPlan) {
+		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
+	}
 	if err != nil {
 		return unsupported("%v", err), nil
+	}
+	if err := launch.Validate(); err != nil {
+		return sdk.Prepared{}, fmt.Errorf("prepare %s: the plan: %w", req.CaseID, err)
+	}
+	image, err := b.image(tunables)
+	if err != nil {
+		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
 	}
 	in, err := readInputs(req.Files, req.Shape)
 	if err != nil {
@@ -214,26 +280,22 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 	var c *deviceCase
 	var reason string
 	err = b.do(func() error {
-		k, err := b.kernel(launch.Function)
-		if err != nil {
-			return err
-		}
-		occupancy, why, err := b.fit(k, launch)
+		steps, facts, why, err := b.steps(image, launch)
 		if err != nil || why != "" {
 			reason = why
 			return err
 		}
-		c, err = b.upload(req.Shape, launch, k, in)
+		c, err = b.upload(req.Shape, launch, steps, in)
 		if err != nil {
 			return err
 		}
-		c.facts = mergeFacts(buildFacts(b.manifest, b.target), launchFacts(launch, k.res, occupancy, tunables))
+		c.facts = mergeFacts(b.buildFacts(image), facts, tunableFacts(tunables), scratchFacts(launch))
 		return nil
 	})
 	switch {
 	case gpu.IsOutOfMemory(err):
-		return sdk.Prepared{}, fmt.Errorf("out of memory: case %s needs %d bytes of device memory for Q, K, V and O: %w",
-			req.CaseID, 2*(len(in.q)+len(in.k)), err)
+		return sdk.Prepared{}, fmt.Errorf("out of memory: case %s needs %d bytes of device memory for Q, K, V, O and %d of scratch: %w",
+			req.CaseID, 2*(len(in.q)+len(in.k)), launch.ScratchBytes(), err)
 	case err != nil:
 		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
 	case reason != "":
@@ -244,12 +306,91 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 	return sdk.Prepared{LoadedSHA256: in.sha256, Facts: c.facts}, nil
 }
 
-// kernel looks a function up once and caches it with its resources.
-func (b *Backend) kernel(name string) (*kernel, error) {
-	if k, ok := b.kernels[name]; ok {
+// image is the Spec.Image for the case's tunables, or nil where the
+// kernels are the embedded fatbin. It runs off the CUDA thread: a compile
+// may take seconds.
+func (b *Backend) image(tunables map[string]string) (*Image, error) {
+	if b.spec.Image == nil {
+		return nil, nil
+	}
+	img, err := b.spec.Image(b.device, tunables)
+	if err != nil {
+		return nil, err
+	}
+	return &img, nil
+}
+
+// buildFacts are the facts of the code that runs: the embedded fatbin's
+// manifest, or the image's own.
+func (b *Backend) buildFacts(img *Image) map[string]string {
+	if img != nil {
+		return maps.Clone(img.Facts)
+	}
+	return buildFacts(b.manifest, b.target)
+}
+
+// steps looks up, fits and describes every kernel of the launch, on the
+// CUDA thread. A launch that cannot fit comes back as a reason.
+func (b *Backend) steps(img *Image, l Launch) ([]step, map[string]string, string, error) {
+	module, key, err := b.moduleFor(img)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var steps []step
+	facts := map[string]string{}
+	for i, sl := range l.Steps() {
+		k, err := b.kernel(module, key, sl.Function)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		occupancy, why, err := b.fit(k, sl)
+		if err != nil || why != "" {
+			return nil, nil, why, err
+		}
+		steps = append(steps, step{launch: sl, kernel: k})
+		prefix := ""
+		if i > 0 {
+			prefix = fmt.Sprintf("%s%d.", FactStepPrefix, i+1)
+		}
+		for name, value := range launchFacts(sl, k.res, occupancy) {
+			facts[prefix+name] = value
+		}
+	}
+	if len(steps) > 1 {
+		names := make([]string, len(steps))
+		for i, s := range steps {
+			names[i] = s.launch.Function
+		}
+		facts[FactKernelFunction] = strings.Join(names, " + ")
+	}
+	return steps, facts, "", nil
+}
+
+// moduleFor is the module that holds the kernels: the embedded fatbin, or
+// the image, loaded once per key.
+func (b *Backend) moduleFor(img *Image) (*gpu.Module, string, error) {
+	if img == nil {
+		return b.module, "", nil
+	}
+	if m, ok := b.images[img.Key]; ok {
+		return m, img.Key, nil
+	}
+	m, err := gpu.LoadModule(img.Data)
+	if err != nil {
+		return nil, "", err
+	}
+	b.images[img.Key] = m
+	return m, img.Key, nil
+}
+
+// kernel looks a function up once per module and caches it with its
+// resources.
+func (b *Backend) kernel(module *gpu.Module, key, name string) (*kernel, error) {
+	id := key + "\x00" + name
+	if k, ok := b.kernels[id]; ok {
 		return k, nil
 	}
-	fn, err := b.module.Function(name)
+	fn, err := module.Function(name)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +399,7 @@ func (b *Backend) kernel(name string) (*kernel, error) {
 		return nil, err
 	}
 	k := &kernel{fn: fn, res: res}
-	b.kernels[name] = k
+	b.kernels[id] = k
 	return k, nil
 }
 
@@ -291,9 +432,10 @@ func (b *Backend) fit(k *kernel, l Launch) (blocksPerSM int, reason string, err 
 	return blocksPerSM, "", nil
 }
 
-// upload allocates the case's buffers and copies the inputs in.
-func (b *Backend) upload(shape sdk.Shape, l Launch, k *kernel, in inputs) (c *deviceCase, err error) {
-	c = &deviceCase{shape: shape, launch: l, kernel: k}
+// upload allocates the case's buffers, copies the inputs in, poisons the
+// scratch that is not zeroed, and lays out every step's parameters.
+func (b *Backend) upload(shape sdk.Shape, l Launch, steps []step, in inputs) (c *deviceCase, err error) {
+	c = &deviceCase{shape: shape, launch: l, steps: steps}
 	defer func() {
 		if err != nil {
 			c.free()
@@ -316,8 +458,48 @@ func (b *Backend) upload(shape sdk.Shape, l Launch, k *kernel, in inputs) (c *de
 			return nil, err
 		}
 	}
-	c.args = KernelArgs(c.q.Arg(), c.k.Arg(), c.v.Arg(), c.o.Arg(), shape)
+	for _, s := range l.Scratch {
+		buf, err := gpu.Alloc(s.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		c.scratch = append(c.scratch, buf)
+		if s.Reset {
+			c.resets = append(c.resets, reset{buf, s.Word})
+		} else if err := buf.Fill(sdk.PoisonByte); err != nil {
+			return nil, err
+		}
+	}
+	if l.OutputReset {
+		c.resets = append(c.resets, reset{c.o, l.OutputWord})
+	}
+	for i := range c.steps {
+		c.steps[i].args = c.args(c.steps[i].launch)
+	}
 	return c, nil
+}
+
+// args lays out the parameters of one step (see Launch.Params).
+func (c *deviceCase) args(l Launch) []gpu.Arg {
+	buffers := map[string]*gpu.Buffer{"q": c.q, "k": c.k, "v": c.v, "o": c.o}
+	for i, s := range c.launch.Scratch {
+		buffers[s.Name] = c.scratch[i]
+	}
+	if l.Params == nil {
+		args := KernelArgs(c.q.Arg(), c.k.Arg(), c.v.Arg(), c.o.Arg(), c.shape)
+		for _, b := range c.scratch {
+			args = append(args, b.Arg())
+		}
+		return args
+	}
+	args := make([]gpu.Arg, len(l.Params))
+	for i, p := range l.Params {
+		args[i] = p.Value
+		if p.Buffer != "" {
+			args[i] = buffers[p.Buffer].Arg()
+		}
+	}
+	return args
 }
 
 // Fetch poisons the output, runs the kernel once and writes the output file.
@@ -437,6 +619,9 @@ func (b *Backend) shutdown() error {
 			if b.module != nil {
 				errs = append(errs, b.module.Unload())
 			}
+			for _, key := range slices.Sorted(maps.Keys(b.images)) {
+				errs = append(errs, b.images[key].Unload())
+			}
 			return errors.Join(errs...)
 		}))
 	}
@@ -444,5 +629,6 @@ func (b *Backend) shutdown() error {
 	b.worker, b.module, b.timer, b.startEv, b.stopEv = nil, nil, nil, nil, nil
 	clear(b.cases)
 	clear(b.kernels)
+	clear(b.images)
 	return errors.Join(errs...)
 }

@@ -23,6 +23,7 @@ func baseDescription(spec Spec) sdk.Description {
 	return sdk.Description{
 		Name:     spec.Name,
 		Version:  spec.Version,
+		Build:    spec.Build,
 		Device:   sdk.Device{Kind: "gpu"},
 		Variants: []sdk.Variant{spec.Variant},
 	}

@@ -18,6 +18,8 @@ const (
 	FactCompiler          = "kernel_compiler"
 	FactCompilerFlags     = "kernel_compiler_flags"
 	FactFatbinArchs       = "kernel_fatbin_archs"
+	FactKernelCompileFrom = "kernel_file"      // a kernel compiled at Prepare: its source or binary
+	FactKernelCacheHit    = "kernel_cache_hit" // "true" when the compiled kernel came from the cache
 	FactRegisters         = "registers_per_thread"
 	FactSpillBytes        = "spill_bytes_per_thread"
 	FactStaticShared      = "static_shared_bytes"
@@ -34,6 +36,16 @@ const (
 	FactCallsPerSample    = "calls_per_sample"
 	FactL2FlushBytes      = "l2_flush_bytes"
 	FactTimingKernelsHash = "timing_source_sha256"
+	// FactStepPrefix starts the launch facts of a plan's second and later
+	// kernels: "step2.registers_per_thread".
+	FactStepPrefix = "step"
+	// FactScratchBytes is the size of every scratch buffer together;
+	// FactScratchPrefix + name is one buffer's size, then "zeroed" or
+	// "reset to 0x…" when it is reset before every call. FactOutputReset
+	// is the word O is reset to before every call, when it is.
+	FactScratchBytes  = "scratch_bytes"
+	FactScratchPrefix = "scratch."
+	FactOutputReset   = "output_reset"
 )
 
 // buildFacts are the facts about the fatbin and the code the driver runs.
@@ -56,7 +68,7 @@ func gencodeFlags(gencode []string) []string {
 }
 
 // launchFacts are the facts about one kernel launch configuration.
-func launchFacts(l Launch, res gpu.FuncResources, blocksPerSM int, tunables map[string]string) map[string]string {
+func launchFacts(l Launch, res gpu.FuncResources, blocksPerSM int) map[string]string {
 	facts := map[string]string{
 		FactKernelFunction: l.Function,
 		FactRegisters:      strconv.Itoa(res.Registers),
@@ -70,8 +82,46 @@ func launchFacts(l Launch, res gpu.FuncResources, blocksPerSM int, tunables map[
 		FactGrid:           dimString(l.Grid),
 		FactBlock:          dimString(l.Block),
 	}
-	for _, name := range slices.Sorted(maps.Keys(tunables)) {
-		facts[FactTunablePrefix+name] = tunables[name]
+	return facts
+}
+
+// tunableFacts record the tunables a case ran with.
+func tunableFacts(tunables map[string]string) map[string]string {
+	facts := map[string]string{}
+	for name, value := range tunables {
+		facts[FactTunablePrefix+name] = value
+	}
+	return facts
+}
+
+// resetString says what a buffer is reset to.
+func resetString(word uint32) string {
+	if word == 0 {
+		return "zeroed"
+	}
+	return fmt.Sprintf("reset to 0x%08x", word)
+}
+
+// scratchFacts record the scratch buffers of a plan and the output's reset;
+// none without either.
+func scratchFacts(l Launch) map[string]string {
+	facts := map[string]string{}
+	if l.OutputReset {
+		facts[FactOutputReset] = resetString(l.OutputWord)
+	}
+	if len(l.Scratch) == 0 {
+		if len(facts) == 0 {
+			return nil
+		}
+		return facts
+	}
+	facts[FactScratchBytes] = strconv.FormatInt(l.ScratchBytes(), 10)
+	for _, s := range l.Scratch {
+		v := strconv.FormatInt(s.Bytes, 10)
+		if s.Reset {
+			v += " " + resetString(s.Word)
+		}
+		facts[FactScratchPrefix+s.Name] = v
 	}
 	return facts
 }

@@ -1,6 +1,7 @@
 package cudabackend
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -26,6 +27,28 @@ type Spec struct {
 	// they can). It is asked before the fatbin's targets, so a plugin whose
 	// kernels need one architecture (sm_90a) refuses other devices by name.
 	Device func(d gpu.DeviceInfo) error
+	// Image, when set, supplies the kernels in place of Kernel: Prepare asks
+	// it, with the device and the case's tunables, for the module image
+	// that holds the plan's functions (the cuda-file plugin compiles a .cu
+	// file here). Its error is the case's error, compile log included.
+	Image func(device gpu.DeviceInfo, tunables map[string]string) (Image, error)
+	// Build is the Description's Build where Image supplies the kernels.
+	Build string
+}
+
+// ErrInvalidPlan marks a Plan error that is the plugin's fault, not a case
+// it cannot run (a formula of a CUDA-file spec that does not evaluate): the
+// case is an error, not a skip.
+var ErrInvalidPlan = errors.New("invalid plan")
+
+// Image is a module image (cubin, fatbin or PTX) made for one device.
+type Image struct {
+	// Key identifies the image: images with the same key are loaded once.
+	Key  string
+	Data []byte
+	// Facts replace the facts an embedded fatbin's manifest gives: source
+	// hash, compiler, flags and target (FactKernelSourceHash, ...).
+	Facts map[string]string
 }
 
 // KernelFiles are the embedded build outputs and sources of a plugin.
@@ -35,12 +58,122 @@ type KernelFiles struct {
 	Sources  map[string][]byte // the sources, keyed by repository path
 }
 
-// Launch is how one case runs: every attention kernel takes the same
-// parameters (see KernelArgs).
+// Launch is how one case runs: the kernel, its geometry, and what it is
+// given. Every call of the case (the checked one and each timed one) runs
+// the same sequence: reset the scratch buffers marked Reset (and O, with
+// OutputReset), launch this kernel, then each of Then, in order, on one
+// stream. docs/cuda.md is the
+// contract a kernel author reads.
 type Launch struct {
 	Function           string
 	Grid, Block        gpu.Dim3
 	DynamicSharedBytes int
+	// Params are the kernel's parameters in order. nil means the standard
+	// list (KernelArgs: q, k, v, o, heads, kv_heads, seq_q, seq_k, causal,
+	// scale·log2(e)) followed by a pointer to each scratch buffer, in the
+	// order of Scratch.
+	Params []Param
+	// Scratch are device buffers the kernels need besides Q, K, V and O
+	// (partial outputs, row statistics, counters), allocated at Prepare
+	// and freed at Release.
+	Scratch []Scratch
+	// Then are kernels launched after this one in every call, in order (a
+	// combine step after a split-KV step). They see this launch's buffers;
+	// their own Scratch and Then must be empty.
+	Then []Launch
+	// OutputReset sets every 4-byte word of O to OutputWord before every
+	// call, for a kernel that reads O before it writes it (accumulates into
+	// it). O then no longer starts poisoned, so an element the kernel
+	// never writes is caught only where the reset value is wrong.
+	OutputReset bool
+	OutputWord  uint32
+}
+
+// Scratch is one device buffer of a Launch.
+type Scratch struct {
+	Name  string // how Params name it; not q, k, v or o
+	Bytes int64
+	// Reset sets every 4-byte word of the buffer to Word before every call,
+	// inside the timed region (it is work the kernel needs done): Word 0
+	// zeroes counters and sums, math.Float32bits(-inf) starts running
+	// maxima. Bytes must then be a multiple of 4. A buffer not reset is
+	// filled with poison once, at Prepare, so a kernel that reads it before
+	// writing it is caught by the check rather than passing by luck.
+	Reset bool
+	Word  uint32
+}
+
+// Zeroed is a scratch buffer of bytes zeroed before every call.
+func Zeroed(name string, bytes int64) Scratch { return Scratch{Name: name, Bytes: bytes, Reset: true} }
+
+// Param is one kernel parameter: a buffer, by name (q, k, v, o or a
+// scratch buffer), or a value.
+type Param struct {
+	Buffer string
+	Value  gpu.Arg
+}
+
+// BufferParam passes a pointer to the named buffer.
+func BufferParam(name string) Param { return Param{Buffer: name} }
+
+// ValueParam passes a scalar (gpu.Int32, gpu.Float32, gpu.Float64, ...).
+func ValueParam(a gpu.Arg) Param { return Param{Value: a} }
+
+// tensorBuffers are the buffers every case has.
+var tensorBuffers = []string{"q", "k", "v", "o"}
+
+// Steps are the launches of one call, in order: l, then each of l.Then.
+func (l Launch) Steps() []Launch {
+	return append([]Launch{l}, l.Then...)
+}
+
+// Validate says what is wrong with a plan: a scratch buffer without a name,
+// a size or a unique name, a parameter naming a buffer that does not exist,
+// a nested Then or Scratch, an empty grid or block.
+func (l Launch) Validate() error {
+	names := slices.Clone(tensorBuffers)
+	for _, s := range l.Scratch {
+		switch {
+		case s.Name == "":
+			return fmt.Errorf("a scratch buffer has no name")
+		case slices.Contains(names, s.Name):
+			return fmt.Errorf("scratch buffer %q: the name is taken", s.Name)
+		case s.Bytes <= 0:
+			return fmt.Errorf("scratch buffer %q: size %d bytes must be positive", s.Name, s.Bytes)
+		case s.Reset && s.Bytes%4 != 0:
+			return fmt.Errorf("scratch buffer %q: a buffer reset word by word needs a size that is a multiple of 4, not %d", s.Name, s.Bytes)
+		}
+		names = append(names, s.Name)
+	}
+	for i, step := range l.Steps() {
+		if i > 0 && (len(step.Scratch) > 0 || len(step.Then) > 0) {
+			return fmt.Errorf("%s: a following kernel has its own scratch or following kernels; declare them on the first", step.Function)
+		}
+		if step.Function == "" {
+			return fmt.Errorf("kernel %d of the plan has no function", i+1)
+		}
+		if step.Grid.Threads() <= 0 || step.Block.Threads() <= 0 {
+			return fmt.Errorf("%s: grid %v and block %v must be positive", step.Function, step.Grid, step.Block)
+		}
+		if step.DynamicSharedBytes < 0 {
+			return fmt.Errorf("%s: negative dynamic shared memory", step.Function)
+		}
+		for _, p := range step.Params {
+			if p.Buffer != "" && !slices.Contains(names, p.Buffer) {
+				return fmt.Errorf("%s: parameter names buffer %q; there are %s", step.Function, p.Buffer, strings.Join(names, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// ScratchBytes is the size of every scratch buffer together.
+func (l Launch) ScratchBytes() int64 {
+	var n int64
+	for _, s := range l.Scratch {
+		n += s.Bytes
+	}
+	return n
 }
 
 // Sources returns the shared kernel sources (internal/gpu/kernels) plus one
@@ -138,6 +271,8 @@ func CheckShape(caps sdk.Capabilities, shape sdk.Shape) error {
 		return fmt.Errorf("grouped-query heads (%d/%d) are not supported", shape.Heads, shape.KVHeads)
 	case shape.SeqQ != shape.SeqK && !caps.UnequalSeqLens:
 		return fmt.Errorf("unequal sequence lengths (%d×%d) are not supported", shape.SeqQ, shape.SeqK)
+	case caps.SeqMultiple > 1 && (shape.SeqQ%caps.SeqMultiple != 0 || shape.SeqK%caps.SeqMultiple != 0):
+		return fmt.Errorf("sequence lengths %d×%d are not multiples of %d", shape.SeqQ, shape.SeqK, caps.SeqMultiple)
 	case caps.MaxSeqLen > 0 && max(shape.SeqQ, shape.SeqK) > caps.MaxSeqLen:
 		return fmt.Errorf("sequence length %d exceeds the maximum %d", max(shape.SeqQ, shape.SeqK), caps.MaxSeqLen)
 	case caps.MaxElements > 0 && max(shape.QElements(), shape.KVElements()) > caps.MaxElements:

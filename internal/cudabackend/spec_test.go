@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,7 +180,7 @@ func TestFacts(t *testing.T) {
 	facts := mergeFacts(buildFacts(m, gpu.Target{Arch: "sm_90"}), launchFacts(
 		Launch{Function: "attn_fwd_fp16_d64_n32_s2", Grid: gpu.Dim3{X: 11, Y: 8, Z: 1}, Block: gpu.Dim3{X: 192, Y: 1, Z: 1}, DynamicSharedBytes: 36480},
 		gpu.FuncResources{Registers: 80, LocalBytes: 8, StaticSharedBytes: 0, MaxThreadsPerBlock: 768, BinaryVersion: 90, PTXVersion: 78},
-		2, map[string]string{"tile_n": "32"}))
+		2), tunableFacts(map[string]string{"tile_n": "32"}))
 	want := map[string]string{
 		FactKernelTarget: "sm_90 cubin", FactCompilerFlags: "-O3 -gencode arch=compute_90,code=sm_90", FactFatbinArchs: "sm_90,compute_90",
 		FactRegisters: "80", FactSpillBytes: "8", FactDynamicShared: "36480", FactBinaryVersion: "9.0", FactPTXVersion: "7.8",
@@ -246,5 +249,56 @@ func TestCheckDevice(t *testing.T) {
 				t.Errorf("checkDevice = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestLaunchValidate(t *testing.T) {
+	one := gpu.Dim3{X: 1, Y: 1, Z: 1}
+	ok := Launch{Function: "split", Grid: one, Block: gpu.Dim3{X: 128, Y: 1, Z: 1},
+		Params:  []Param{BufferParam("q"), BufferParam("partial"), ValueParam(gpu.Int32(3))},
+		Scratch: []Scratch{{Name: "partial", Bytes: 64, Reset: true}},
+		Then:    []Launch{{Function: "combine", Grid: one, Block: one, Params: []Param{BufferParam("partial"), BufferParam("o")}}}}
+	with := func(f func(*Launch)) Launch {
+		l := ok
+		l.Scratch = slices.Clone(ok.Scratch)
+		l.Then = slices.Clone(ok.Then)
+		f(&l)
+		return l
+	}
+	tests := []struct {
+		name string
+		l    Launch
+		want string
+	}{
+		{"fine", ok, ""},
+		{"scratch named o", with(func(l *Launch) { l.Scratch[0].Name = "o" }), `scratch buffer "o": the name is taken`},
+		{"empty scratch", with(func(l *Launch) { l.Scratch[0].Bytes = 0 }), `scratch buffer "partial": size 0 bytes must be positive`},
+		{"unknown buffer", with(func(l *Launch) { l.Then[0].Params = []Param{BufferParam("lse")} }), `combine: parameter names buffer "lse"; there are q, k, v, o, partial`},
+		{"nested scratch", with(func(l *Launch) { l.Then[0].Scratch = []Scratch{{Name: "x", Bytes: 1}} }), "combine: a following kernel has its own scratch or following kernels; declare them on the first"},
+		{"reset, not whole words", with(func(l *Launch) { l.Scratch[0].Bytes = 6 }), `scratch buffer "partial": a buffer reset word by word needs a size that is a multiple of 4, not 6`},
+		{"empty grid", with(func(l *Launch) { l.Then[0].Grid = gpu.Dim3{X: 0, Y: 1, Z: 1} }), "combine: grid {0 1 1} and block {1 1 1} must be positive"},
+	}
+	for _, tc := range tests {
+		err := tc.l.Validate()
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if n := ok.ScratchBytes(); n != 64 {
+		t.Errorf("ScratchBytes = %d", n)
+	}
+}
+
+func TestScratchFacts(t *testing.T) {
+	l := Launch{Scratch: []Scratch{Zeroed("partial", 64), {Name: "lse", Bytes: 8}, {Name: "m", Bytes: 16, Reset: true, Word: 0xff800000}},
+		OutputReset: true}
+	got := scratchFacts(l)
+	want := map[string]string{"scratch_bytes": "88", "scratch.partial": "64 zeroed", "scratch.lse": "8",
+		"scratch.m": "16 reset to 0xff800000", "output_reset": "zeroed"}
+	if !maps.Equal(got, want) {
+		t.Errorf("scratchFacts = %v, want %v", got, want)
+	}
+	if scratchFacts(Launch{}) != nil {
+		t.Error("facts for a plan without scratch")
 	}
 }

@@ -71,6 +71,15 @@ func (b *Buffer) Fill(value byte) error {
 	return wrap("fill device memory", cu.MemsetD8(b.ptr, value, b.size))
 }
 
+// FillWords sets every 4-byte word of the buffer to word; the size must be
+// a multiple of 4.
+func (b *Buffer) FillWords(word uint32) error {
+	if b.size%4 != 0 {
+		return fmt.Errorf("gpu: fill %d bytes word by word: not a multiple of 4", b.size)
+	}
+	return wrap("fill device memory", cu.MemsetD32(b.ptr, word, b.size/4))
+}
+
 // Synchronize waits for all work queued in the current context and returns
 // the first fault a kernel raised, if any.
 func Synchronize() error { return wrap("synchronize", cu.Synchronize()) }

@@ -22,6 +22,12 @@ func Uint64(x uint64) Arg { return Arg(x) }
 // Float32 is a float kernel parameter.
 func Float32(x float32) Arg { return Arg(uint64(math.Float32bits(x))) }
 
+// Float64 is a double kernel parameter.
+func Float64(x float64) Arg { return Arg(math.Float64bits(x)) }
+
+// Int64 is a long long kernel parameter.
+func Int64(x int64) Arg { return Arg(uint64(x)) }
+
 // Pointer is a device pointer kernel parameter.
 func Pointer(address uintptr) Arg { return Arg(uint64(address)) }
 

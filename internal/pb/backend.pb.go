@@ -223,6 +223,7 @@ type Capabilities struct {
 	MaxSeqLen         int64                  `protobuf:"varint,7,opt,name=max_seq_len,json=maxSeqLen,proto3" json:"max_seq_len,omitempty"`
 	MaxElements       int64                  `protobuf:"varint,8,opt,name=max_elements,json=maxElements,proto3" json:"max_elements,omitempty"`
 	NeedsGpu          bool                   `protobuf:"varint,9,opt,name=needs_gpu,json=needsGpu,proto3" json:"needs_gpu,omitempty"`
+	SeqMultiple       int64                  `protobuf:"varint,10,opt,name=seq_multiple,json=seqMultiple,proto3" json:"seq_multiple,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -318,6 +319,13 @@ func (x *Capabilities) GetNeedsGpu() bool {
 		return x.NeedsGpu
 	}
 	return false
+}
+
+func (x *Capabilities) GetSeqMultiple() int64 {
+	if x != nil {
+		return x.SeqMultiple
+	}
+	return 0
 }
 
 // Tunable is sdk.Tunable.
@@ -1458,7 +1466,7 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\x05seq_k\x18\x05 \x01(\x03R\x04seqK\x12\x19\n" +
 	"\bhead_dim\x18\x06 \x01(\x03R\aheadDim\x12\x16\n" +
 	"\x06causal\x18\a \x01(\bR\x06causal\x12\x14\n" +
-	"\x05dtype\x18\b \x01(\tR\x05dtype\"\xb4\x02\n" +
+	"\x05dtype\x18\b \x01(\tR\x05dtype\"\xd7\x02\n" +
 	"\fCapabilities\x12\x16\n" +
 	"\x06dtypes\x18\x01 \x03(\tR\x06dtypes\x12\x1b\n" +
 	"\thead_dims\x18\x02 \x03(\x03R\bheadDims\x12\x16\n" +
@@ -1469,7 +1477,9 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\x10unequal_seq_lens\x18\x06 \x01(\bR\x0eunequalSeqLens\x12\x1e\n" +
 	"\vmax_seq_len\x18\a \x01(\x03R\tmaxSeqLen\x12!\n" +
 	"\fmax_elements\x18\b \x01(\x03R\vmaxElements\x12\x1b\n" +
-	"\tneeds_gpu\x18\t \x01(\bR\bneedsGpu\"q\n" +
+	"\tneeds_gpu\x18\t \x01(\bR\bneedsGpu\x12!\n" +
+	"\fseq_multiple\x18\n" +
+	" \x01(\x03R\vseqMultiple\"q\n" +
 	"\aTunable\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\tR\x06values\x12\x18\n" +

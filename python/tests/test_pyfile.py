@@ -154,7 +154,7 @@ def test_describe_offers_one_variant_named_as_the_backend_with_its_tunables(tmp_
         {"name": "BLOCK_M", "values": ["64", "128"], "default": "64", "description": "TUNABLES['BLOCK_M'] of kernel.py"},
         {"name": "stages", "values": ["2", "3"], "default": "2", "description": "TUNABLES['stages'] of kernel.py"},
     ]
-    assert variant["capabilities"] == core.capabilities(("fp16", "bf16", "fp32"))
+    assert variant["capabilities"] == core.capabilities(("fp16", "bf16", "fp32"), seq_multiple=16)
     assert d["version"].startswith("sha256:") and path in d["build"]
 
 

@@ -283,7 +283,7 @@ def torch_dtype(name):
 
 def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
                  unequal_seq_lens=True, head_dims=(), max_seq_len=0, max_elements=0,
-                 needs_gpu=False):
+                 needs_gpu=False, seq_multiple=1):
     """An sdk.Capabilities as JSON."""
     return {
         "dtypes": list(dtypes),
@@ -295,6 +295,7 @@ def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
         "max_seq_len": max_seq_len,
         "max_elements": max_elements,
         "needs_gpu": needs_gpu,
+        "seq_multiple": seq_multiple,
     }
 
 

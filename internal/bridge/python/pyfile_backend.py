@@ -303,7 +303,8 @@ class Backend:
         capabilities = core.capabilities(
             caps["dtypes"], causal=caps["causal"], non_causal=caps["non_causal"],
             grouped_query_heads=caps["gqa"], unequal_seq_lens=caps["unequal_lengths"],
-            head_dims=caps["head_dims"], max_seq_len=caps["max_seq_len"], needs_gpu=caps["needs_gpu"])
+            head_dims=caps["head_dims"], max_seq_len=caps["max_seq_len"], needs_gpu=caps["needs_gpu"],
+            seq_multiple=caps["seq_multiple"])
         tunables = [{"name": name, "values": list(values), "default": next(iter(values)),
                      "description": f"TUNABLES[{name!r}] of {os.path.basename(self.path)}"}
                     for name, values in self.file.tunables.items()]

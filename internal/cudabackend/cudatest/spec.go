@@ -51,10 +51,12 @@ func CheckPlans(t *testing.T, spec cudabackend.Spec, kernelSource []byte) {
 				t.Errorf("plan %s %v: %v", c.Shape, combo, err)
 				continue
 			}
-			if !slices.Contains(defined, l.Function) {
-				t.Errorf("plan %s %v: kernel %s is not instantiated in kernel.cu", c.Shape, combo, l.Function)
+			for _, step := range l.Steps() {
+				if !slices.Contains(defined, step.Function) {
+					t.Errorf("plan %s %v: kernel %s is not instantiated in kernel.cu", c.Shape, combo, step.Function)
+				}
+				used[step.Function] = true
 			}
-			used[l.Function] = true
 			checkLaunch(t, c.Shape, l)
 		}
 	}
@@ -65,15 +67,22 @@ func CheckPlans(t *testing.T, spec cudabackend.Spec, kernelSource []byte) {
 	}
 }
 
+// checkLaunch checks what every launch must be, whatever the plugin's grid
+// rule: a valid plan (buffers, scratch, positive geometry) whose blocks are
+// whole warps up to 1024 threads, and a grid inside CUDA's limits.
 func checkLaunch(t *testing.T, s sdk.Shape, l cudabackend.Launch) {
 	t.Helper()
-	switch {
-	case l.Block.Threads() <= 0 || l.Block.Threads() > 1024 || l.Block.Threads()%32 != 0:
-		t.Errorf("%s: block %+v is not a whole number of warps up to 1024 threads", l.Function, l.Block)
-	case l.Grid.Y != s.Heads || l.Grid.Z != s.Batch || l.Grid.X <= 0:
-		t.Errorf("%s: grid %+v, want (query tiles, %d heads, batch %d)", l.Function, l.Grid, s.Heads, s.Batch)
-	case l.DynamicSharedBytes < 0:
-		t.Errorf("%s: negative dynamic shared memory", l.Function)
+	if err := l.Validate(); err != nil {
+		t.Errorf("plan %s: %v", s, err)
+		return
+	}
+	for _, step := range l.Steps() {
+		switch {
+		case step.Block.Threads() > 1024 || step.Block.Threads()%32 != 0:
+			t.Errorf("%s: block %+v is not a whole number of warps up to 1024 threads", step.Function, step.Block)
+		case step.Grid.Y > 65535 || step.Grid.Z > 65535:
+			t.Errorf("%s: grid %+v exceeds CUDA's limit of 65535 in y or z", step.Function, step.Grid)
+		}
 	}
 }
 

@@ -1,16 +1,10 @@
 // attention.cuh: device helpers shared by the FlashCore attention kernels.
 //
-// Every kernel takes the same parameters, in this order, each one a pointer
-// or a 4-byte scalar (the Go side passes every parameter in its own 8-byte
-// slot, so no struct is ever passed by value):
-//
-//   q, k, v, o                 device pointers, layout [batch, heads, seq, D]
-//   heads, kv_heads            query heads and key/value heads (GQA)
-//   seq_q, seq_k               rows of Q/O and of K/V
-//   causal                     1: query i sees keys j <= i (top-left)
-//   scale_log2                 softmax scale * log2(e), so p = exp2(s - m)
-//
-// The grid is (query tiles, heads, batch).
+// The kernels of the Go CUDA plugins take the standard parameter list of
+// docs/cuda.md ("The kernel contract"), the one place it is written down:
+// q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, then the softmax scale
+// times log2(e) (scale_log2 below), so p = exp2(s - m). Their grid is
+// (query tiles, heads, batch).
 #pragma once
 
 #include <cuda_bf16.h>

@@ -1,0 +1,244 @@
+package cudafile
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flashcore/bench/internal/cudabackend"
+	"github.com/flashcore/bench/internal/gpu"
+)
+
+// compileTimeout bounds one nvcc run.
+const compileTimeout = 5 * time.Minute
+
+// headerExts are the files beside the source whose contents go into the
+// cache key: a kernel's own headers change what it compiles to.
+var headerExts = []string{".h", ".cuh", ".hpp", ".inc", ".inl"}
+
+// Compiler makes module images from a spec for the device there: a
+// prebuilt binary as it is, a source through nvcc, cached by what went in.
+type Compiler struct {
+	// NVCC is the compiler; "" finds it (FindNVCC) on first use.
+	NVCC string
+	// CacheDir holds compiled images; "" is CacheDir().
+	CacheDir string
+
+	mu      sync.Mutex
+	version string // nvcc --version's last line
+}
+
+// CacheDir is where compiled kernels are kept: $FLASHCORE_CACHE_DIR/cuda-file,
+// else the user's cache folder (~/.cache/flashcore/cuda-file on Linux).
+func CacheDir() string {
+	if dir := os.Getenv("FLASHCORE_CACHE_DIR"); dir != "" {
+		return filepath.Join(dir, "cuda-file")
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "flashcore", "cuda-file")
+	}
+	return filepath.Join(os.TempDir(), "flashcore-cache", "cuda-file")
+}
+
+// FindNVCC is $FLASHCORE_NVCC, nvcc on PATH, $CUDA_HOME/bin/nvcc or
+// /usr/local/cuda/bin/nvcc, the first that exists.
+func FindNVCC() (string, error) {
+	if p := os.Getenv("FLASHCORE_NVCC"); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("nvcc"); err == nil {
+		return p, nil
+	}
+	for _, home := range []string{os.Getenv("CUDA_HOME"), os.Getenv("CUDA_PATH"), "/usr/local/cuda"} {
+		if home == "" {
+			continue
+		}
+		if p := filepath.Join(home, "bin", "nvcc"); isFile(p) {
+			return p, nil
+		}
+	}
+	return "", errors.New("no nvcc found (looked at $FLASHCORE_NVCC, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin): install the CUDA toolkit, or give the spec a prebuilt binary = \"kernel.cubin\"")
+}
+
+func isFile(p string) bool {
+	info, err := os.Stat(p)
+	return err == nil && !info.IsDir()
+}
+
+// Arch is the nvcc target of a device: sm_90 for compute capability 9.0.
+func Arch(d gpu.DeviceInfo) string { return fmt.Sprintf("sm_%d%d", d.Major, d.Minor) }
+
+// Image returns the module image of spec for device with tunables: the
+// prebuilt binary, or the source compiled for the device's architecture.
+func (c *Compiler) Image(spec *Spec, device gpu.DeviceInfo, tunables map[string]string) (cudabackend.Image, error) {
+	if spec.Binary != "" {
+		return prebuilt(spec.Binary)
+	}
+	return c.compile(spec, Arch(device), tunables)
+}
+
+func prebuilt(path string) (cudabackend.Image, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cudabackend.Image{}, fmt.Errorf("read kernel binary: %w", err)
+	}
+	hash := sha256Hex(data)
+	return cudabackend.Image{Key: hash, Data: data, Facts: map[string]string{
+		cudabackend.FactKernelSourceHash:  hash,
+		cudabackend.FactKernelTarget:      "prebuilt " + strings.TrimPrefix(filepath.Ext(path), "."),
+		cudabackend.FactCompiler:          "prebuilt: " + filepath.Base(path),
+		cudabackend.FactCompilerFlags:     "",
+		cudabackend.FactKernelCompileFrom: path,
+	}}, nil
+}
+
+// Args are nvcc's arguments for spec at arch with tunables, writing out.
+func Args(spec *Spec, arch string, tunables map[string]string, out string) []string {
+	args := []string{"-cubin", "-arch=" + arch, "-O3", "-I", filepath.Dir(spec.Source)}
+	for _, name := range slices.Sorted(maps.Keys(tunables)) {
+		args = append(args, fmt.Sprintf("-D%s=%s", name, tunables[name]))
+	}
+	args = append(args, spec.Options...)
+	return append(args, "-o", out, spec.Source)
+}
+
+// sourceHash hashes the source and the headers beside it.
+func sourceHash(source string) (string, error) {
+	h := sha256.New()
+	files := []string{source}
+	entries, err := os.ReadDir(filepath.Dir(source))
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if !e.IsDir() && slices.Contains(headerExts, filepath.Ext(e.Name())) {
+			files = append(files, filepath.Join(filepath.Dir(source), e.Name()))
+		}
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("read kernel source: %w", err)
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(data))
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (c *Compiler) compile(spec *Spec, arch string, tunables map[string]string) (cudabackend.Image, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	nvcc, version, err := c.compiler()
+	if err != nil {
+		return cudabackend.Image{}, err
+	}
+	src, err := sourceHash(spec.Source)
+	if err != nil {
+		return cudabackend.Image{}, err
+	}
+	flags := Args(spec, arch, tunables, "OUT")
+	key := sha256Hex([]byte(strings.Join(append([]string{src, version}, flags...), "\x00")))
+	dir := c.CacheDir
+	if dir == "" {
+		dir = CacheDir()
+	}
+	cached := filepath.Join(dir, key+".cubin")
+	facts := map[string]string{
+		cudabackend.FactKernelSourceHash:  src,
+		cudabackend.FactKernelTarget:      arch + " cubin",
+		cudabackend.FactCompiler:          version,
+		cudabackend.FactCompilerFlags:     strings.Join(flags[:len(flags)-3], " "),
+		cudabackend.FactKernelCompileFrom: spec.Source,
+		cudabackend.FactKernelCacheHit:    "true",
+	}
+	data, err := os.ReadFile(cached)
+	if err != nil {
+		facts[cudabackend.FactKernelCacheHit] = "false"
+		if data, err = c.run(nvcc, spec, arch, tunables, dir, cached); err != nil {
+			return cudabackend.Image{}, err
+		}
+	}
+	return cudabackend.Image{Key: key, Data: data, Facts: facts}, nil
+}
+
+// compiler finds nvcc and reads its version once.
+func (c *Compiler) compiler() (nvcc, version string, err error) {
+	if c.NVCC == "" {
+		if c.NVCC, err = FindNVCC(); err != nil {
+			return "", "", err
+		}
+	}
+	if c.version == "" {
+		out, err := exec.Command(c.NVCC, "--version").CombinedOutput()
+		if err != nil {
+			return "", "", fmt.Errorf("%s --version: %v: %s", c.NVCC, err, tail(out, 5))
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		c.version = strings.TrimSpace(lines[len(lines)-1])
+		for _, l := range lines {
+			if strings.Contains(l, "release") {
+				c.version = strings.TrimSpace(l)
+			}
+		}
+	}
+	return c.NVCC, c.version, nil
+}
+
+// run compiles into the cache, atomically; on failure the error holds the
+// command and the tail of nvcc's log.
+func (c *Compiler) run(nvcc string, spec *Spec, arch string, tunables map[string]string, dir, cached string) ([]byte, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("kernel cache: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".compile-*.cubin")
+	if err != nil {
+		return nil, fmt.Errorf("kernel cache: %w", err)
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	ctx, cancel := context.WithTimeout(context.Background(), compileTimeout)
+	defer cancel()
+	args := Args(spec, arch, tunables, tmp.Name())
+	cmd := exec.CommandContext(ctx, nvcc, args...)
+	cmd.Dir = filepath.Dir(spec.Source)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("compile %s for %s failed (%v): nvcc %s\n%s",
+			filepath.Base(spec.Source), arch, err, strings.Join(args[:len(args)-3], " "), tail(log.Bytes(), 30))
+	}
+	data, err := os.ReadFile(tmp.Name())
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp.Name(), cached); err != nil {
+		return nil, fmt.Errorf("kernel cache: %w", err)
+	}
+	return data, nil
+}
+
+// tail is the last n lines of out.
+func tail(out []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{fmt.Sprintf("... (%d lines before)", len(lines)-n)}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}

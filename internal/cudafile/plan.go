@@ -1,0 +1,261 @@
+package cudafile
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flashcore/bench/internal/cudabackend"
+	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/sdk"
+)
+
+// tensorParams are the tensors every kernel may be given, as device
+// pointers to contiguous [B, H, S, D] arrays of the case's dtype (K and V
+// with H_kv heads).
+var tensorParams = []string{"q", "k", "v", "o"}
+
+// floatParams are the scale conventions: scale is 1/sqrt(D) (or the
+// case's own scale), scale_log2e is scale·log2(e), for kernels that
+// compute the softmax with exp2.
+var floatParams = []string{"scale", "scale_log2e"}
+
+// shapeNames are the integers formulas and params may use (docs/cuda.md).
+var shapeNames = []string{
+	"B", "H", "H_kv", "Sq", "Sk", "D", "causal", "group", "elem",
+	"q_stride_b", "q_stride_h", "q_stride_s",
+	"k_stride_b", "k_stride_h", "k_stride_s",
+	"v_stride_b", "v_stride_h", "v_stride_s",
+	"o_stride_b", "o_stride_h", "o_stride_s",
+}
+
+func isShapeName(n string) bool {
+	return slices.Contains(shapeNames, n) || slices.Contains(tensorParams, n) || slices.Contains(floatParams, n)
+}
+
+// formulaNames are the names a formula may use: the shape's and the
+// tunables'.
+func formulaNames(tunables []sdk.Tunable) map[string]bool {
+	known := map[string]bool{}
+	for _, n := range shapeNames {
+		known[n] = true
+	}
+	for _, t := range tunables {
+		known[t.Name] = true
+	}
+	return known
+}
+
+// shapeVars are the values of shapeNames (and the tunables) for one case.
+// Strides are in elements, of contiguous [B, H, S, D] tensors.
+func shapeVars(s sdk.Shape, tunables map[string]string) (map[string]int64, error) {
+	b, h, hkv, sq, sk, d := int64(s.Batch), int64(s.Heads), int64(s.KVHeads), int64(s.SeqQ), int64(s.SeqK), int64(s.HeadDim)
+	causal := int64(0)
+	if s.Causal {
+		causal = 1
+	}
+	vars := map[string]int64{
+		"B": b, "H": h, "H_kv": hkv, "Sq": sq, "Sk": sk, "D": d, "causal": causal,
+		"group": h / max(hkv, 1), "elem": int64(s.DType.Size()),
+		"q_stride_b": h * sq * d, "q_stride_h": sq * d, "q_stride_s": d,
+		"o_stride_b": h * sq * d, "o_stride_h": sq * d, "o_stride_s": d,
+		"k_stride_b": hkv * sk * d, "k_stride_h": sk * d, "k_stride_s": d,
+		"v_stride_b": hkv * sk * d, "v_stride_h": sk * d, "v_stride_s": d,
+	}
+	for name, value := range tunables {
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("tunable %s: %q is not an integer", name, value)
+		}
+		vars[name] = n
+	}
+	return vars, nil
+}
+
+// Param is one kernel parameter of a spec: "q", "partial_o", "scale",
+// "scale_log2e:f64", "Sk", "cdiv(Sk, 64)", "H*Sq*D:i64".
+type Param struct {
+	Text   string
+	Buffer string  // a tensor or scratch buffer: a pointer
+	Float  string  // scale or scale_log2e
+	Int    Formula // otherwise
+	Type   string  // ptr, f32, f64, i32 or i64
+}
+
+// parseParam reads one params entry; known are the formula names (true)
+// and scratch buffers (false).
+func parseParam(text string, known map[string]bool) (Param, error) {
+	body, typ, _ := strings.Cut(text, ":")
+	body = strings.TrimSpace(body)
+	p := Param{Text: text, Type: typ}
+	switch {
+	case slices.Contains(tensorParams, body) || known[body] == false && hasKey(known, body):
+		p.Buffer = body
+		if typ != "" && typ != "ptr" {
+			return Param{}, fmt.Errorf("param %q: %s is a buffer, passed as a pointer", text, body)
+		}
+		p.Type = "ptr"
+		return p, nil
+	case slices.Contains(floatParams, body):
+		p.Float = body
+		if typ == "" {
+			p.Type = "f32"
+		}
+		if p.Type != "f32" && p.Type != "f64" {
+			return Param{}, fmt.Errorf("param %q: %s is a float (:f32, the default, or :f64)", text, body)
+		}
+		return p, nil
+	}
+	if typ == "" {
+		p.Type = "i32"
+	}
+	if p.Type != "i32" && p.Type != "i64" {
+		return Param{}, fmt.Errorf("param %q: an integer is :i32 (the default) or :i64", text)
+	}
+	f, err := ParseFormula(body, func(n string) bool { return known[n] })
+	if err != nil {
+		return Param{}, fmt.Errorf("param %v (a param is q, k, v, o, a scratch buffer, scale, scale_log2e, or an integer formula)", err)
+	}
+	p.Int = f
+	return p, nil
+}
+
+func hasKey(m map[string]bool, k string) bool { _, ok := m[k]; return ok }
+
+// Plan maps a case to the launches the spec declares: the scratch buffers
+// with their sizes, and each kernel with its symbol, geometry and
+// parameters. Its errors say which key of the spec could not be evaluated.
+func (s *Spec) Plan(shape sdk.Shape, tunables map[string]string) (cudabackend.Launch, error) {
+	l, err := s.plan(shape, tunables)
+	if err != nil {
+		return cudabackend.Launch{}, fmt.Errorf("%w: %s: %w", cudabackend.ErrInvalidPlan, s.Path, err)
+	}
+	return l, nil
+}
+
+func (s *Spec) plan(shape sdk.Shape, tunables map[string]string) (cudabackend.Launch, error) {
+	vars, err := shapeVars(shape, tunables)
+	if err != nil {
+		return cudabackend.Launch{}, err
+	}
+	var scratch []cudabackend.Scratch
+	for _, sc := range s.Scratch {
+		n, err := sc.Bytes.Eval(vars)
+		if err != nil {
+			return cudabackend.Launch{}, fmt.Errorf("scratch %s bytes: %w", sc.Name, err)
+		}
+		buf := cudabackend.Scratch{Name: sc.Name, Bytes: n}
+		if sc.Reset != nil {
+			buf.Reset, buf.Word = true, *sc.Reset
+		}
+		scratch = append(scratch, buf)
+	}
+	var launches []cudabackend.Launch
+	for i, k := range s.Kernels {
+		l, err := k.launch(shape, tunables, vars)
+		if err != nil {
+			return cudabackend.Launch{}, fmt.Errorf("kernel %d (%s): %w", i+1, k.Entry, err)
+		}
+		launches = append(launches, l)
+	}
+	first := launches[0]
+	first.Scratch = scratch
+	first.Then = launches[1:]
+	if s.OutputReset != nil {
+		first.OutputReset, first.OutputWord = true, *s.OutputReset
+	}
+	return first, nil
+}
+
+// Symbol is the kernel's entry with {dtype}, {D} and the tunables filled in.
+func (k Kernel) Symbol(shape sdk.Shape, tunables map[string]string) string {
+	return placeholders.ReplaceAllStringFunc(k.Entry, func(m string) string {
+		switch name := m[1 : len(m)-1]; name {
+		case "dtype":
+			return string(shape.DType)
+		case "D":
+			return strconv.Itoa(shape.HeadDim)
+		default:
+			return tunables[name]
+		}
+	})
+}
+
+func (k Kernel) launch(shape sdk.Shape, tunables map[string]string, vars map[string]int64) (cudabackend.Launch, error) {
+	l := cudabackend.Launch{Function: k.Symbol(shape, tunables)}
+	var dims [6]int
+	for i, f := range append(k.Grid[:], k.Block[:]...) {
+		n, err := f.Eval(vars)
+		if err != nil {
+			return l, fmt.Errorf("%s: %w", []string{"grid", "grid", "grid", "block", "block", "block"}[i], err)
+		}
+		if n < 1 || n > math.MaxInt32 {
+			return l, fmt.Errorf("%s %q is %d, outside 1 to 2^31-1", []string{"grid", "grid", "grid", "block", "block", "block"}[i], f, n)
+		}
+		dims[i] = int(n)
+	}
+	l.Grid = gpu.Dim3{X: dims[0], Y: dims[1], Z: dims[2]}
+	l.Block = gpu.Dim3{X: dims[3], Y: dims[4], Z: dims[5]}
+	shared, err := k.SharedBytes.Eval(vars)
+	if err != nil {
+		return l, fmt.Errorf("shared_bytes: %w", err)
+	}
+	if shared < 0 {
+		return l, fmt.Errorf("shared_bytes %q is %d", k.SharedBytes, shared)
+	}
+	l.DynamicSharedBytes = int(shared)
+	l.Params = make([]cudabackend.Param, 0, len(k.Params))
+	for _, p := range k.Params {
+		arg, err := p.arg(shape, vars)
+		if err != nil {
+			return l, err
+		}
+		l.Params = append(l.Params, arg)
+	}
+	return l, nil
+}
+
+func (p Param) arg(shape sdk.Shape, vars map[string]int64) (cudabackend.Param, error) {
+	switch {
+	case p.Buffer != "":
+		return cudabackend.BufferParam(p.Buffer), nil
+	case p.Float != "":
+		x := shape.Scale()
+		if p.Float == "scale_log2e" {
+			x *= math.Log2E
+		}
+		if p.Type == "f64" {
+			return cudabackend.ValueParam(gpu.Float64(x)), nil
+		}
+		return cudabackend.ValueParam(gpu.Float32(float32(x))), nil
+	}
+	n, err := p.Int.Eval(vars)
+	if err != nil {
+		return cudabackend.Param{}, fmt.Errorf("param %q: %w", p.Text, err)
+	}
+	if p.Type == "i64" {
+		return cudabackend.ValueParam(gpu.Int64(n)), nil
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return cudabackend.Param{}, fmt.Errorf("param %q is %d, more than an int holds: declare it %s:i64 and take a long long", p.Text, n, strings.Split(p.Text, ":")[0])
+	}
+	return cudabackend.ValueParam(gpu.Int32(int32(n))), nil
+}
+
+// Variant is the one variant a spec offers, named name.
+func (s *Spec) Variant(name string) sdk.Variant {
+	desc := s.Description
+	if desc == "" {
+		desc = "CUDA kernel from " + s.kernelFile()
+	}
+	return sdk.Variant{Name: name, Description: desc, Capabilities: s.Capabilities, Tunables: s.Tunables}
+}
+
+func (s *Spec) kernelFile() string {
+	if s.Source != "" {
+		return s.Source
+	}
+	return s.Binary
+}

@@ -1,0 +1,388 @@
+package cudafile
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/sdk"
+)
+
+// Spec is a CUDA-file backend as its spec file declares it, validated.
+type Spec struct {
+	Path        string // the spec file
+	Description string
+	// Source is the .cu file compiled at Prepare; Binary a prebuilt cubin,
+	// fatbin or PTX. Exactly one is set, as an absolute path.
+	Source, Binary string
+	Options        []string // extra nvcc options
+	// OutputReset, when set, is the float32 word O is set to before every
+	// call (output_reset), for a kernel that accumulates into O.
+	OutputReset  *uint32
+	Capabilities sdk.Capabilities
+	Tunables     []sdk.Tunable
+	Scratch      []Scratch
+	Kernels      []Kernel
+}
+
+// Scratch is one [[scratch]] buffer.
+type Scratch struct {
+	Name  string
+	Bytes Formula
+	// Reset, when set, is the word every 4 bytes are set to before every
+	// call: zero = true, or reset = "-inf" and the like.
+	Reset *uint32
+}
+
+// Kernel is one [[kernels]] launch, in order.
+type Kernel struct {
+	Entry       string     // the symbol, with {dtype}, {D} and tunables filled in
+	Grid, Block [3]Formula // x, y, z
+	SharedBytes Formula    // dynamic shared memory
+	Params      []Param
+}
+
+// file is the schema of a spec file. Values that may be a number or a
+// formula are decoded as any.
+type file struct {
+	Description     string   `toml:"description"`
+	Source          string   `toml:"source"`
+	Binary          string   `toml:"binary"`
+	CompilerOptions []string `toml:"compiler_options"`
+	OutputReset     *string  `toml:"output_reset"`
+	Capabilities    struct {
+		DTypes            []string `toml:"dtypes"`
+		HeadDims          []int    `toml:"head_dims"`
+		Causal            bool     `toml:"causal"`
+		NonCausal         *bool    `toml:"non_causal"`
+		GroupedQueryHeads bool     `toml:"grouped_query_heads"`
+		UnequalSeqLens    bool     `toml:"unequal_seq_lens"`
+		SeqMultiple       int      `toml:"seq_multiple"`
+		MaxSeqLen         int      `toml:"max_seq_len"`
+	} `toml:"capabilities"`
+	Tunables []struct {
+		Name        string   `toml:"name"`
+		Values      []string `toml:"values"`
+		Default     string   `toml:"default"`
+		Description string   `toml:"description"`
+	} `toml:"tunables"`
+	Scratch []struct {
+		Name  string  `toml:"name"`
+		Bytes any     `toml:"bytes"`
+		Zero  bool    `toml:"zero"`
+		Reset *string `toml:"reset"`
+	} `toml:"scratch"`
+	Kernels []struct {
+		Entry       string   `toml:"entry"`
+		Grid        []any    `toml:"grid"`
+		Block       []any    `toml:"block"`
+		SharedBytes any      `toml:"shared_bytes"`
+		Params      []string `toml:"params"`
+	} `toml:"kernels"`
+}
+
+// Load reads and validates the spec file at path. Its errors are
+// *suite.Error values (file, line, key), joined: every problem at once.
+func Load(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read CUDA-file spec: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse validates the spec file data read from path; relative paths in it
+// are relative to path's folder.
+func Parse(path string, data []byte) (*Spec, error) {
+	var f file
+	md, err := toml.Decode(string(data), &f)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, &suite.Error{Path: path, Line: pe.Position.Line, Key: pe.LastKey, Message: pe.Message}
+		}
+		return nil, &suite.Error{Path: path, Message: err.Error()}
+	}
+	v := &validator{path: path, doc: string(data), dir: filepath.Dir(path)}
+	for _, k := range md.Undecoded() {
+		v.problem(k.String(), -1, "unknown key")
+	}
+	spec := v.spec(&f)
+	if len(v.problems) > 0 {
+		return nil, errors.Join(v.problems...)
+	}
+	return spec, nil
+}
+
+type validator struct {
+	path, doc, dir string
+	problems       []error
+	known          map[string]bool // names formulas may use
+}
+
+// problem records a problem at key, inside the entry-th entry of its array
+// of tables (or -1).
+func (v *validator) problem(key string, entry int, format string, args ...any) {
+	line := suite.KeyLine(v.doc, key, entry)
+	if entry >= 0 && line == 0 {
+		line = suite.KeyLine(v.doc, key[:strings.IndexByte(key+".", '.')], entry)
+	}
+	v.problems = append(v.problems, &suite.Error{Path: v.path, Line: line, Key: key, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) spec(f *file) *Spec {
+	s := &Spec{Path: v.path, Description: f.Description, Options: f.CompilerOptions}
+	s.OutputReset = v.resetWord("output_reset", -1, f.OutputReset)
+	s.Source, s.Binary = v.kernelFile(f)
+	s.Capabilities = v.capabilities(f)
+	s.Tunables = v.tunables(f)
+	v.known = formulaNames(s.Tunables)
+	s.Scratch = v.scratch(f)
+	for _, sc := range s.Scratch {
+		v.known[sc.Name] = false // a buffer: a parameter, not a number
+	}
+	s.Kernels = v.kernels(f, s)
+	return s
+}
+
+// binaryExts are the module images the driver loads as they are.
+var binaryExts = []string{".cubin", ".fatbin", ".ptx"}
+
+func (v *validator) kernelFile(f *file) (source, binary string) {
+	switch {
+	case f.Source == "" && f.Binary == "":
+		v.problem("source", -1, "required: name the .cu file (source = \"kernel.cu\") or a prebuilt cubin, fatbin or PTX (binary = ...)")
+		return "", ""
+	case f.Source != "" && f.Binary != "":
+		v.problem("binary", -1, "set source (a .cu file, compiled for the device there) or binary (prebuilt), not both")
+		return "", ""
+	case f.Source != "":
+		if !strings.HasSuffix(f.Source, ".cu") {
+			v.problem("source", -1, "%q is not a .cu file", f.Source)
+		}
+		return v.existing("source", f.Source), ""
+	default:
+		if !slices.Contains(binaryExts, filepath.Ext(f.Binary)) {
+			v.problem("binary", -1, "%q is not a .cubin, .fatbin or .ptx file", f.Binary)
+		}
+		if len(f.CompilerOptions) > 0 {
+			v.problem("compiler_options", -1, "a prebuilt binary is not compiled; compiler_options belong with source")
+		}
+		return "", v.existing("binary", f.Binary)
+	}
+}
+
+func (v *validator) existing(key, rel string) string {
+	path := rel
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(v.dir, rel)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		v.problem(key, -1, "%v", err)
+		return ""
+	}
+	info, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		v.problem(key, -1, "%s: no such file (paths are relative to the spec's folder)", path)
+	case err != nil:
+		v.problem(key, -1, "%v", err)
+	case info.IsDir():
+		v.problem(key, -1, "%s is a folder", path)
+	}
+	return abs
+}
+
+func (v *validator) capabilities(f *file) sdk.Capabilities {
+	in := f.Capabilities
+	c := sdk.Capabilities{
+		HeadDims: in.HeadDims, Causal: in.Causal, NonCausal: in.NonCausal == nil || *in.NonCausal,
+		GroupedQueryHeads: in.GroupedQueryHeads, UnequalSeqLens: in.UnequalSeqLens,
+		SeqMultiple: in.SeqMultiple, MaxSeqLen: in.MaxSeqLen, NeedsGPU: true,
+	}
+	if len(in.DTypes) == 0 {
+		v.problem("capabilities.dtypes", -1, "required: list the dtypes the kernels take (fp16, bf16, fp32)")
+	}
+	for _, d := range in.DTypes {
+		dt := sdk.DType(d)
+		if dt != sdk.FP16 && dt != sdk.BF16 && dt != sdk.FP32 {
+			v.problem("capabilities.dtypes", -1, "%q is not a dtype (fp16, bf16, fp32)", d)
+		}
+		c.DTypes = append(c.DTypes, dt)
+	}
+	for _, d := range in.HeadDims {
+		if d <= 0 {
+			v.problem("capabilities.head_dims", -1, "%d is not a head dim", d)
+		}
+	}
+	if !c.Causal && !c.NonCausal {
+		v.problem("capabilities.non_causal", -1, "with causal = false as well, no masking is left to run")
+	}
+	if c.SeqMultiple < 0 || c.MaxSeqLen < 0 {
+		v.problem("capabilities.seq_multiple", -1, "seq_multiple and max_seq_len must not be negative")
+	}
+	return c
+}
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (v *validator) tunables(f *file) []sdk.Tunable {
+	var out []sdk.Tunable
+	for i, t := range f.Tunables {
+		switch {
+		case !identifier.MatchString(t.Name):
+			v.problem("tunables.name", i, "%q is not an identifier (it becomes -D%s=VALUE and a name in formulas)", t.Name, t.Name)
+		case isShapeName(t.Name) || slices.ContainsFunc(out, func(o sdk.Tunable) bool { return o.Name == t.Name }):
+			v.problem("tunables.name", i, "%q is taken", t.Name)
+		}
+		if len(t.Values) == 0 {
+			v.problem("tunables.values", i, "required: list at least one value")
+		}
+		for _, val := range t.Values {
+			if _, err := strconv.ParseInt(val, 10, 64); err != nil {
+				v.problem("tunables.values", i, "%q is not an integer", val)
+			}
+		}
+		def := t.Default
+		if def == "" && len(t.Values) > 0 {
+			def = t.Values[0]
+		}
+		if len(t.Values) > 0 && !slices.Contains(t.Values, def) {
+			v.problem("tunables.default", i, "%q is not one of the values", def)
+		}
+		out = append(out, sdk.Tunable{Name: t.Name, Values: t.Values, Default: def, Description: t.Description})
+	}
+	return out
+}
+
+func (v *validator) scratch(f *file) []Scratch {
+	var out []Scratch
+	for i, sc := range f.Scratch {
+		switch {
+		case !identifier.MatchString(sc.Name):
+			v.problem("scratch.name", i, "%q is not an identifier", sc.Name)
+		case slices.Contains(tensorParams, sc.Name) || isShapeName(sc.Name) || v.known[sc.Name] ||
+			slices.ContainsFunc(out, func(o Scratch) bool { return o.Name == sc.Name }):
+			v.problem("scratch.name", i, "%q is taken", sc.Name)
+		}
+		bytes, ok := v.formula("scratch.bytes", i, sc.Bytes, true)
+		reset := v.resetWord("scratch.reset", i, sc.Reset)
+		switch {
+		case sc.Zero && sc.Reset != nil:
+			v.problem("scratch.reset", i, "set zero = true or reset, not both")
+		case sc.Zero:
+			reset = new(uint32)
+		}
+		if ok {
+			out = append(out, Scratch{Name: sc.Name, Bytes: bytes, Reset: reset})
+		}
+	}
+	return out
+}
+
+// resetWord reads a reset value: a float written as float32 to every
+// 4-byte word ("0", "-inf", "inf", "1.5"); nil when absent.
+func (v *validator) resetWord(key string, entry int, value *string) *uint32 {
+	if value == nil {
+		return nil
+	}
+	x, err := strconv.ParseFloat(strings.TrimSpace(*value), 32)
+	if err != nil {
+		v.problem(key, entry, "%q is not a number (a float32 written to every 4-byte word: \"0\", \"-inf\", \"1.5\")", *value)
+		return nil
+	}
+	word := math.Float32bits(float32(x))
+	if x == 0 {
+		word = 0 // "-0" too: zero bytes
+	}
+	return &word
+}
+
+// formula reads a value that is an integer or a formula string.
+func (v *validator) formula(key string, entry int, value any, required bool) (Formula, bool) {
+	var text string
+	switch x := value.(type) {
+	case nil:
+		if required {
+			v.problem(key, entry, "required: an integer or a formula of B, H, H_kv, Sq, Sk, D, ...")
+			return Formula{}, false
+		}
+		text = "0"
+	case int64:
+		text = strconv.FormatInt(x, 10)
+	case string:
+		text = x
+	default:
+		v.problem(key, entry, "want an integer or a formula string, got %v", value)
+		return Formula{}, false
+	}
+	f, err := ParseFormula(text, func(n string) bool { return v.known[n] })
+	if err != nil {
+		v.problem(key, entry, "%v", err)
+		return Formula{}, false
+	}
+	return f, true
+}
+
+func (v *validator) dims(key string, entry int, values []any) [3]Formula {
+	var out [3]Formula
+	if len(values) == 0 || len(values) > 3 {
+		v.problem(key, entry, "want 1 to 3 values (x, y, z), got %d", len(values))
+		return out
+	}
+	for i := range out {
+		var value any = int64(1)
+		if i < len(values) {
+			value = values[i]
+		}
+		out[i], _ = v.formula(key, entry, value, true)
+	}
+	return out
+}
+
+func (v *validator) kernels(f *file, s *Spec) []Kernel {
+	if len(f.Kernels) == 0 {
+		v.problem("kernels", -1, "required: at least one [[kernels]] entry: entry, grid, block, params")
+	}
+	var out []Kernel
+	for i, k := range f.Kernels {
+		kern := Kernel{Entry: k.Entry}
+		if k.Entry == "" {
+			v.problem("kernels.entry", i, "required: the kernel's symbol, e.g. \"attn_{dtype}_d{D}\"")
+		}
+		for _, placeholder := range placeholders.FindAllStringSubmatch(k.Entry, -1) {
+			if p := placeholder[1]; p != "dtype" && p != "D" && !slices.ContainsFunc(s.Tunables, func(t sdk.Tunable) bool { return t.Name == p }) {
+				v.problem("kernels.entry", i, "{%s} is not {dtype}, {D} or a tunable", p)
+			}
+		}
+		kern.Grid = v.dims("kernels.grid", i, k.Grid)
+		kern.Block = v.dims("kernels.block", i, k.Block)
+		kern.SharedBytes, _ = v.formula("kernels.shared_bytes", i, k.SharedBytes, false)
+		if k.Params == nil {
+			v.problem("kernels.params", i, "required: the kernel's parameters in order (docs/cuda.md lists the names)")
+		}
+		for _, text := range k.Params {
+			p, err := parseParam(text, v.known)
+			if err != nil {
+				v.problem("kernels.params", i, "%v", err)
+				continue
+			}
+			kern.Params = append(kern.Params, p)
+		}
+		out = append(out, kern)
+	}
+	return out
+}
+
+// placeholders are the {name} parts of an entry.
+var placeholders = regexp.MustCompile(`\{([^}]*)\}`)

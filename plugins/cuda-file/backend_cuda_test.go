@@ -1,0 +1,23 @@
+//go:build cuda
+
+package main
+
+import (
+	"testing"
+
+	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/internal/cudabackend/cudatest"
+	"github.com/flashcore/bench/internal/cudafile"
+	_ "github.com/flashcore/bench/internal/gpu/gputest" // skip the binary without a GPU
+)
+
+// Output correctness, refusals and sampling are checked by TestConformance
+// on the plugin binary; this logs the example's kernel times, in process
+// (the first Prepare of each SPLITS value compiles it).
+func TestTimingOnGPU(t *testing.T) {
+	spec, err := cudafile.Load(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cudatest.Timing(t, newBackend(host.CUDAFileArgs("splitkv", example)), spec.Tunables)
+}
