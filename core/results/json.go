@@ -124,6 +124,8 @@ type checkJSON struct {
 	RowsChecked int       `json:"rows_checked"`
 	RowsTotal   int       `json:"rows_total"`
 	Sampled     bool      `json:"sampled"`
+	RowSeed     uint64    `json:"row_seed,omitempty"`
+	OutOfRange  int       `json:"out_of_range"`
 	Tolerance   Tolerance `json:"tolerance"`
 }
 
@@ -131,7 +133,8 @@ func (c CheckResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(checkJSON{
 		MaxAbsErr: number(c.MaxAbsErr), RelL2Err: number(c.RelL2Err),
 		NaN: c.NaN, Inf: c.Inf, Unwritten: c.Unwritten, Violations: c.Violations,
-		RowsChecked: c.RowsChecked, RowsTotal: c.RowsTotal, Sampled: c.Sampled, Tolerance: c.Tolerance,
+		RowsChecked: c.RowsChecked, RowsTotal: c.RowsTotal, Sampled: c.Sampled,
+		RowSeed: c.RowSeed, OutOfRange: c.OutOfRange, Tolerance: c.Tolerance,
 	})
 }
 
@@ -143,7 +146,8 @@ func (c *CheckResult) UnmarshalJSON(data []byte) error {
 	*c = CheckResult{
 		MaxAbsErr: float64(j.MaxAbsErr), RelL2Err: float64(j.RelL2Err),
 		NaN: j.NaN, Inf: j.Inf, Unwritten: j.Unwritten, Violations: j.Violations,
-		RowsChecked: j.RowsChecked, RowsTotal: j.RowsTotal, Sampled: j.Sampled, Tolerance: j.Tolerance,
+		RowsChecked: j.RowsChecked, RowsTotal: j.RowsTotal, Sampled: j.Sampled,
+		RowSeed: j.RowSeed, OutOfRange: j.OutOfRange, Tolerance: j.Tolerance,
 	}
 	return nil
 }

@@ -337,7 +337,7 @@ func TestParseCUDAFileBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []BackendSelection{{Name: "splitkv", CUDA: filepath.Join(dir, "splitkv.toml"), Tunables: map[string][]string{}}}
+	want := []BackendSelection{{Name: "splitkv", Line: 3, CUDA: filepath.Join(dir, "splitkv.toml"), Tunables: map[string][]string{}}}
 	if !reflect.DeepEqual(s.Backends, want) {
 		t.Errorf("backends\n got %+v\nwant %+v", s.Backends, want)
 	}
