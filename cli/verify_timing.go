@@ -273,7 +273,11 @@ func kernelChangedUnderNcu(unprofiled results.Result, profiled *results.Run) str
 	for i := range profiled.Results {
 		p := &profiled.Results[i]
 		if p.CaseID == unprofiled.CaseID && p.Label == unprofiled.Label {
-			return strings.Join(unprofiled.IdentityChanges(p), "; ")
+			var changed []string
+			for _, ch := range unprofiled.IdentityChanges(p) {
+				changed = append(changed, ch.String())
+			}
+			return strings.Join(changed, "; ")
 		}
 	}
 	return ""

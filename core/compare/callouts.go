@@ -200,13 +200,8 @@ func rowFactChanges(r Row, run int) []factChange {
 		return nil
 	}
 	var out []factChange
-	for _, fact := range results.IdentityFacts {
-		// A fact on one side only (an ERROR row reports none) is not a
-		// change of code.
-		b, a := before.Facts[fact], after.Facts[fact]
-		if b != "" && a != "" && b != a {
-			out = append(out, factChange{backend: r.Backend, fact: fact, before: b, after: a, run: run})
-		}
+	for _, ch := range before.IdentityChanges(after) {
+		out = append(out, factChange{backend: r.Backend, fact: ch.Fact, before: ch.Before, after: ch.After, run: run})
 	}
 	return out
 }

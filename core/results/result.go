@@ -218,15 +218,22 @@ type Derived struct {
 // Other facts (registers, occupancy, output hashes) follow from these.
 var IdentityFacts = []string{"kernel_source_sha256", "kernel_function", "kernel_target", "config", "sdp_backend"}
 
-// IdentityChanges lists, as "fact: a → b", the identity facts that both r
-// and other recorded and that differ between them. A fact on one side only
+// FactChange is one identity fact that differs between two runs of a row.
+type FactChange struct {
+	Fact, Before, After string
+}
+
+func (c FactChange) String() string { return fmt.Sprintf("%s: %s → %s", c.Fact, c.Before, c.After) }
+
+// IdentityChanges lists the identity facts that both r and other recorded
+// and that differ between them, r's value first. A fact on one side only
 // (an ERROR row reports none) is not a change of code.
-func (r *Result) IdentityChanges(other *Result) []string {
-	var out []string
+func (r *Result) IdentityChanges(other *Result) []FactChange {
+	var out []FactChange
 	for _, fact := range IdentityFacts {
 		a, b := r.Facts[fact], other.Facts[fact]
 		if a != "" && b != "" && a != b {
-			out = append(out, fmt.Sprintf("%s: %s → %s", fact, a, b))
+			out = append(out, FactChange{Fact: fact, Before: a, After: b})
 		}
 	}
 	return out
