@@ -270,7 +270,9 @@ class CuptiSampler:
         if self.cold:
             self._flush_streams = self._find_flush_streams()
         self.window(PROBE_CALLS)
-        sample_window = self._window_with_reference if self.reference else self.window
+        def sample_window(calls):
+            return self.window(calls, reference=self.reference)
+
         self._samples = WindowedSamples(sample_window, min_samples, max_samples, self.host_ns_per_call)
         return {}
 
@@ -287,55 +289,49 @@ class CuptiSampler:
             self.flush()
         compute.wait_stream(self._flush_stream)
 
-    def _calls(self, calls):
-        for _ in range(calls):
+    def _calls(self, calls, names=None):
+        """calls calls, each after a flush in cold mode, and with names each
+        inside its own record_function range (the flush outside it)."""
+        for i in range(calls):
             if self.cold:
                 self._flush_on_own_stream()
-            self.fn()
+            if names is None:
+                self.fn()
+                continue
+            with self.torch.profiler.record_function(names[i]):
+                self.fn()
 
-    def window(self, calls):
-        """Profiles `calls` calls and returns each one's device time in ns."""
+    def window(self, calls, reference=False):
+        """Profiles `calls` calls and returns each one's device time in ns.
+        With reference, the calls are also timed by correlation
+        (attribute_by_correlation) and kept for report()."""
+        names = [f"{REFERENCE_RANGE} {len(self._reference_times) + i}" for i in range(calls)] if reference else None
         host = {}
 
         def body():
             start = time.perf_counter_ns()
-            self._calls(calls)
+            self._calls(calls, names)
             self.torch.cuda.synchronize()
             host["ns"] = time.perf_counter_ns() - start
 
-        activities = self._profile(self.torch, body)
+        if reference:
+            activities, events = self._profile(self.torch, body, host=True)
+        else:
+            activities = self._profile(self.torch, body)
         self._groups = group_calls(activities, calls, self._flush_streams)
         self.host_ns_per_call = host.get("ns", 0) / calls
+        if reference:
+            self._keep_reference(events, names)
         return call_times(self._groups)
 
-    def _window_with_reference(self, calls):
-        """window(), with each call in its own range and its device time
-        also taken by correlation, kept for report()."""
-        names = [f"{REFERENCE_RANGE} {len(self._reference_times) + i}" for i in range(calls)]
-        record_function = self.torch.profiler.record_function
-        host = {}
-
-        def body():
-            start = time.perf_counter_ns()
-            for name in names:
-                if self.cold:
-                    self._flush_on_own_stream()
-                with record_function(name):
-                    self.fn()
-            self.torch.cuda.synchronize()
-            host["ns"] = time.perf_counter_ns() - start
-
-        activities, events = self._profile(self.torch, body, host=True)
-        self._groups = group_calls(activities, calls, self._flush_streams)
-        self.host_ns_per_call = host.get("ns", 0) / calls
+    def _keep_reference(self, events, names):
         try:
             groups = attribute_by_correlation(events, names)
-            self._reference_times.extend(sum(e.end_ns - e.start_ns for e in g) for g in groups)
-            self._reference_groups = [[Activity(e.name, e.start_ns, e.end_ns - e.start_ns, 0) for e in g]
-                                      for g in groups]
         except AttributionError as why:
             self._reference_error = self._reference_error or str(why)
-        return call_times(self._groups)
+            return
+        self._reference_times.extend(sum(e.end_ns - e.start_ns for e in g) for g in groups)
+        self._reference_groups = [[Activity(e.name, e.start_ns, e.end_ns - e.start_ns, 0) for e in g] for g in groups]
 
     def warm_up(self):
         """One untimed call (after a flush in cold mode), waited for."""
