@@ -188,14 +188,22 @@ func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode, referen
 		r.row.OursNs = timing.Kernel.MedianNs
 		_, hasCupti := timing.Facts[factReferenceNs]
 		_, cuptiFailed := timing.Facts[factReferenceError]
-		useCupti := (hasCupti || cuptiFailed) &&
+		// The CUPTI reference is facts a backend reports about itself: it is
+		// taken only from the bridges this flashcore ships, whose worker
+		// computes it. Any other backend is measured by ncu, from outside.
+		shipped := isShippedPlugin(r.plugin)
+		useCupti := (hasCupti || cuptiFailed) && shipped &&
 			(reference == ncu.ReferenceCupti || reference == referenceAuto && timing.Method == ncu.MethodCUPTI)
 		if useCupti {
 			r.row = cuptiReferenceRow(r.row, timing.Facts)
 			continue
 		}
 		if reference == ncu.ReferenceCupti {
-			r.row.Verdict, r.row.Reason = ncu.Skip, fmt.Sprintf("timed by %s: no CUPTI reference (try --reference ncu)", timing.Method)
+			why := fmt.Sprintf("timed by %s: no CUPTI reference (try --reference ncu)", timing.Method)
+			if (hasCupti || cuptiFailed) && !shipped {
+				why = "not a bridge shipped with flashcore: a reference it reports about itself is not taken (try --reference ncu)"
+			}
+			r.row.Verdict, r.row.Reason = ncu.Skip, why
 			continue
 		}
 		reach, ok := ncu.ReachFor(timing.Method)
@@ -207,6 +215,32 @@ func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode, referen
 	}
 	return rows
 }
+
+// isShippedPlugin reports whether p runs this flashcore's own plugin code:
+// its binary, links followed, is the multi-call flashcore-plugins beside
+// the running flashcore executable.
+func isShippedPlugin(p host.Plugin) bool {
+	self, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	return shippedBeside(self, p.Path)
+}
+
+// shippedBeside reports whether plugin resolves to the flashcore-plugins
+// binary in the directory of executable (both with links followed).
+func shippedBeside(executable, plugin string) bool {
+	exe, err1 := filepath.EvalSymlinks(executable)
+	bin, err2 := filepath.EvalSymlinks(plugin)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return bin == filepath.Join(filepath.Dir(exe), shippedPluginsBinary)
+}
+
+// shippedPluginsBinary is the multi-call binary of the plugins that need no
+// CUDA, the Python bridges among them (Makefile, cmd/flashcore-plugins).
+const shippedPluginsBinary = "flashcore-plugins"
 
 // The facts a bridge's worker records for the CUPTI reference
 // (flashcore_worker.py, _timing_reference).

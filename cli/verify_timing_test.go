@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,5 +51,41 @@ func TestKernelChangedUnderNcu(t *testing.T) {
 	}
 	if got := kernelChangedUnderNcu(unprofiled, nil); got != "" {
 		t.Errorf("no run: %q", got)
+	}
+}
+
+// TestShippedBeside: only a plugin that resolves to the flashcore-plugins
+// binary beside flashcore may certify its own times; a third-party binary,
+// or one elsewhere, is measured by ncu instead.
+func TestShippedBeside(t *testing.T) {
+	dist, other := t.TempDir(), t.TempDir()
+	write := func(path string) string {
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	exe := write(filepath.Join(dist, "flashcore"))
+	multi := write(filepath.Join(dist, "flashcore-plugins"))
+	link := filepath.Join(dist, "flashcore-backend-pytorch-sdpa")
+	if err := os.Symlink("flashcore-plugins", link); err != nil {
+		t.Fatal(err)
+	}
+	thirdParty := write(filepath.Join(dist, "flashcore-backend-liar"))
+	elsewhere := write(filepath.Join(other, "flashcore-plugins"))
+	tests := []struct {
+		plugin string
+		want   bool
+	}{
+		{link, true},
+		{multi, true},
+		{thirdParty, false},
+		{elsewhere, false},
+		{filepath.Join(dist, "missing"), false},
+	}
+	for _, tt := range tests {
+		if got := shippedBeside(exe, tt.plugin); got != tt.want {
+			t.Errorf("shippedBeside(%s) = %v, want %v", tt.plugin, got, tt.want)
+		}
 	}
 }
