@@ -255,6 +255,7 @@ func measurementToProto(m Measurement) *pb.Measurement {
 		TimeCapNs:    int64(m.TimeCap),
 		L2:           string(m.L2),
 		CallSamples:  int64(m.CallSamples),
+		Placements:   int64(m.Placements),
 	}
 }
 
@@ -268,6 +269,7 @@ func measurementFromProto(p *pb.Measurement) Measurement {
 		TimeCap:     time.Duration(p.GetTimeCapNs()),
 		L2:          L2Mode(p.GetL2()),
 		CallSamples: int(p.GetCallSamples()),
+		Placements:  int(p.GetPlacements()),
 	}
 }
 
@@ -282,6 +284,7 @@ func samplesToProto(s Samples) *pb.Samples {
 		Facts:             cloneOrNil(s.Facts),
 		Before:            deviceStateToProto(s.Before),
 		After:             deviceStateToProto(s.After),
+		KernelBlocks:      intsToProto(s.KernelBlocks),
 	}
 }
 
@@ -310,6 +313,7 @@ func samplesFromProto(p *pb.Samples) Samples {
 		Facts:           cloneOrNil(p.GetFacts()),
 		Before:          deviceStateFromProto(p.GetBefore()),
 		After:           deviceStateFromProto(p.GetAfter()),
+		KernelBlocks:    intsFromProto(p.GetKernelBlocks()),
 	}
 }
 
@@ -352,4 +356,26 @@ func cloneOrNil(m map[string]string) map[string]string {
 		return nil
 	}
 	return maps.Clone(m)
+}
+
+func intsToProto(xs []int) []int64 {
+	if xs == nil {
+		return nil
+	}
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+func intsFromProto(xs []int64) []int {
+	if len(xs) == 0 {
+		return nil
+	}
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = int(x)
+	}
+	return out
 }

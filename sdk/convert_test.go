@@ -103,6 +103,7 @@ func fixtureRunRequest() RunRequest {
 			TimeCap:     3 * time.Second,
 			L2:          L2Cold,
 			CallSamples: 19,
+			Placements:  3,
 		},
 		Output: "/tmp/case-0008/timed.bin",
 	}
@@ -119,6 +120,7 @@ func fixtureSamples() Samples {
 		Facts:           map[string]string{"kernel": "flash_fwd_sm90"},
 		Before:          &DeviceState{SMClockMHz: 1980, TemperatureC: 41, PowerW: 120},
 		After:           &DeviceState{SMClockMHz: 1755, TemperatureC: 67, PowerW: 690},
+		KernelBlocks:    []int{2, 1},
 	}
 }
 

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -19,8 +20,14 @@ func DefaultMeasurement() Measurement {
 		TimeCap:     2 * time.Second,
 		L2:          L2Hot,
 		CallSamples: 20,
+		Placements:  DefaultPlacements,
 	}
 }
+
+// DefaultPlacements is how many placements a Run's kernel samples span
+// when the suite sets none: enough blocks for compare to bound a ratio
+// from block medians alone (four a side is the least that can).
+const DefaultPlacements = 5
 
 // Sample takes one timed sample. It returns the time the sample measured.
 type Sample func(ctx context.Context) (time.Duration, error)
@@ -63,6 +70,93 @@ func CollectSamples(ctx context.Context, m Measurement, sample Sample) ([]time.D
 		}
 	}
 	return samples, nil
+}
+
+// ErrStayPut is what a Move returns, wrapped, when the buffers cannot move
+// (the device has no room for a second copy): sampling goes on in the
+// placement the buffers have, and its samples count to the block before.
+var ErrStayPut = errors.New("the buffers stay where they are")
+
+// Move puts the buffers of the case being timed in a fresh place in device
+// memory, e.g. by allocating new ones (behind a spacer allocation, so that
+// they cannot land where the old ones were), copying the data and freeing
+// the old ones. placement counts from 1; 0 is Prepare's.
+type Move func(ctx context.Context, placement int) error
+
+// CollectPlacedSamples takes the kernel samples of one Run in
+// m.Placements blocks, moving the case's buffers between two blocks, so
+// that the samples show how the kernel's time depends on where its buffers
+// lie (docs/measurement.md). Each block runs CollectSamples under its
+// share of m (BlockMeasurement): the blocks' sample bounds add up to m's.
+// blocks counts the samples of each block; nil with one placement.
+func CollectPlacedSamples(ctx context.Context, m Measurement, sample Sample, move Move) (samples []time.Duration, blocks []int, err error) {
+	n := Placements(m)
+	if n <= 1 || move == nil {
+		samples, err = CollectSamples(ctx, m, sample)
+		return samples, nil, err
+	}
+	for i := range n {
+		if i > 0 {
+			switch err := move(ctx, i); {
+			case errors.Is(err, ErrStayPut):
+				more, err := CollectSamples(ctx, BlockMeasurement(m, i), sample)
+				samples = append(samples, more...)
+				blocks[len(blocks)-1] += len(more)
+				if err != nil {
+					return samples, blocks, err
+				}
+				continue
+			case err != nil:
+				return samples, blocks, fmt.Errorf("move the buffers to placement %d: %w", i+1, err)
+			}
+		}
+		block, err := CollectSamples(ctx, BlockMeasurement(m, i), sample)
+		samples = append(samples, block...)
+		blocks = append(blocks, len(block))
+		if err != nil {
+			return samples, blocks, err
+		}
+	}
+	return samples, blocks, nil
+}
+
+// Placements is how many blocks m's samples are taken in: m.Placements,
+// at least 1 and at most min_samples (every block takes a sample).
+func Placements(m Measurement) int {
+	return max(min(m.Placements, max(m.MinSamples, 1)), 1)
+}
+
+// BlockMeasurement is block i's share of m (counting from 0) when its
+// samples are taken in Placements(m) blocks: min_samples and max_samples
+// split as evenly as whole samples allow (the first blocks take the
+// remainder), so that the blocks together take at least m.MinSamples and at
+// most m.MaxSamples; the time cap split evenly; the full warm-up for the
+// first block, and its share (at least one run) for the others, after a
+// move.
+func BlockMeasurement(m Measurement, i int) Measurement {
+	n := Placements(m)
+	if n <= 1 {
+		return m
+	}
+	share := func(total int) int {
+		s := total / n
+		if i < total%n {
+			s++
+		}
+		return s
+	}
+	b := m
+	b.Placements = 1
+	b.MinSamples = max(share(max(m.MinSamples, 1)), 1)
+	if m.MaxSamples > 0 {
+		b.MaxSamples = max(share(m.MaxSamples), b.MinSamples)
+	}
+	b.TimeCap = m.TimeCap / time.Duration(n)
+	if i > 0 {
+		b.WarmupRuns = max((m.WarmupRuns+n-1)/n, 1)
+		b.WarmupTime = m.WarmupTime / time.Duration(n)
+	}
+	return b
 }
 
 // checkEvery is how many samples pass between two noise evaluations.

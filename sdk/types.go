@@ -169,6 +169,14 @@ type Measurement struct {
 	TimeCap     time.Duration `json:"time_cap"`     // stop sampling after this long
 	L2          L2Mode        `json:"l2"`           // hot or cold
 	CallSamples int           `json:"call_samples"` // host-inclusive call-time samples
+	// Placements is how many places in device memory the case's buffers
+	// take during one Run: the kernel samples are taken in that many
+	// blocks, and between two blocks the backend moves the buffers to
+	// fresh allocations (CollectPlacedSamples). A kernel's time depends on
+	// where its buffers lie, by several percent at large shapes, so
+	// samples of one placement cannot show what a second run would see
+	// (docs/measurement.md). 0 or 1: the placement Prepare made, only.
+	Placements int `json:"placements"`
 }
 
 // Diagnostic is a finding about the request, returned inside a response.
@@ -266,6 +274,11 @@ type Samples struct {
 	After       *DeviceState      `json:"after,omitempty"`
 	Diagnostics []Diagnostic      `json:"diagnostics,omitempty"`
 	Facts       map[string]string `json:"facts,omitempty"`
+	// KernelBlocks counts the KernelTimes taken in each placement, in the
+	// order taken; they sum to len(KernelTimes). Nil when the backend took
+	// every sample in one placement (it ignores Measurement.Placements, or
+	// was asked for one).
+	KernelBlocks []int `json:"kernel_blocks,omitempty"`
 }
 
 // FetchRequest asks the backend to run the case once into a poisoned output

@@ -49,6 +49,11 @@ const (
 	// RankTest: from the raw samples, by a Mann–Whitney U test and the
 	// Hodges–Lehmann ratio with its confidence interval (stats.CompareRatio).
 	RankTest Rule = "rank test"
+	// PlacementTest: from the raw samples of rows measured in several
+	// placements of their buffers, by the same test and ratio applied to
+	// the placements' medians: samples of one placement share it, so
+	// they are not independent of each other, but placements are.
+	PlacementTest Rule = "rank test of placements"
 	// SummaryRule: from the recorded medians and their noise, for rows
 	// without raw samples (files written before schema version 2).
 	SummaryRule Rule = "summary"
@@ -74,6 +79,10 @@ type Measure struct {
 	// Samples are the raw kernel samples in the compared mode, in
 	// nanoseconds; nil when the file has none.
 	Samples []float64
+	// PlacementMedians are the medians of the samples of each placement
+	// of the row's buffers, in order; nil when the row was measured in
+	// one placement (or its file has no samples).
+	PlacementMedians []float64
 	// SMClockMHz is the SM clock recorded while sampling; 0 when unknown.
 	SMClockMHz float64
 	// ThrottleNote says how the clock fell during sampling; "" when the
@@ -156,6 +165,18 @@ func otherModel(before, after *results.Result) bool {
 // gives a ratio, an interval for it and whether the times differ
 // significantly, and decide turns those into a verdict.
 func judgeTime(before, after Measure, threshold float64) Change {
+	if len(before.PlacementMedians) > 1 && len(after.PlacementMedians) > 1 {
+		if test, err := stats.CompareRatio(before.PlacementMedians, after.PlacementMedians, Alpha); err == nil {
+			c := Change{Rule: PlacementTest, Ratio: test.Ratio, Low: test.Low, High: test.High, PValue: test.PValue, Noise: nan()}
+			// Too few placements for an interval decide nothing, even
+			// where ties let the test's approximation reach p < 0.05.
+			decide(&c, test.PValue < Alpha && !math.IsInf(c.High, 1), threshold)
+			if c.Verdict == Unsure && math.IsInf(c.High, 1) {
+				c.Detail = fmt.Sprintf("too few placements: %d and %d", test.OldN, test.NewN)
+			}
+			return c
+		}
+	}
 	if len(before.Samples) > 0 && len(after.Samples) > 0 {
 		if test, err := stats.CompareRatio(before.Samples, after.Samples, Alpha); err == nil {
 			c := Change{Rule: RankTest, Ratio: test.Ratio, Low: test.Low, High: test.High, PValue: test.PValue, Noise: nan()}

@@ -30,6 +30,22 @@ func sampled(median float64, n int, spread float64) Measure {
 	return m
 }
 
+// placed is a passing row measured in one placement per level: each
+// placement's n samples spread by 0.4% around its level, as a run that
+// moved its buffers between blocks records them.
+func placed(n int, levels ...float64) Measure {
+	r := &results.Result{Status: results.StatusPass}
+	s := &results.Samples{}
+	for _, level := range levels {
+		for i := range n {
+			s.KernelNs = append(s.KernelNs, int64(level*(1+0.004*(float64(i)/float64(n-1)-0.5))))
+		}
+		s.KernelBlocks = append(s.KernelBlocks, n)
+	}
+	r.Timings = []results.Timing{{L2: "hot", Kernel: results.Stats{N: len(s.KernelNs), MedianNs: levels[0], RelNoise: 0.002}, Samples: s}}
+	return measure(r, "hot")
+}
+
 // TestJudge is the verdict rule: correctness first, then time, by the
 // rank test where both rows have samples and by the summary rule where
 // not; a change counts only when significant and beyond the threshold,
@@ -69,6 +85,16 @@ func TestJudge(t *testing.T) {
 		{"samples: three a side cannot say slower", sampled(100, 3, 0.001), sampled(150, 3, 0.001), 0.05, Unsure, "too few samples: 3 and 3", RankTest},
 		{"samples: zero threshold, a real 1% change", sampled(100, 30, 0.002), sampled(101, 30, 0.002), 0, Slower, "", RankTest},
 		{"samples on one side: the summary rule", sampled(100, 20, 0.002), passed(110, 0.001), 0.05, Slower, "", SummaryRule},
+
+		// Placements: each one's median is a sample of the test. Placements
+		// that sit 8% apart within each run make a 4% shift between runs
+		// unsure, which the samples one by one (tight within each
+		// placement) would call slower.
+		{"placements: a shift within their spread", placed(10, 1000, 1080, 1000, 1040, 1010), placed(10, 1080, 1070, 1040, 1080, 1050), 0.05, Unsure, "interval reaches beyond ±5%", PlacementTest},
+		{"placements: 10% slower in every one", placed(10, 1000, 1010, 1005, 995, 1000), placed(10, 1100, 1110, 1105, 1095, 1100), 0.05, Slower, "", PlacementTest},
+		{"placements: the same", placed(10, 1000, 1010, 1005, 995, 1000), placed(10, 1002, 1008, 1000, 997, 1004), 0.05, Same, "", PlacementTest},
+		{"placements: three a side bound nothing", placed(10, 1000, 1000, 1000), placed(10, 1500, 1500, 1500), 0.05, Unsure, "too few placements: 3 and 3", PlacementTest},
+		{"placements on one side only: the samples", placed(10, 1000, 1000, 1000), sampled(1100, 20, 0.002), 0.05, Slower, "", RankTest},
 
 		// The summary rule, for rows without samples.
 		{"within the threshold", passed(100, 0.001), passed(104, 0.001), 0.05, Same, "", SummaryRule},

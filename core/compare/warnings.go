@@ -86,6 +86,7 @@ var measurementFields = []struct {
 	{"target_noise", func(m sdk.Measurement) string { return fmt.Sprint(m.TargetNoise) }},
 	{"time_cap", func(m sdk.Measurement) string { return m.TimeCap.String() }},
 	{"call_samples", func(m sdk.Measurement) string { return fmt.Sprint(m.CallSamples) }},
+	{"placements", func(m sdk.Measurement) string { return fmt.Sprint(sdk.Placements(m)) }},
 }
 
 // modeWarnings names the runs whose primary L2 mode is not the compared

@@ -158,6 +158,25 @@ func (s *Samples) check(t Timing) error {
 			}
 		}
 	}
+	return checkBlocks(s.KernelBlocks, len(s.KernelNs))
+}
+
+// checkBlocks refuses placement blocks that do not split the kernel
+// samples: every block holds a sample, and they hold all of them.
+func checkBlocks(blocks []int, n int) error {
+	if len(blocks) == 0 {
+		return nil
+	}
+	sum := 0
+	for k, b := range blocks {
+		if b < 1 {
+			return fmt.Errorf("samples.kernel_blocks[%d] is %d: every placement's block holds a sample", k, b)
+		}
+		sum += b
+	}
+	if sum != n {
+		return fmt.Errorf("samples.kernel_blocks add up to %d samples, but samples.kernel_ns holds %d", sum, n)
+	}
 	return nil
 }
 

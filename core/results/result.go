@@ -186,6 +186,26 @@ type Samples struct {
 	KernelNs     []int64 `json:"kernel_ns,omitempty"`
 	CallNs       []int64 `json:"call_ns,omitempty"`
 	CrossCheckNs []int64 `json:"cross_check_ns,omitempty"`
+	// KernelBlocks counts the KernelNs taken in each placement of the
+	// case's buffers, in order (sdk.Samples.KernelBlocks); they sum to
+	// len(KernelNs). Nil when every sample came from one placement, and in
+	// files written before schema version 4.
+	KernelBlocks []int `json:"kernel_blocks,omitempty"`
+}
+
+// Blocks splits the kernel samples into their placements' blocks; one
+// block of all of them when none are recorded.
+func (s *Samples) Blocks() [][]int64 {
+	if len(s.KernelBlocks) == 0 {
+		return [][]int64{s.KernelNs}
+	}
+	blocks := make([][]int64, 0, len(s.KernelBlocks))
+	at := 0
+	for _, n := range s.KernelBlocks {
+		blocks = append(blocks, s.KernelNs[at:at+n])
+		at += n
+	}
+	return blocks
 }
 
 // Stats summarise one set of timed samples. Times are nanoseconds, held as

@@ -168,7 +168,7 @@ func TestLoadRefusesUnknownSchemaVersions(t *testing.T) {
 		want    []string // substrings of the error
 		schema  bool     // the error wraps ErrUnsupportedSchema
 	}{
-		{"newer", `{"schema_version": 4, "status": "complete"}`, []string{"unsupported results schema version 4", "reads version 3"}, true},
+		{"newer", `{"schema_version": 5, "status": "complete"}`, []string{"unsupported results schema version 5", "reads version 4"}, true},
 		{"zero", `{"schema_version": 0}`, []string{"version 0", "start at 1"}, true},
 		{"missing", `{"status": "complete"}`, []string{"no schema_version"}, false},
 		{"not json", "{\n  \"schema_version\": 1,\n  oops\n}", []string{":3: invalid character 'o'"}, false},
@@ -383,6 +383,9 @@ func TestLoadRefusesSamplesThatDisagreeWithTheirStats(t *testing.T) {
 			"samples.kernel_ns holds 39 samples, but its stats say n = 40"},
 		{"call samples missing", func(s *Samples) { s.CallNs = nil }, "samples.call_ns holds 0 samples, but its stats say n = 20"},
 		{"a negative time", func(s *Samples) { s.CrossCheckNs[3] = -5 }, "samples.cross_check_ns[3] is -5"},
+		{"blocks short of the samples", func(s *Samples) { s.KernelBlocks = []int{20, 19} },
+			"samples.kernel_blocks add up to 39 samples, but samples.kernel_ns holds 40"},
+		{"an empty block", func(s *Samples) { s.KernelBlocks = []int{20, 0, 20} }, "samples.kernel_blocks[1] is 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

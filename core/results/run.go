@@ -16,7 +16,10 @@ import (
 // Version 3 added the GPU each row ran on (Result.Device), the slice of a
 // sharded run (Run.Shard) and the files a merged run came from (Run.Parts);
 // older files load without them.
-const SchemaVersion = 3
+// Version 4 added the placement blocks of the kernel samples
+// (Samples.KernelBlocks); older files load with none, and compare tests
+// their samples one by one.
+const SchemaVersion = 4
 
 // Run statuses. A file is saved while the run is going ("running"), and
 // once more when it ends.

@@ -30,6 +30,9 @@ func sampleRuleViolation(s sdk.Samples, m sdk.Measurement) string {
 	case m.MaxSamples > 0 && n > m.MaxSamples:
 		return fmt.Sprintf("returned %d kernel-time samples; the suite allows at most max_samples = %d", n, m.MaxSamples)
 	}
+	if why := blocksViolation(s.KernelBlocks, len(s.KernelTimes), sdk.Placements(m)); why != "" {
+		return why
+	}
 	if n := len(s.CallTimes); n < m.CallSamples {
 		return fmt.Sprintf("returned %d call-time samples; the suite asks for call_samples = %d", n, m.CallSamples)
 	}
@@ -42,6 +45,28 @@ func sampleRuleViolation(s sdk.Samples, m sdk.Measurement) string {
 				return fmt.Sprintf("%s-time sample %d is %v: every sample must be positive and under an hour", set.name, i+1, d)
 			}
 		}
+	}
+	return ""
+}
+
+// blocksViolation checks a backend's placement blocks: at most as many as
+// the measurement asks for, each with a sample, together all the samples.
+func blocksViolation(blocks []int, samples, placements int) string {
+	if len(blocks) == 0 {
+		return ""
+	}
+	if len(blocks) > placements {
+		return fmt.Sprintf("returned %d placement blocks; the suite asks for placements = %d", len(blocks), placements)
+	}
+	sum := 0
+	for i, b := range blocks {
+		if b < 1 {
+			return fmt.Sprintf("placement block %d holds %d samples: every block holds one", i+1, b)
+		}
+		sum += b
+	}
+	if sum != samples {
+		return fmt.Sprintf("returned placement blocks of %d samples in all, but %d kernel-time samples", sum, samples)
 	}
 	return ""
 }

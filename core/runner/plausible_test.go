@@ -17,7 +17,7 @@ func durations(ns ...int) []time.Duration {
 }
 
 func TestSampleRules(t *testing.T) {
-	m := sdk.Measurement{MinSamples: 3, MaxSamples: 5, CallSamples: 2}
+	m := sdk.Measurement{MinSamples: 3, MaxSamples: 5, CallSamples: 2, Placements: 2}
 	tests := []struct {
 		name    string
 		samples sdk.Samples
@@ -29,6 +29,10 @@ func TestSampleRules(t *testing.T) {
 		{"few calls", sdk.Samples{KernelTimes: durations(10, 11, 12), CallTimes: durations(20)}, "call_samples = 2"},
 		{"zero kernel", sdk.Samples{KernelTimes: durations(10, 0, 12), CallTimes: durations(20, 21)}, "kernel-time sample 2 is 0s"},
 		{"negative call", sdk.Samples{KernelTimes: durations(10, 11, 12), CallTimes: durations(20, -21)}, "call-time sample 2 is -21ns"},
+		{"blocks", sdk.Samples{KernelTimes: durations(10, 11, 12), CallTimes: durations(20, 21), KernelBlocks: []int{2, 1}}, ""},
+		{"too many blocks", sdk.Samples{KernelTimes: durations(10, 11, 12), CallTimes: durations(20, 21), KernelBlocks: []int{1, 1, 1}}, "3 placement blocks; the suite asks for placements = 2"},
+		{"empty block", sdk.Samples{KernelTimes: durations(10, 11, 12), CallTimes: durations(20, 21), KernelBlocks: []int{3, 0}}, "block 2 holds 0 samples"},
+		{"blocks short of the samples", sdk.Samples{KernelTimes: durations(10, 11, 12), CallTimes: durations(20, 21), KernelBlocks: []int{1, 1}}, "blocks of 2 samples in all, but 3"},
 		{"huge cross-check", sdk.Samples{KernelTimes: durations(10, 11, 12), CallTimes: durations(20, 21), CrossCheckTimes: []time.Duration{2 * time.Hour}}, "cross-check-time sample 1 is 2h0m0s"},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,6 +125,7 @@ func timingRecord(mode sdk.L2Mode, s sdk.Samples) results.Timing {
 		KernelNs:     nanoseconds(s.KernelTimes),
 		CallNs:       nanoseconds(s.CallTimes),
 		CrossCheckNs: nanoseconds(s.CrossCheckTimes),
+		KernelBlocks: slices.Clone(s.KernelBlocks),
 	}
 	return t
 }

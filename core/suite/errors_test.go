@@ -53,6 +53,8 @@ var errorCases = []struct {
 	{"negative duration", "name = \"x\"\n[measurement]\ntime_cap = \"-1s\"\n" + validSweep, "measurement.time_cap", 3},
 	{"bad l2 mode", "name = \"x\"\n[measurement]\nl2 = [\"hot\", \"warm\"]\n" + validSweep, "measurement.l2", 3},
 	{"max below min samples", "name = \"x\"\n[measurement]\nmin_samples = 50\nmax_samples = 10\n" + validSweep, "measurement.max_samples", 4},
+	{"no placements", "name = \"x\"\n[measurement]\nplacements = 0\n" + validSweep, "measurement.placements", 3},
+	{"more placements than samples", "name = \"x\"\n[measurement]\nmin_samples = 4\nplacements = 6\n" + validSweep, "measurement.placements", 4},
 	{"empty case list", "name = \"x\"\n", "", 0},
 	{"empty sweep axis", "name = \"x\"\n" + strings.Replace(validSweep, "heads = [8]", "heads = []", 1), "sweeps.heads", 5},
 	{"missing name", validSweep, "name", 0},

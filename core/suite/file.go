@@ -37,6 +37,7 @@ type fileMeasurement struct {
 	TargetNoise  field[float64]       `toml:"target_noise"`
 	TimeCap      field[time.Duration] `toml:"time_cap"`
 	CallSamples  field[int]           `toml:"call_samples"`
+	Placements   field[int]           `toml:"placements"`
 	L2           field[[]string]      `toml:"l2"`
 	CallTimeout  field[time.Duration] `toml:"call_timeout"`
 	StartTimeout field[time.Duration] `toml:"start_timeout"`
@@ -141,6 +142,7 @@ func defaultFile() fileSuite {
 			TargetNoise:  preset(m.TargetNoise),
 			TimeCap:      preset(m.TimeCap),
 			CallSamples:  preset(m.CallSamples),
+			Placements:   preset(m.Placements),
 			L2:           preset([]string{string(m.L2)}),
 			CallTimeout:  preset(defaultCallTimeout),
 			StartTimeout: preset(defaultStartTimeout),

@@ -92,7 +92,7 @@ func TestParseFullExample(t *testing.T) {
 		Seed: 20251022, Baseline: "cuda-v8", Python: "python3.12",
 		PluginPath: []string{"suites/plugins", "/opt/flashcore/plugins"},
 		Measurement: sdk.Measurement{WarmupRuns: 3, WarmupTime: 10 * time.Millisecond, MinSamples: 5,
-			MaxSamples: 50, TargetNoise: 0.01, TimeCap: 500 * time.Millisecond, L2: sdk.L2Cold, CallSamples: 7},
+			MaxSamples: 50, TargetNoise: 0.01, TimeCap: 500 * time.Millisecond, L2: sdk.L2Cold, CallSamples: 7, Placements: 5},
 		L2Modes:      []sdk.L2Mode{sdk.L2Cold, sdk.L2Hot},
 		CallTimeout:  30 * time.Second,
 		StartTimeout: 60 * time.Second,

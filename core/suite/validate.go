@@ -82,6 +82,7 @@ func (d *decoder) measurement(f fileMeasurement) (sdk.Measurement, []sdk.L2Mode,
 		TargetNoise: f.TargetNoise.Value,
 		TimeCap:     f.TimeCap.Value,
 		CallSamples: f.CallSamples.Value,
+		Placements:  f.Placements.Value,
 	}
 	d.atLeast("measurement.warmup_runs", m.WarmupRuns, 0)
 	if m.WarmupTime < 0 {
@@ -98,6 +99,13 @@ func (d *decoder) measurement(f fileMeasurement) (sdk.Measurement, []sdk.L2Mode,
 		d.problem("measurement.time_cap", -1, "must be positive, got %s", m.TimeCap)
 	}
 	d.atLeast("measurement.call_samples", m.CallSamples, 0)
+	d.atLeast("measurement.placements", m.Placements, 1)
+	if !f.Placements.Set {
+		m.Placements = min(m.Placements, max(m.MinSamples, 1))
+	}
+	if f.Placements.Set && m.Placements > m.MinSamples && m.MinSamples >= 1 {
+		d.problem("measurement.placements", -1, "must be at most min_samples (%d): every placement takes a sample, got %d", m.MinSamples, m.Placements)
+	}
 	if f.CallTimeout.Value <= 0 {
 		d.problem("measurement.call_timeout", -1, "must be positive, got %s", f.CallTimeout.Value)
 	}

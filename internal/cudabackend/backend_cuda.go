@@ -106,6 +106,55 @@ func (c *deviceCase) run() error {
 	return nil
 }
 
+// moveBuffers gives the case new device buffers with the old ones' contents
+// and frees the old ones; on failure the case keeps its old buffers.
+func (c *deviceCase) moveBuffers() (err error) {
+	olds := append([]**gpu.Buffer{&c.q, &c.k, &c.v, &c.o}, pointersTo(c.scratch)...)
+	news := make([]*gpu.Buffer, 0, len(olds))
+	defer func() {
+		if err != nil {
+			for _, b := range news {
+				b.Free()
+			}
+		}
+	}()
+	for _, old := range olds {
+		b, err := gpu.Alloc((*old).Size())
+		if err != nil {
+			return err
+		}
+		news = append(news, b)
+		if err := b.CopyFrom(*old); err != nil {
+			return err
+		}
+	}
+	if err := gpu.Synchronize(); err != nil {
+		return err
+	}
+	moved := make(map[*gpu.Buffer]*gpu.Buffer, len(olds))
+	var errs []error
+	for i, old := range olds {
+		moved[*old] = news[i]
+		errs = append(errs, (*old).Free())
+		*old = news[i]
+	}
+	for i := range c.resets {
+		c.resets[i].buf = moved[c.resets[i].buf]
+	}
+	for i := range c.steps {
+		c.steps[i].args = c.args(c.steps[i].launch)
+	}
+	return errors.Join(errs...)
+}
+
+func pointersTo(bufs []*gpu.Buffer) []**gpu.Buffer {
+	ps := make([]**gpu.Buffer, len(bufs))
+	for i := range bufs {
+		ps[i] = &bufs[i]
+	}
+	return ps
+}
+
 func (c *deviceCase) free() error {
 	errs := []error{c.q.Free(), c.k.Free(), c.v.Free(), c.o.Free()}
 	for _, b := range c.scratch {

@@ -36,6 +36,10 @@ type sampler struct {
 	// times; always 1 when cold.
 	batch int
 
+	// spacer is the allocation in front of the current placement's
+	// buffers (move); nil before the first move.
+	spacer *gpu.Buffer
+
 	retries   int // samples retaken with a longer spin
 	uncovered int // samples whose spin was still too short at maxSpin
 }
@@ -45,7 +49,10 @@ func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, 
 		return sdk.Samples{}, err
 	}
 	s.b.timer.ResetClocks()
-	kernelTimes, err := sdk.CollectSamples(ctx, m, s.kernelSample)
+	kernelTimes, blocks, err := sdk.CollectPlacedSamples(ctx, m, s.kernelSample, s.move)
+	if freeErr := s.spacer.Free(); err == nil {
+		err = freeErr
+	}
 	if err != nil {
 		return sdk.Samples{}, err
 	}
@@ -59,15 +66,54 @@ func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, 
 	}
 	before, after := endClocks(clocks)
 	return sdk.Samples{
-		KernelTimes: kernelTimes,
-		CallTimes:   callTimes,
-		Method:      MethodCUDAEventsSpin,
-		SMClockMHz:  medianClock(clocks),
-		Before:      before,
-		After:       after,
-		Diagnostics: s.diagnostics(),
-		Facts:       s.facts(),
+		KernelTimes:  kernelTimes,
+		CallTimes:    callTimes,
+		Method:       MethodCUDAEventsSpin,
+		SMClockMHz:   medianClock(clocks),
+		Before:       before,
+		After:        after,
+		Diagnostics:  s.diagnostics(),
+		Facts:        s.facts(),
+		KernelBlocks: blocks,
 	}, nil
+}
+
+// move puts the case's buffers in fresh device memory for the next block
+// of samples (sdk.Move): a spacer of a size that differs from one
+// placement to the next is allocated first and the new buffers after it,
+// while the old ones still hold their place, so the new ones cannot take
+// it; the data is copied over, the old buffers and the previous spacer are
+// freed. Where the device has no room for the copy, the buffers stay put
+// (sdk.ErrStayPut). The output keeps its contents, so that a timed launch
+// that writes nothing still leaves poison in it.
+func (s *sampler) move(ctx context.Context, placement int) error {
+	spacer, err := gpu.Alloc(spacerBytes(placement))
+	if err != nil {
+		if gpu.IsOutOfMemory(err) {
+			return fmt.Errorf("%w: %v", sdk.ErrStayPut, err)
+		}
+		return err
+	}
+	if err := s.c.moveBuffers(); err != nil {
+		spacer.Free()
+		if gpu.IsOutOfMemory(err) {
+			return fmt.Errorf("%w: %v", sdk.ErrStayPut, err)
+		}
+		return err
+	}
+	if err := s.spacer.Free(); err != nil {
+		spacer.Free()
+		return err
+	}
+	s.spacer = spacer
+	return s.prime()
+}
+
+// spacerBytes is the spacer in front of placement p's buffers: from 2 to
+// 64 MiB in steps of 2 MiB (the driver's large page), a different size for
+// each of the first 32 placements.
+func spacerBytes(p int) int64 {
+	return int64(1+(p*13)%32) * 2 << 20
 }
 
 // prime does, untimed, what the first sample would otherwise do between

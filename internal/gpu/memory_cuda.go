@@ -66,6 +66,16 @@ func (b *Buffer) Download(dst []byte) error {
 	return wrap("copy from device", cu.MemcpyDtoH(unsafe.Pointer(&dst[0]), b.ptr, int64(len(dst))))
 }
 
+// CopyFrom copies the start of src, as much as the smaller of the two
+// holds, into the start of b, on the device.
+func (b *Buffer) CopyFrom(src *Buffer) error {
+	n := min(b.size, src.size)
+	if n == 0 {
+		return nil
+	}
+	return wrap("copy on the device", cu.MemcpyDtoD(b.ptr, src.ptr, n))
+}
+
 // Fill sets every byte of the buffer to value.
 func (b *Buffer) Fill(value byte) error {
 	return wrap("fill device memory", cu.MemsetD8(b.ptr, value, b.size))

@@ -86,6 +86,9 @@ func (b *Buffer) Download(dst []byte) error { return ErrNoCUDA }
 // Fill returns ErrNoCUDA.
 func (b *Buffer) Fill(value byte) error { return ErrNoCUDA }
 
+// CopyFrom needs CUDA.
+func (b *Buffer) CopyFrom(src *Buffer) error { return ErrNoCUDA }
+
 // FillWords returns ErrNoCUDA.
 func (b *Buffer) FillWords(word uint32) error { return ErrNoCUDA }
 

@@ -719,6 +719,7 @@ type Measurement struct {
 	TimeCapNs     int64                  `protobuf:"varint,6,opt,name=time_cap_ns,json=timeCapNs,proto3" json:"time_cap_ns,omitempty"`
 	L2            string                 `protobuf:"bytes,7,opt,name=l2,proto3" json:"l2,omitempty"`
 	CallSamples   int64                  `protobuf:"varint,8,opt,name=call_samples,json=callSamples,proto3" json:"call_samples,omitempty"`
+	Placements    int64                  `protobuf:"varint,9,opt,name=placements,proto3" json:"placements,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -805,6 +806,13 @@ func (x *Measurement) GetL2() string {
 func (x *Measurement) GetCallSamples() int64 {
 	if x != nil {
 		return x.CallSamples
+	}
+	return 0
+}
+
+func (x *Measurement) GetPlacements() int64 {
+	if x != nil {
+		return x.Placements
 	}
 	return 0
 }
@@ -1309,6 +1317,7 @@ type Samples struct {
 	Facts             map[string]string      `protobuf:"bytes,7,rep,name=facts,proto3" json:"facts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Before            *DeviceState           `protobuf:"bytes,8,opt,name=before,proto3" json:"before,omitempty"`
 	After             *DeviceState           `protobuf:"bytes,9,opt,name=after,proto3" json:"after,omitempty"`
+	KernelBlocks      []int64                `protobuf:"varint,10,rep,packed,name=kernel_blocks,json=kernelBlocks,proto3" json:"kernel_blocks,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -1402,6 +1411,13 @@ func (x *Samples) GetBefore() *DeviceState {
 func (x *Samples) GetAfter() *DeviceState {
 	if x != nil {
 		return x.After
+	}
+	return nil
+}
+
+func (x *Samples) GetKernelBlocks() []int64 {
+	if x != nil {
+		return x.KernelBlocks
 	}
 	return nil
 }
@@ -1515,7 +1531,7 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\tavailable\x18\x04 \x01(\bR\tavailable\x12-\n" +
 	"\x12unavailable_reason\x18\x05 \x01(\tR\x11unavailableReason\x12,\n" +
 	"\x06device\x18\x06 \x01(\v2\x14.flashcore.v1.DeviceR\x06device\x121\n" +
-	"\bvariants\x18\a \x03(\v2\x15.flashcore.v1.VariantR\bvariants\"\x8c\x02\n" +
+	"\bvariants\x18\a \x03(\v2\x15.flashcore.v1.VariantR\bvariants\"\xac\x02\n" +
 	"\vMeasurement\x12\x1f\n" +
 	"\vwarmup_runs\x18\x01 \x01(\x03R\n" +
 	"warmupRuns\x12$\n" +
@@ -1527,7 +1543,10 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\ftarget_noise\x18\x05 \x01(\x01R\vtargetNoise\x12\x1e\n" +
 	"\vtime_cap_ns\x18\x06 \x01(\x03R\ttimeCapNs\x12\x0e\n" +
 	"\x02l2\x18\a \x01(\tR\x02l2\x12!\n" +
-	"\fcall_samples\x18\b \x01(\x03R\vcallSamples\"Z\n" +
+	"\fcall_samples\x18\b \x01(\x03R\vcallSamples\x12\x1e\n" +
+	"\n" +
+	"placements\x18\t \x01(\x03R\n" +
+	"placements\"Z\n" +
 	"\n" +
 	"Diagnostic\x12\x1a\n" +
 	"\bseverity\x18\x01 \x01(\tR\bseverity\x12\x18\n" +
@@ -1569,7 +1588,7 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\fsm_clock_mhz\x18\x01 \x01(\x01R\n" +
 	"smClockMhz\x12#\n" +
 	"\rtemperature_c\x18\x02 \x01(\x01R\ftemperatureC\x12\x17\n" +
-	"\apower_w\x18\x03 \x01(\x01R\x06powerW\"\xd2\x03\n" +
+	"\apower_w\x18\x03 \x01(\x01R\x06powerW\"\xf7\x03\n" +
 	"\aSamples\x12&\n" +
 	"\x0fkernel_times_ns\x18\x01 \x03(\x03R\rkernelTimesNs\x12\"\n" +
 	"\rcall_times_ns\x18\x02 \x03(\x03R\vcallTimesNs\x12/\n" +
@@ -1580,7 +1599,9 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\vdiagnostics\x18\x06 \x03(\v2\x18.flashcore.v1.DiagnosticR\vdiagnostics\x126\n" +
 	"\x05facts\x18\a \x03(\v2 .flashcore.v1.Samples.FactsEntryR\x05facts\x121\n" +
 	"\x06before\x18\b \x01(\v2\x19.flashcore.v1.DeviceStateR\x06before\x12/\n" +
-	"\x05after\x18\t \x01(\v2\x19.flashcore.v1.DeviceStateR\x05after\x1a8\n" +
+	"\x05after\x18\t \x01(\v2\x19.flashcore.v1.DeviceStateR\x05after\x12#\n" +
+	"\rkernel_blocks\x18\n" +
+	" \x03(\x03R\fkernelBlocks\x1a8\n" +
 	"\n" +
 	"FactsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +

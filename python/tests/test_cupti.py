@@ -297,6 +297,9 @@ class BrokenSampler:
         self.works -= 1
         return 8_000
 
+    def finish_block(self):
+        pass
+
     def report(self):
         return {"kernel_method": "CUPTI"}
 
@@ -310,8 +313,9 @@ class BrokenSampler:
 def test_kernel_times_falls_back_to_events_and_says_why(sampler, want_method, want_fallback):
     m = measurement(min_samples=20, max_samples=20)
     timer, facts = FakeEventsTimer(), {}
-    times, method = core.kernel_times(m, lambda: None, False, timer, sampler, facts)
+    times, method, blocks = core.kernel_times(m, lambda: None, False, timer, sampler, facts)
     assert method == want_method
+    assert blocks is None  # one placement
     assert len(times) == 20  # min_samples honoured whichever method produced them
     assert facts.get("cupti_fallback") == want_fallback
     assert set(times) == ({8_000} if method == "cupti" else {9_500})
@@ -387,3 +391,31 @@ def test_reference_attributes_device_work_to_the_range_that_launched_it():
 def test_reference_that_cannot_attribute_is_an_error(events, reason):
     with pytest.raises(cupti.AttributionError, match=reason):
         cupti.attribute_by_correlation(events, ["call 0", "call 1"])
+
+
+@pytest.mark.parametrize("sampler, want_method", [
+    (None, "cuda-events+sleep"),
+    (BrokenSampler(works=10 ** 6), "cupti"),
+    (BrokenSampler(works=12), "cuda-events+sleep"),  # CUPTI fails in the second block: all over, by events
+])
+def test_kernel_times_moves_the_buffers_between_placements(sampler, want_method):
+    m = measurement(min_samples=20, max_samples=20, placements=4)
+    moves = []
+    times, method, blocks = core.kernel_times(m, lambda: None, False, FakeEventsTimer(), sampler, {}, moves.append)
+    assert method == want_method
+    assert blocks == [5, 5, 5, 5] and len(times) == 20
+    assert moves[-3:] == [1, 2, 3]
+
+
+def test_sampler_counts_every_block_and_its_reference():
+    gpu = FakeDevice([("memset", 800), ("attn", 7_300)])
+    sampler = cupti.CuptiSampler(gpu, gpu.call, False, gpu.flush, profile=gpu.profile, reference=True)
+    m = measurement(min_samples=10, max_samples=10, placements=2)
+    times, blocks = core.collect_placed_samples(m, lambda bm: (
+        sampler.prepare(bm.min_samples, bm.max_samples),
+        core.collect_samples(bm, sampler.sample, warm_up=sampler.warm_up),
+        sampler.finish_block())[1], lambda placement: None)
+    assert blocks == [5, 5]
+    facts = sampler.report()
+    assert facts["cupti_windows"].endswith("10 used")
+    assert [int(t) for t in facts["reference_ns"].split()] == times == [8_100] * 10

@@ -167,3 +167,53 @@ def test_hash_is_sha256_of_concatenation(tmp_path):
     params, _, digest = make_case(tmp_path, s, "math")
     whole = b"".join(open(params["files"][k], "rb").read() for k in "QKV")
     assert digest == hashlib.sha256(whole).hexdigest()
+
+
+def test_a_move_puts_the_case_in_new_buffers_and_prepares_it_again(worker, tmp_path):
+    s = shape(1, 2, 2, 16, 16, 16, False, "fp32")
+    params, (q, k, v), _ = make_case(tmp_path, s, "math")
+    worker.handle("prepare", params)
+    case = worker.cases["case"]
+    before_inputs, before_kernel = case.inputs, case.kernel
+    move = worker._mover(case, poison_output=True)
+    move(1)
+    assert case.kernel is not before_kernel
+    for name in "qkv":
+        old, new = getattr(before_inputs, name), getattr(case.inputs, name)
+        assert new.data_ptr() != old.data_ptr() and torch.equal(new, old)
+    assert worker._spacer.numel() == core.spacer_bytes(1)
+    assert_close(case.kernel.run(), reference(q, k, v, False), "fp32")
+
+
+def test_run_reports_its_placement_blocks(worker, tmp_path):
+    # On a CPU the buffers stay where they are: one placement, no blocks.
+    s = shape(1, 2, 2, 16, 16, 16, False, "fp32")
+    params, _, _ = make_case(tmp_path, s, "math")
+    worker.handle("prepare", params)
+    samples = worker.handle("run", {"case_id": "case", "measurement": {**QUICK, "placements": 3}})
+    assert samples["kernel_blocks"] is None
+
+
+@pytest.mark.parametrize("placements, min_samples, max_samples", [(5, 20, 2000), (5, 7, 7), (1, 20, 2000), (8, 3, 10)])
+def test_block_measurement_shares_the_bounds_as_the_sdk_does(placements, min_samples, max_samples):
+    m = core.Measurement(warmup_runs=10, warmup_time_ns=50_000_000, min_samples=min_samples, max_samples=max_samples,
+                         target_noise=0.005, time_cap_ns=2_000_000_000, placements=placements)
+    n = core.placements(m)
+    assert n == max(min(placements, min_samples), 1)
+    blocks = [core.block_measurement(m, i) for i in range(n)]
+    assert sum(b.min_samples for b in blocks) >= min_samples
+    assert sum(b.max_samples for b in blocks) <= max_samples
+    assert all(1 <= b.min_samples <= b.max_samples for b in blocks)
+    assert all(b.warmup_runs >= 1 for b in blocks[1:])
+
+
+def test_a_stay_put_move_counts_its_samples_to_the_block_before():
+    m = core.Measurement(warmup_runs=0, warmup_time_ns=0, min_samples=12, max_samples=12, target_noise=0,
+                         time_cap_ns=0, placements=4)
+
+    def move(placement):
+        if placement == 2:
+            raise core.StayPut("no room")
+
+    times, blocks = core.collect_placed_samples(m, lambda bm: [1] * bm.min_samples, move)
+    assert blocks == [3, 6, 3] and len(times) == 12

@@ -263,18 +263,40 @@ class CuptiSampler:
         self._samples = None
         self._groups = None
         self.host_ns_per_call = 0
+        # Blocks (one per placement of the buffers) finished so far: their
+        # windows, calls and samples, and the reference times of the calls
+        # they used.
+        self._done = [0, 0, 0]
+        self._used_reference = []
+        self._block_reference_start = 0
+        self._block_open = False
 
     def prepare(self, min_samples, max_samples):
-        """Learns the flush's stream and one call's host time; raises
-        CuptiUnavailable when CUPTI cannot time these calls."""
-        if self.cold:
+        """Starts a block of samples: learns the flush's stream (once) and
+        one call's host time; raises CuptiUnavailable when CUPTI cannot time
+        these calls. Call finish_block() when the block's samples are in."""
+        if self.cold and not self._flush_streams:
             self._flush_streams = self._find_flush_streams()
         self.window(PROBE_CALLS)
         def sample_window(calls):
             return self.window(calls, reference=self.reference)
 
+        self._block_reference_start = len(self._reference_times)
+        self._block_open = True
         self._samples = WindowedSamples(sample_window, min_samples, max_samples, self.host_ns_per_call)
         return {}
+
+    def finish_block(self):
+        """Counts the block prepare() started: its windows, its calls, the
+        samples it used and their reference times. report() finishes a
+        block left open."""
+        if not self._block_open:
+            return
+        self._block_open = False
+        s = self._samples
+        start = self._block_reference_start
+        self._used_reference.extend(self._reference_times[start:start + s.taken])
+        self._done = [self._done[0] + s.windows, self._done[1] + s.calls, self._done[2] + s.taken]
 
     def _find_flush_streams(self):
         activities = self._profile(self.torch, self._flush_on_own_stream)
@@ -343,23 +365,24 @@ class CuptiSampler:
 
     def report(self):
         """Facts about the windows and the activities of one call."""
-        s = self._samples
+        self.finish_block()
+        windows, calls, taken = self._done
         facts = {
             "kernel_method": "CUPTI (torch.profiler): each call's kernels, memsets and copies, summed",
-            "cupti_windows": f"{s.windows} windows, {s.calls} calls profiled, {s.taken} used",
+            "cupti_windows": f"{windows} windows, {calls} calls profiled, {taken} used",
             "kernels": describe_activities(activity_medians(self._groups)),
         }
         if self.cold:
             facts["l2_flush"] = "on its own stream, excluded by the profiler's stream id"
         if self.reference:
-            facts.update(self._reference_facts(s.taken))
+            facts.update(self._reference_facts(taken))
         return facts
 
     def _reference_facts(self, taken):
         """The verify-timing reference of the calls the samples came from."""
         if self._reference_error:
             return {"reference_error": self._reference_error}
-        times = self._reference_times[:taken]
+        times = self._used_reference
         if len(times) < taken or not any(times):
             return {"reference_error": f"correlation attributed {len(times)} of the {taken} sampled calls"}
         return {

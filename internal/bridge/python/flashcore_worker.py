@@ -138,6 +138,7 @@ class Measurement:
     time_cap_ns: int = 2_000_000_000
     l2: str = "hot"
     call_samples: int = 20
+    placements: int = 1
 
     @classmethod
     def from_json(cls, m):
@@ -150,6 +151,7 @@ class Measurement:
             time_cap_ns=int(m.get("time_cap", 0)),
             l2=m.get("l2") or "hot",
             call_samples=int(m.get("call_samples", 0)),
+            placements=int(m.get("placements", 0) or 1),
         )
 
 
@@ -201,6 +203,68 @@ def collect_samples(m, sample, clock=time.perf_counter_ns, warm_up=None):
         if len(samples) % CHECK_EVERY == 0 and relative_noise(samples) < m.target_noise:
             break
     return samples
+
+
+class StayPut(Exception):
+    """Raised by a move when the buffers cannot move (no room on the
+    device for a second copy): sampling goes on where they are
+    (sdk.ErrStayPut)."""
+
+
+def placements(m):
+    """sdk.Placements: how many blocks m's samples are taken in."""
+    return max(min(m.placements, max(m.min_samples, 1)), 1)
+
+
+def block_measurement(m, i):
+    """sdk.BlockMeasurement: block i's share of m (counting from 0)."""
+    n = placements(m)
+    if n <= 1:
+        return m
+
+    def share(total):
+        return total // n + (1 if i < total % n else 0)
+
+    lo = max(share(max(m.min_samples, 1)), 1)
+    b = dataclasses.replace(m, placements=1, min_samples=lo, time_cap_ns=m.time_cap_ns // n)
+    if m.max_samples > 0:
+        b = dataclasses.replace(b, max_samples=max(share(m.max_samples), lo))
+    if i > 0:
+        b = dataclasses.replace(b, warmup_runs=max(-(-m.warmup_runs // n), 1), warmup_time_ns=m.warmup_time_ns // n)
+    return b
+
+
+def collect_placed_samples(m, collect_block, move):
+    """sdk.CollectPlacedSamples: the samples of placements(m) blocks, with
+    move(placement) between two blocks; collect_block(block_measurement)
+    takes one block's samples. Returns the samples and the samples per
+    block (None for one placement). A move that raises StayPut leaves the
+    buffers where they are, and its block's samples count to the block
+    before."""
+    n = placements(m)
+    if n <= 1 or move is None:
+        return collect_block(m), None
+    samples, blocks = [], []
+    for i in range(n):
+        stay = False
+        if i > 0:
+            try:
+                move(i)
+            except StayPut:
+                stay = True
+        block = collect_block(block_measurement(m, i))
+        samples.extend(block)
+        if stay:
+            blocks[-1] += len(block)
+        else:
+            blocks.append(len(block))
+    return samples, blocks
+
+
+def spacer_bytes(placement):
+    """The spacer allocated in front of placement's buffers: 2 to 64 MiB in
+    steps of 2 MiB, as internal/cudabackend's spacerBytes."""
+    return (1 + (placement * 13) % 32) * 2 << 20
 
 
 def _warm_up(m, sample, clock):
@@ -370,6 +434,7 @@ class PreparedCase:
     case_id: str = ""
     label: str = ""
     calls: int = 0
+    inputs: object = None  # the Case the kernel was prepared from
 
 
 def row_label(variant, tunables):
@@ -642,24 +707,36 @@ class CudaTimer:
         return (nvml or measured), facts, diagnostics
 
 
-def kernel_times(m, run, cold, timer, sampler, facts):
-    """The kernel-time samples of one Run and their method. With a CUPTI
-    sampler (on a GPU) the samples are CUPTI's; where it cannot time the
-    calls (CuptiUnavailable, before or during sampling) the Run starts
-    over with the timer's own method (CUDA events behind a sleep) and the
-    fact cupti_fallback says why. Either way the stopping rule runs whole,
-    so min_samples is honoured."""
+def kernel_times(m, run, cold, timer, sampler, facts, move=None):
+    """The kernel-time samples of one Run, their method and the samples per
+    placement block (None for one). With a CUPTI sampler (on a GPU) the
+    samples are CUPTI's; where it cannot time the calls (CuptiUnavailable,
+    before or during sampling) the Run starts over with the timer's own
+    method (CUDA events behind a sleep) and the fact cupti_fallback says
+    why. Either way the stopping rule runs whole in every block, so
+    min_samples is honoured. move(placement) moves the case's buffers
+    between two blocks (collect_placed_samples)."""
     if sampler is not None:
+        def cupti_block(bm):
+            facts.update(sampler.prepare(bm.min_samples, bm.max_samples))
+            block = collect_samples(bm, sampler.sample, warm_up=sampler.warm_up)
+            sampler.finish_block()
+            return block
+
         try:
-            facts.update(sampler.prepare(m.min_samples, m.max_samples))
-            times = collect_samples(m, sampler.sample, warm_up=sampler.warm_up)
+            times, blocks = collect_placed_samples(m, cupti_block, move)
             facts.update(sampler.report())
             timer.reset_sample_counts()
-            return times, sampler.method
+            return times, sampler.method, blocks
         except cupti.CuptiUnavailable as why:
             facts["cupti_fallback"] = str(why)
-    facts.update(timer.prepare_sampling(run, cold))
-    return collect_samples(m, lambda: timer.kernel_sample(run, cold)), timer.method
+
+    def events_block(bm):
+        facts.update(timer.prepare_sampling(run, cold))
+        return collect_samples(bm, lambda: timer.kernel_sample(run, cold))
+
+    times, blocks = collect_placed_samples(m, events_block, move)
+    return times, timer.method, blocks
 
 
 def _recording(run):
@@ -851,6 +928,7 @@ class Worker:
         self.device = device
         self.cases = {}
         self._timer = None
+        self._spacer = None  # the spacer in front of the current placement (_mover)
         self._variants = {v["name"]: v for v in backend.variants()}
 
     def handle(self, method, params):
@@ -891,7 +969,7 @@ class Worker:
         except Unsupported as refused:
             return {"loaded_sha256": loaded, "diagnostics": [diagnostic("unsupported", refused.summary, refused.detail)]}
         label = row_label(variant["name"], params.get("tunables") or {})
-        self.cases[case_id] = PreparedCase(kernel, shape, params["files"]["Output"], case_id, label)
+        self.cases[case_id] = PreparedCase(kernel, shape, params["files"]["Output"], case_id, label, inputs=case)
         return {"loaded_sha256": loaded, "facts": kernel.facts}
 
     def _case(self, params):
@@ -920,7 +998,7 @@ class Worker:
         cold = m.l2 == "cold"
         timer = self.timer()
         output_path = params.get("output") or ""
-        run, last_output = _recording(kernel.run)
+        run, last_output = _recording(lambda: case.kernel.run())
         profiled = under_profiler() and self.device.type == "cuda"
         if profiled:
             import torch
@@ -931,11 +1009,15 @@ class Worker:
                 poison(kernel.output)
             before = timer.device_state()
             facts = {}
-            kernel_times, method = self._kernel_times(m, run, cold, facts, profiled)
+            move = self._mover(case, poison_output=bool(output_path)) if self.device.type == "cuda" else None
+            try:
+                kernel_times, method, blocks = self._kernel_times(m, run, cold, facts, profiled, move)
+            finally:
+                self._spacer = None
             clock, timer_facts, diagnostics = timer.sampling_report()
             call_times = [timer.call_sample(run, cold) for _ in range(m.call_samples)]
             after = timer.device_state()
-            cross = [] if profiled else self._cross_check(kernel, method, cold, facts)
+            cross = [] if profiled else self._cross_check(case.kernel, method, cold, facts)
             if output_path:
                 # The cross-check calls ran after the timed ones: write what
                 # the last timed call returned (or left in the kernel's buffer).
@@ -956,9 +1038,35 @@ class Worker:
             "after": after,
             "diagnostics": diagnostics,
             "facts": facts,
+            "kernel_blocks": blocks,
         }
 
-    def _kernel_times(self, m, run, cold, facts, profiled):
+    def _mover(self, case, poison_output):
+        """The move between two placements (collect_placed_samples): a
+        spacer of another size (spacer_bytes) is allocated, then copies of
+        the inputs behind it while the old ones still hold their place; the
+        backend prepares the case again on the copies (its output buffer is
+        new too, poisoned when the timed output is checked), and the old
+        ones are freed. The case keeps the last placement. Where the device
+        has no room, the buffers stay put (StayPut)."""
+        def move(placement):
+            import torch
+
+            old = case.inputs
+            try:
+                spacer = torch.empty(spacer_bytes(placement), dtype=torch.uint8, device=self.device)
+                moved = dataclasses.replace(old, q=old.q.clone(), k=old.k.clone(), v=old.v.clone())
+                kernel = self.backend.prepare(moved)
+            except torch.cuda.OutOfMemoryError as why:
+                raise StayPut(str(why)) from why
+            if poison_output and kernel.output is not None:
+                poison(kernel.output)
+            case.inputs, case.kernel = moved, kernel
+            self._spacer = spacer
+
+        return move
+
+    def _kernel_times(self, m, run, cold, facts, profiled, move=None):
         sampler = None
         if profiled:
             facts["cupti_fallback"] = "the worker runs under a profiler, which holds CUPTI"
@@ -967,7 +1075,7 @@ class Worker:
 
             sampler = cupti.CuptiSampler(torch, run, cold, self.timer().flush,
                                          reference=os.environ.get(TIMING_REFERENCE_ENV) == "cupti")
-        return kernel_times(m, run, cold, self.timer(), sampler, facts)
+        return kernel_times(m, run, cold, self.timer(), sampler, facts, move)
 
     def _cross_check(self, kernel, method, cold, facts):
         """An independent kernel time by the other GPU method: events behind

@@ -1,0 +1,82 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBlockMeasurementSharesTheBounds(t *testing.T) {
+	tests := []struct {
+		name                 string
+		placements, min, max int
+		wantBlocks           int
+	}{
+		{"default", 5, 20, 2000, 5},
+		{"uneven", 5, 7, 7, 5},
+		{"one", 1, 20, 2000, 1},
+		{"unset", 0, 20, 2000, 1},
+		{"more placements than samples", 8, 3, 10, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := DefaultMeasurement()
+			m.Placements, m.MinSamples, m.MaxSamples = tt.placements, tt.min, tt.max
+			n := Placements(m)
+			if n != tt.wantBlocks {
+				t.Fatalf("Placements = %d, want %d", n, tt.wantBlocks)
+			}
+			var sumMin, sumMax int
+			for i := range n {
+				b := BlockMeasurement(m, i)
+				if b.MinSamples < 1 || b.MaxSamples < b.MinSamples {
+					t.Errorf("block %d: min %d max %d", i, b.MinSamples, b.MaxSamples)
+				}
+				if i > 0 && n > 1 && b.WarmupRuns < 1 {
+					t.Errorf("block %d: no warm-up run after a move", i)
+				}
+				sumMin += b.MinSamples
+				sumMax += b.MaxSamples
+			}
+			if sumMin < tt.min || sumMax > tt.max {
+				t.Errorf("blocks take %d..%d samples, the measurement asks for %d..%d", sumMin, sumMax, tt.min, tt.max)
+			}
+		})
+	}
+}
+
+func TestCollectPlacedSamplesMovesBetweenBlocks(t *testing.T) {
+	m := Measurement{WarmupRuns: 1, MinSamples: 12, MaxSamples: 12, TimeCap: time.Minute, Placements: 4}
+	placement := 0
+	var moves []int
+	sample := func(context.Context) (time.Duration, error) { return time.Duration(1000 + placement), nil }
+	move := func(_ context.Context, p int) error {
+		moves = append(moves, p)
+		if p == 2 {
+			return fmt.Errorf("no room: %w", ErrStayPut)
+		}
+		placement = p
+		return nil
+	}
+	samples, blocks, err := CollectPlacedSamples(context.Background(), m, sample, move)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(moves, []int{1, 2, 3}) {
+		t.Errorf("moves %v, want [1 2 3]", moves)
+	}
+	if !slices.Equal(blocks, []int{3, 6, 3}) || len(samples) != 12 {
+		t.Errorf("blocks %v of %d samples, want [3 6 3] of 12 (the stay-put block counts to the one before)", blocks, len(samples))
+	}
+	if samples[0] != 1000 || samples[11] != 1003 {
+		t.Errorf("samples %v: want the first from placement 0 and the last from placement 3", samples)
+	}
+	move = func(context.Context, int) error { return errors.New("device lost") }
+	if _, _, err := CollectPlacedSamples(context.Background(), m, sample, move); err == nil || !strings.Contains(err.Error(), "placement 2") {
+		t.Errorf("a failed move: err %v, want one naming placement 2", err)
+	}
+}
