@@ -101,7 +101,9 @@ func TestJudge(t *testing.T) {
 		{"beyond both: slower", passed(100, 0.002), passed(110, 0.002), 0.05, Slower, "", SummaryRule},
 		{"beyond both: faster", passed(100, 0.002), passed(80, 0.002), 0.05, Faster, "", SummaryRule},
 		{"beyond the threshold, within the noise", passed(100, 0.05), passed(108, 0.04), 0.05, Unsure, "interval reaches beyond ±5%", SummaryRule},
-		{"beyond the threshold and the noise", passed(100, 0.03), passed(108, 0.04), 0.05, Slower, "", SummaryRule},
+		{"beyond the noise, but its interval reaches within the threshold", passed(100, 0.03), passed(108, 0.04), 0.05, Unsure, "interval reaches beyond ±5%", SummaryRule},
+		{"beyond the threshold and the noise", passed(100, 0.01), passed(108, 0.01), 0.05, Slower, "", SummaryRule},
+		{"samples: 7% slower, the interval reaching within 5%", sampled(100, 30, 0.15), sampled(107, 30, 0.15), 0.05, Unsure, "interval reaches beyond ±5%", RankTest},
 		{"faster, within the noise", passed(100, 0.10), passed(85, 0.10), 0.05, Unsure, "interval reaches beyond ±5%", SummaryRule},
 		{"within the threshold, but noisy", passed(100, 0.04), passed(101, 0.04), 0.05, Unsure, "interval reaches beyond ±5%", SummaryRule},
 		// Exactly at a limit is not beyond it (binary-exact figures).

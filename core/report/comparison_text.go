@@ -169,8 +169,9 @@ func comparisonTimingLine(c *compare.Comparison) string {
 
 func ruleLine(c *compare.Comparison) string {
 	t := cell.Percent(c.Threshold)
-	return fmt.Sprintf("faster or slower when a Mann–Whitney U test of the raw samples finds a difference (p < %g) and the ratio "+
-		"(Hodges–Lehmann) is beyond ±%s; same when the ratio's 95%% CI lies within ±%s; otherwise unsure", compare.Alpha, t, t)
+	return fmt.Sprintf("faster or slower when a Mann–Whitney U test of the raw samples (of the placements' medians, where rows were "+
+		"measured in several) finds a difference (p < %g) and the ratio's 95%% CI (Hodges–Lehmann) lies wholly beyond ±%s; "+
+		"same when it lies within ±%s; otherwise unsure", compare.Alpha, t, t)
 }
 
 func fallbackLine(c *compare.Comparison) string {
