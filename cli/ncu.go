@@ -73,7 +73,7 @@ func runNcuSession(ctx context.Context, tool ncu.Tool, s ncuSession, set ncuSett
 
 // sessionCalls reads the report and groups its kernels into calls: by
 // their NVTX call ranges, or, where kernels carry no row (the Go CUDA
-// plugins), one call per kernel of the session's only row.
+// plugins before they marked calls), one call per kernel of the session's only row.
 func sessionCalls(ctx context.Context, tool ncu.Tool, s ncuSession, report string) ([]ncu.Call, error) {
 	kernels, err := tool.Import(ctx, report, false)
 	if err != nil {
@@ -92,13 +92,18 @@ func sessionCalls(ctx context.Context, tool ncu.Tool, s ncuSession, report strin
 // underNcu is s cut down for a run under ncu, which serialises every
 // kernel it profiles and spends milliseconds on each: a few warm-up runs
 // and samples in mode l2 alone, one checked run, and only the given cases.
-// The run's own figures are not used; ncu's are.
+// The samples span as many placements of the buffers as the suite's (at
+// most one per two samples), so that ncu's median, like the run's it is
+// checked against, is taken over placements rather than in one
+// (docs/measurement.md#placements). The run's own figures are not used;
+// ncu's are.
 func underNcu(s *suite.Suite, l2 sdk.L2Mode, cases []suite.Case, backends []suite.BackendSelection) *suite.Suite {
 	cut := *s
 	cut.Cases = cases
 	cut.Backends = backends
 	cut.L2Modes = []sdk.L2Mode{l2}
-	cut.Measurement = sdk.Measurement{WarmupRuns: 2, MinSamples: 10, MaxSamples: 10, TimeCap: time.Minute, L2: l2, CallSamples: 1}
+	cut.Measurement = sdk.Measurement{WarmupRuns: 2, MinSamples: 10, MaxSamples: 10, TimeCap: time.Minute, L2: l2, CallSamples: 1,
+		Placements: min(sdk.Placements(s.Measurement), 5)}
 	cut.Check.Repeat = 1
 	cut.CallTimeout = max(s.CallTimeout, 10*time.Minute)
 	return &cut

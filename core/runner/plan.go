@@ -168,18 +168,4 @@ func checkTunables(backendName string, v sdk.Variant, tunables map[string]string
 	return nil
 }
 
-func label(variant string, tunables map[string]string) string {
-	if len(tunables) == 0 {
-		return variant
-	}
-	keys := make([]string, 0, len(tunables))
-	for k := range tunables {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + tunables[k]
-	}
-	return variant + "[" + strings.Join(parts, ",") + "]"
-}
+func label(variant string, tunables map[string]string) string { return sdk.RowLabel(variant, tunables) }

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/flashcore/bench/sdk"
 )
 
 // outputTailBytes is how much of the worker's output is kept for errors.
@@ -48,7 +50,7 @@ const WorkerWrapperEnv = "FLASHCORE_WORKER_WRAPPER"
 // it marks every call with an NVTX push/pop range (ncu.CallRange, inside
 // the range "flashcore") and leaves out its CUPTI cross-check, since the
 // profiler holds CUPTI.
-const UnderProfilerEnv = "FLASHCORE_UNDER_PROFILER"
+const UnderProfilerEnv = sdk.UnderProfilerEnv
 
 // TimingReferenceEnv, set to "cupti", has the worker time more calls after
 // each Run's own samples, by CUPTI with each call told apart by

@@ -3,10 +3,12 @@
 package cudabackend
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +43,10 @@ type Backend struct {
 	kernels map[string]*kernel
 	cases   map[string]*deviceCase
 	spin    spinLengths
+	// profiled is set when a profiler watches the plugin
+	// (sdk.UnderProfilerEnv): every call of a Run is marked with NVTX
+	// ranges (deviceCase.run).
+	profiled bool
 }
 
 var (
@@ -56,6 +62,8 @@ func New(spec Spec) *Backend {
 		images:  map[string]*gpu.Module{},
 		cases:   map[string]*deviceCase{},
 		spin:    defaultSpinLengths(),
+
+		profiled: os.Getenv(sdk.UnderProfilerEnv) == "1",
 	}
 }
 
@@ -76,6 +84,13 @@ type deviceCase struct {
 	resets     []reset       // what is reset before every call
 	output     string
 	facts      map[string]string
+
+	// For a profiler: the row's case and label, whether calls are marked
+	// now (during a Run under a profiler), and how many were, numbered on
+	// across Runs (sdk.CallRange).
+	caseID, label string
+	marking       bool
+	calls         int
 }
 
 // step is one kernel launch of a call, with its parameters laid out.
@@ -91,8 +106,16 @@ type reset struct {
 	word uint32
 }
 
-// run is one call: reset what the plan resets, then launch every step.
+// run is one call: reset what the plan resets, then launch every step;
+// inside the profiler's NVTX ranges while marking.
 func (c *deviceCase) run() error {
+	if c.marking {
+		c.calls++
+		gpu.PushRange(sdk.ProfilerOuterRange)
+		gpu.PushRange(sdk.CallRange(c.caseID, c.label, c.calls))
+		defer gpu.PopRange()
+		defer gpu.PopRange()
+	}
 	for _, r := range c.resets {
 		if err := r.buf.FillWords(r.word); err != nil {
 			return err
@@ -351,6 +374,7 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 		return unsupported("%s", reason), nil
 	}
 	c.output = req.Files.Output
+	c.caseID, c.label = req.CaseID, sdk.RowLabel(cmp.Or(req.Variant, b.spec.Variant.Name), req.Tunables)
 	b.cases[req.CaseID] = c
 	return sdk.Prepared{LoadedSHA256: in.sha256, Facts: c.facts}, nil
 }
@@ -591,6 +615,8 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 		return sdk.Samples{}, err
 	}
 	s := &sampler{b: b, c: c, cold: req.Measurement.L2 == sdk.L2Cold}
+	c.marking = b.profiled
+	defer func() { c.marking = false }()
 	var samples sdk.Samples
 	var timedOutput []byte
 	err = b.do(func() error {

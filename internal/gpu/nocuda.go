@@ -139,3 +139,9 @@ func (t *Timer) FlushL2() error { return ErrNoCUDA }
 
 // Close does nothing.
 func (t *Timer) Close() error { return nil }
+
+// PushRange does nothing without CUDA.
+func PushRange(name string) {}
+
+// PopRange does nothing without CUDA.
+func PopRange() {}

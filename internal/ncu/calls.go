@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/flashcore/bench/sdk"
 )
 
 // TimeMetric is the kernel's duration on the GPU, the figure timing is
@@ -24,7 +26,7 @@ func (k RowKey) String() string { return k.CaseID + " " + k.Label }
 // "flashcore call <case> <label> #<n>". flashcore_worker.py builds the same
 // string (call_range); a test keeps the two in step.
 func CallRange(row RowKey, n int) string {
-	return fmt.Sprintf("flashcore call %s %s #%d", row.CaseID, row.Label, n)
+	return sdk.CallRange(row.CaseID, row.Label, n)
 }
 
 // parseCallRange is CallRange backwards; false for any other name (a

@@ -1,5 +1,7 @@
 package ncu
 
+import "github.com/flashcore/bench/sdk"
+
 // Process is the process ncu has to start to see a backend's kernels.
 type Process int
 
@@ -31,10 +33,9 @@ const (
 // flush (flashcore_spin, flashcore_flush_l2), which must not be counted.
 const AttentionKernels = "^attn_fwd"
 
-// OuterRange is the NVTX push/pop range a bridge's worker opens around
-// every call when it runs under a profiler; the call's own range (see
-// CallRange) is nested inside it.
-const OuterRange = "flashcore"
+// OuterRange is the NVTX push/pop range a backend under a profiler opens
+// around every call; the call's own range (see CallRange) is nested inside it.
+const OuterRange = sdk.ProfilerOuterRange
 
 // Reach is how ncu gets to the kernels of one backend's timed calls.
 type Reach struct {
@@ -51,7 +52,7 @@ type Reach struct {
 func ReachFor(method string) (Reach, bool) {
 	switch method {
 	case MethodSpin:
-		return Reach{Process: PluginProcess, KernelRegex: AttentionKernels}, true
+		return Reach{Process: PluginProcess, KernelRegex: AttentionKernels, NVTX: true}, true
 	case MethodCUPTI, MethodSleep:
 		return Reach{Process: WorkerProcess, NVTX: true}, true
 	}

@@ -8,7 +8,7 @@ func TestReachForEveryTimingMethod(t *testing.T) {
 		want   Reach
 		ok     bool
 	}{
-		{MethodSpin, Reach{Process: PluginProcess, KernelRegex: AttentionKernels}, true},
+		{MethodSpin, Reach{Process: PluginProcess, KernelRegex: AttentionKernels, NVTX: true}, true},
 		{MethodCUPTI, Reach{Process: WorkerProcess, NVTX: true}, true},
 		{MethodSleep, Reach{Process: WorkerProcess, NVTX: true}, true},
 		{"wall-clock", Reach{}, false},

@@ -1,0 +1,44 @@
+package sdk
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Marking calls for a profiler. flashcore verify-timing and profile start
+// a backend under Nsight Compute with UnderProfilerEnv set to 1. A backend
+// that sees it runs every call of a Run inside two nested NVTX ranges:
+// ProfilerOuterRange, which the profiler's filter selects, and the call's
+// own CallRange, which names the row and the call, so that one profiler
+// session can hold many rows and still tell their calls apart. The Go CUDA
+// plugins (internal/cudabackend) and the Python bridges (flashcore_worker.py,
+// call_range) do this.
+const (
+	UnderProfilerEnv   = "FLASHCORE_UNDER_PROFILER"
+	ProfilerOuterRange = "flashcore"
+)
+
+// CallRange is the NVTX range of call n (counting from 1) of the row that
+// case caseID and label name: "flashcore call <case> <label> #<n>".
+func CallRange(caseID, label string, n int) string {
+	return fmt.Sprintf("flashcore call %s %s #%d", caseID, label, n)
+}
+
+// RowLabel is a row's label in results and tables: the variant, then
+// "[k=v,...]" with the keys sorted when the row sets tunables.
+func RowLabel(variant string, tunables map[string]string) string {
+	if len(tunables) == 0 {
+		return variant
+	}
+	keys := make([]string, 0, len(tunables))
+	for k := range tunables {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + tunables[k]
+	}
+	return variant + "[" + strings.Join(parts, ",") + "]"
+}
