@@ -29,15 +29,17 @@ Usage:
 Runs the suite as ` + "`flashcore run`" + ` does and checks, row by row, our median
 kernel time against a reference measured apart from it:
 
-  cupti  after its own samples, the Python bridges' worker times 30 more
-         calls by CUPTI, each in its own range, a call's kernels, memsets
-         and copies told apart from other calls by correlation (not by the
-         device's order, as the bridges' own figure is)
+  cupti  the Python bridges' worker times the very calls it sampled a
+         second way: each call in its own range, a call's kernels,
+         memsets and copies told apart from other calls by correlation
+         (not by the device's order, as the bridges' own figure is)
   ncu    each backend runs again under Nsight Compute (--clock-control
-         none, --cache-control none for hot or all for cold): the median
-         over calls of gpu__time_duration.sum, summed over each call's
-         kernels. ncu sees no memsets and reads about 1 µs more per kernel
-         than CUPTI does
+         none, --cache-control none for hot or all for cold), one session
+         per plugin, every call marked with NVTX ranges: the median over
+         calls of gpu__time_duration.sum, summed over each call's kernels,
+         the calls spread over placements of the buffers as the run's are.
+         ncu sees no memsets and reads about 1 µs more per kernel than
+         CUPTI does
   auto   (default) cupti for rows the backend timed by CUPTI, ncu for the
          others (the Go CUDA plugins' events)
 
