@@ -359,23 +359,9 @@ func cloneOrNil(m map[string]string) map[string]string {
 }
 
 func intsToProto(xs []int) []int64 {
-	if xs == nil {
-		return nil
-	}
-	out := make([]int64, len(xs))
-	for i, x := range xs {
-		out[i] = int64(x)
-	}
-	return out
+	return convertAll(xs, func(x int) int64 { return int64(x) })
 }
 
 func intsFromProto(xs []int64) []int {
-	if len(xs) == 0 {
-		return nil
-	}
-	out := make([]int, len(xs))
-	for i, x := range xs {
-		out[i] = int(x)
-	}
-	return out
+	return convertAll(xs, func(x int64) int { return int(x) })
 }

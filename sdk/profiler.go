@@ -26,11 +26,17 @@ func CallRange(caseID, label string, n int) string {
 }
 
 // RowLabel is a row's label in results and tables: the variant, then
-// "[k=v,...]" with the keys sorted when the row sets tunables.
+// "[k=v,...]" (TunablesKey) when the row sets tunables.
 func RowLabel(variant string, tunables map[string]string) string {
 	if len(tunables) == 0 {
 		return variant
 	}
+	return variant + "[" + TunablesKey(tunables) + "]"
+}
+
+// TunablesKey is a choice of tunables as "k=v,..." with the keys sorted:
+// "kv_stages=2,tile_n=64".
+func TunablesKey(tunables map[string]string) string {
 	keys := make([]string, 0, len(tunables))
 	for k := range tunables {
 		keys = append(keys, k)
@@ -40,5 +46,5 @@ func RowLabel(variant string, tunables map[string]string) string {
 	for i, k := range keys {
 		parts[i] = k + "=" + tunables[k]
 	}
-	return variant + "[" + strings.Join(parts, ",") + "]"
+	return strings.Join(parts, ",")
 }

@@ -3,7 +3,6 @@ package tune
 import (
 	"math/rand/v2"
 	"slices"
-	"strings"
 
 	"github.com/flashcore/bench/sdk"
 )
@@ -13,18 +12,7 @@ type Config map[string]string
 
 // Key is the configuration in the label form the tables use, keys sorted:
 // "tile_n=64,kv_stages=2".
-func (c Config) Key() string {
-	names := make([]string, 0, len(c))
-	for name := range c {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	parts := make([]string, len(names))
-	for i, name := range names {
-		parts[i] = name + "=" + c[name]
-	}
-	return strings.Join(parts, ",")
-}
+func (c Config) Key() string { return sdk.TunablesKey(c) }
 
 // Space is what a search explores: the variant's tunables, each value
 // list in the order the backend declares it (tile sizes ascending), so a
