@@ -41,3 +41,36 @@ func TestTimingRecordKeepsEverySample(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelNoiseSpansPlacements: samples tight within each placement but
+// placements apart get the placements' spread as their noise, not the
+// samples' own.
+func TestKernelNoiseSpansPlacements(t *testing.T) {
+	block := func(us float64, n int) []time.Duration {
+		var out []time.Duration
+		for i := range n {
+			out = append(out, time.Duration((us+0.001*us*float64(i%3))*1000))
+		}
+		return out
+	}
+	var samples []time.Duration
+	for _, level := range []float64{1000, 1100, 1000, 1050, 1000} {
+		samples = append(samples, block(level, 10)...)
+	}
+	tests := []struct {
+		name      string
+		blocks    []int
+		low, high float64
+	}{
+		{"no blocks: the samples' own noise", nil, 0.02, 0.03},
+		{"five placements: half their range", []int{10, 10, 10, 10, 10}, 0.0499, 0.0501},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := timingRecord(sdk.L2Hot, sdk.Samples{KernelTimes: samples, KernelBlocks: tt.blocks}).Kernel.RelNoise
+			if got < tt.low || got > tt.high {
+				t.Errorf("rel_noise %.4f, want %.4f to %.4f", got, tt.low, tt.high)
+			}
+		})
+	}
+}
