@@ -47,6 +47,7 @@ import (
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/sdk"
 )
@@ -335,28 +336,21 @@ func (k *kit) timedRun(c Case, tensors *inputs.Tensors, outputPath string, mode 
 // quickMeasurement keeps the sampling in tests short.
 func quickMeasurement(mode sdk.L2Mode) sdk.Measurement {
 	return sdk.Measurement{WarmupRuns: 2, MinSamples: 6, MaxSamples: 50, TargetNoise: 0.05,
-		TimeCap: 300 * time.Millisecond, L2: mode, CallSamples: 3}
+		TimeCap: 300 * time.Millisecond, L2: mode, CallSamples: 3, Placements: 2}
 }
 
 func (k *kit) sampleProblems(s sdk.Samples, m sdk.Measurement) error {
-	switch {
+	switch why := runner.SampleRuleViolation(s, m); {
 	case len(s.Diagnostics) > 0:
 		return fmt.Errorf("diagnostics %+v", s.Diagnostics)
-	case len(s.KernelTimes) < m.MinSamples:
-		return fmt.Errorf("%d kernel samples, the contract asks for at least %d", len(s.KernelTimes), m.MinSamples)
-	case len(s.KernelTimes) > m.MaxSamples:
-		return fmt.Errorf("%d kernel samples, more than max_samples %d", len(s.KernelTimes), m.MaxSamples)
+	case why != "":
+		return errors.New(why)
 	case len(s.CallTimes) != m.CallSamples:
 		return fmt.Errorf("%d call-time samples, want call_samples %d", len(s.CallTimes), m.CallSamples)
 	case s.Method == "":
 		return errors.New("Method is empty; say how kernel time was taken")
 	case k.opts.Method != "" && s.Method != k.opts.Method:
 		return fmt.Errorf("Method %q, want %q", s.Method, k.opts.Method)
-	}
-	for i, d := range slices.Concat(s.KernelTimes, s.CallTimes) {
-		if d <= 0 || d > time.Minute {
-			return fmt.Errorf("sample %d is %v, not a plausible time", i, d)
-		}
 	}
 	return nil
 }

@@ -19,11 +19,13 @@ import (
 // they can be true. A sample set that breaks one makes the row an ERROR with
 // the figures in its reason, and such a row is never a speedup baseline.
 
-// sampleRuleViolation checks the sample counts and values against the
+// SampleRuleViolation checks the sample counts and values against the
 // measurement the host asked for: at least min_samples and at most
-// max_samples kernel times, call_samples call times, and every time
-// positive and below an hour.
-func sampleRuleViolation(s sdk.Samples, m sdk.Measurement) string {
+// max_samples kernel times, placement blocks that split them, call_samples
+// call times, and every time positive and below an hour. It returns ""
+// when the samples keep the rules, else why not. The conformance kit
+// checks backends by it too.
+func SampleRuleViolation(s sdk.Samples, m sdk.Measurement) string {
 	switch n := len(s.KernelTimes); {
 	case n < max(m.MinSamples, 1):
 		return fmt.Sprintf("returned %d kernel-time samples; the suite asks for at least min_samples = %d", n, max(m.MinSamples, 1))

@@ -37,7 +37,7 @@ func TestSampleRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := sampleRuleViolation(tt.samples, m)
+			got := SampleRuleViolation(tt.samples, m)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}

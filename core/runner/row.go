@@ -237,7 +237,7 @@ func refuse(res *results.Result, reason string) {
 // refuseSamples applies the sample rules, the physical ceilings and the
 // kernel-within-call consistency, in that order; "" accepts the samples.
 func (r *runner) refuseSamples(shape sdk.Shape, s sdk.Samples, m sdk.Measurement, device sdk.Device) string {
-	if reason := sampleRuleViolation(s, m); reason != "" {
+	if reason := SampleRuleViolation(s, m); reason != "" {
 		return "samples refused: " + reason
 	}
 	if reason := physicalViolation(shape, s, m.L2, device, ceilingsFor(device, r.cpuCeilings)); reason != "" {
