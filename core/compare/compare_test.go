@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -227,4 +228,27 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return out.String()
+}
+
+// TestNoInputWarningForACaseOneRunDidNotReach: a run with no hash for a
+// case did not reach it; that is not different data.
+func TestNoInputWarningForACaseOneRunDidNotReach(t *testing.T) {
+	sources := load(t, oldRun, newRun)
+	const id = "b1-h8-kv2-s300-sk500-d64-fp16-causal-outliers"
+	later := sources[1].Run
+	later.Cases = slices.DeleteFunc(later.Cases, func(c results.Case) bool { return c.ID == id })
+	for i := range later.Results {
+		if later.Results[i].CaseID == id {
+			later.Results[i].InputSHA256 = ""
+		}
+	}
+	c, err := Compare(sources, Options{Threshold: DefaultThreshold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range c.Warnings {
+		if strings.Contains(w, "inputs differ") {
+			t.Errorf("warning %q for a case the later run has no hash for", w)
+		}
+	}
 }

@@ -102,11 +102,14 @@ func modeWarnings(c *Comparison) []string {
 }
 
 // inputWarnings names every case whose inputs hash differently between
-// runs: its rows were measured on different data.
+// runs: its rows were measured on different data. A run that records no
+// hash for the case (it did not reach it) is left out: its rows show as
+// added or removed instead.
 func inputWarnings(c *Comparison) []string {
 	var warnings []string
 	for _, id := range caseIDs(c.Rows) {
-		listing, differ := perRun(c.Runs, func(run *results.Run) string { return shortHash(inputOf(run, id)) })
+		hashed := slices.DeleteFunc(slices.Clone(c.Runs), func(r RunInfo) bool { return inputOf(r.Run, id) == "" })
+		listing, differ := perRun(hashed, func(run *results.Run) string { return shortHash(inputOf(run, id)) })
 		if differ {
 			warnings = append(warnings, fmt.Sprintf("inputs differ for case %s (SHA-256 %s); its rows were measured on different data", id, listing))
 		}
