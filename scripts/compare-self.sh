@@ -7,6 +7,7 @@
 #   scripts/compare-self.sh            # the llm suite
 #   SUITE=seed scripts/compare-self.sh # another suite of suites/ (or a .toml path)
 #   BACKENDS=cpu-reference,pytorch-sdpa scripts/compare-self.sh   # some backends only
+#   RUNS=1 scripts/compare-self.sh; RUNS=2 scripts/compare-self.sh # one run a call
 #
 # Runs from a dist/ folder (dist/scripts/compare-self.sh) or from a
 # checkout after `make build` (bin/flashcore). Results, tables and logs go
@@ -28,10 +29,16 @@ FC=${FC:-$ROOT/flashcore}
 SUITE_FILE=$ROOT/suites/$SUITE.toml
 [[ $SUITE == *.toml ]] && SUITE_FILE=$SUITE
 
-for i in 1 2; do
+# RUNS picks which runs this call makes, e.g. RUNS=1 then RUNS=2 from two
+# jobs where one job cannot hold both (the llm suite takes about 9½ minutes
+# a run on an H100); the compare runs once both files are in $OUT_DIR.
+for i in ${RUNS:-1 2}; do
   "$FC" run --suite "$SUITE_FILE" ${BACKENDS:+--backends "$BACKENDS"} --out "$OUT_DIR/run$i.json" --format csv --keep-going \
     >"$OUT_DIR/run$i.csv" 2>"$OUT_DIR/run$i.log"
   echo "run $i exit $?"
+done
+for i in 1 2; do
+  [ -f "$OUT_DIR/run$i.json" ] || { echo "no run $i yet in $OUT_DIR (RUNS=$i makes it)"; exit 0; }
 done
 "$FC" compare "$OUT_DIR/run1.json" "$OUT_DIR/run2.json" --labels "run 1,run 2" --format markdown >"$OUT_DIR/compare.md"
 "$FC" compare "$OUT_DIR/run1.json" "$OUT_DIR/run2.json" --labels "run 1,run 2" --format csv >"$OUT_DIR/compare.csv"
