@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,11 +28,11 @@ func New() sdk.Backend { return newBackend(os.Args[1:]) }
 func newBackend(args []string) sdk.Backend {
 	name, specPath, err := parseArgs(args)
 	if err != nil {
-		return unconfigured{name: runnerName, reason: err.Error()}
+		return sdk.Unavailable(runnerName, err.Error())
 	}
 	spec, err := cudafile.Load(specPath)
 	if err != nil {
-		return unconfigured{name: name, reason: err.Error()}
+		return sdk.Unavailable(name, err.Error())
 	}
 	return cudabackend.New(backendSpec(name, spec, &cudafile.Compiler{}))
 }
@@ -77,27 +76,3 @@ func parseArgs(args []string) (name, spec string, err error) {
 	spec, err = filepath.Abs(spec)
 	return name, spec, err
 }
-
-// unconfigured is the plugin started without a spec, or with one that does
-// not validate: it describes itself as unavailable, saying why.
-type unconfigured struct{ name, reason string }
-
-var _ sdk.Backend = unconfigured{}
-
-func (u unconfigured) Describe(context.Context) (sdk.Description, error) {
-	return sdk.Description{Name: u.name, Available: false, UnavailableReason: u.reason}, nil
-}
-
-func (u unconfigured) Prepare(context.Context, sdk.PrepareRequest) (sdk.Prepared, error) {
-	return sdk.Prepared{}, errors.New(u.reason)
-}
-
-func (u unconfigured) Fetch(context.Context, sdk.FetchRequest) (sdk.Fetched, error) {
-	return sdk.Fetched{}, errors.New(u.reason)
-}
-
-func (u unconfigured) Run(context.Context, sdk.RunRequest) (sdk.Samples, error) {
-	return sdk.Samples{}, errors.New(u.reason)
-}
-
-func (u unconfigured) Release(context.Context, sdk.ReleaseRequest) error { return nil }

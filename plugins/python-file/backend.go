@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,7 +31,7 @@ func New() sdk.Backend { return newBackend(os.Args[1:]) }
 func newBackend(args []string) sdk.Backend {
 	name, file, err := parseArgs(args)
 	if err != nil {
-		return unconfigured{reason: err.Error()}
+		return sdk.Unavailable(runnerName, err.Error())
 	}
 	return bridge.New(bridge.Config{
 		Name:   name,
@@ -61,27 +60,3 @@ func parseArgs(args []string) (name, file string, err error) {
 	file, err = filepath.Abs(file)
 	return name, file, err
 }
-
-// unconfigured is the plugin started without a file: it describes itself
-// as unavailable, saying how it is meant to be used.
-type unconfigured struct{ reason string }
-
-var _ sdk.Backend = unconfigured{}
-
-func (u unconfigured) Describe(context.Context) (sdk.Description, error) {
-	return sdk.Description{Name: runnerName, Available: false, UnavailableReason: u.reason}, nil
-}
-
-func (u unconfigured) Prepare(context.Context, sdk.PrepareRequest) (sdk.Prepared, error) {
-	return sdk.Prepared{}, errors.New(u.reason)
-}
-
-func (u unconfigured) Fetch(context.Context, sdk.FetchRequest) (sdk.Fetched, error) {
-	return sdk.Fetched{}, errors.New(u.reason)
-}
-
-func (u unconfigured) Run(context.Context, sdk.RunRequest) (sdk.Samples, error) {
-	return sdk.Samples{}, errors.New(u.reason)
-}
-
-func (u unconfigured) Release(context.Context, sdk.ReleaseRequest) error { return nil }
