@@ -191,15 +191,7 @@ func gateVerdict(run *results.Run, o *gate.Outcome, named bool) error {
 	if !o.Passed() {
 		return withCode(ExitGate, fmt.Errorf("%d gate(s) FAILed", len(o.Failures)))
 	}
-	var faulted, unavailable []string
-	for _, b := range run.Backends {
-		switch {
-		case b.Fault:
-			faulted = append(faulted, b.Name+" ("+b.UnavailableReason+")")
-		case !b.Available && named:
-			unavailable = append(unavailable, b.Name+" ("+b.UnavailableReason+")")
-		}
-	}
+	faulted, unavailable := backendsNotRun(run, named)
 	if len(faulted) > 0 {
 		return withCode(ExitFailures, fmt.Errorf("plugin(s) failed before their first row, so nothing of theirs was gated: %s", strings.Join(faulted, "; ")))
 	}

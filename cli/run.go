@@ -116,15 +116,7 @@ func verdictError(run *results.Run, named bool) error {
 			errored++
 		}
 	}
-	var faulted, unavailable []string
-	for _, b := range run.Backends {
-		switch {
-		case b.Fault:
-			faulted = append(faulted, b.Name+" ("+b.UnavailableReason+")")
-		case !b.Available && named:
-			unavailable = append(unavailable, b.Name+" ("+b.UnavailableReason+")")
-		}
-	}
+	faulted, unavailable := backendsNotRun(run, named)
 	switch {
 	case len(faulted) > 0:
 		return withCode(ExitFailures, fmt.Errorf("%d plugin(s) failed before their first row: %s; %d row(s) ERROR, %d FAILed",
@@ -137,6 +129,21 @@ func verdictError(run *results.Run, named bool) error {
 		return withCode(ExitUnavailable, fmt.Errorf("asked-for backend(s) unavailable: %s", strings.Join(unavailable, "; ")))
 	}
 	return nil
+}
+
+// backendsNotRun names, with their reasons, the plugins that faulted before
+// their first row and, when the backends were named on the command line,
+// those that turned out unavailable.
+func backendsNotRun(run *results.Run, named bool) (faulted, unavailable []string) {
+	for _, b := range run.Backends {
+		switch {
+		case b.Fault:
+			faulted = append(faulted, b.Name+" ("+b.UnavailableReason+")")
+		case !b.Available && named:
+			unavailable = append(unavailable, b.Name+" ("+b.UnavailableReason+")")
+		}
+	}
+	return faulted, unavailable
 }
 
 // parseShard reads --shard; nil when it is not given.
