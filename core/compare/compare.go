@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/sdk"
@@ -149,11 +148,7 @@ func measure(r *results.Result, mode sdk.L2Mode) Measure {
 		for _, ns := range t.Samples.KernelNs {
 			m.Samples = append(m.Samples, float64(ns))
 		}
-		if blocks := t.Samples.Blocks(); len(blocks) > 1 {
-			for _, b := range blocks {
-				m.PlacementMedians = append(m.PlacementMedians, medianOf(b))
-			}
-		}
+		m.PlacementMedians = t.Samples.PlacementMedians()
 	}
 	m.SMClockMHz = t.SMClockMHz
 	if t.Throttled {
@@ -198,14 +193,4 @@ func plural(n int, word string) string {
 		return word
 	}
 	return word + "s"
-}
-
-// medianOf is the median of a block of nanosecond samples.
-func medianOf(ns []int64) float64 {
-	sorted := make([]float64, len(ns))
-	for i, x := range ns {
-		sorted[i] = float64(x)
-	}
-	slices.Sort(sorted)
-	return sdk.MedianSorted(sorted)
 }

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flashcore/bench/sdk"
@@ -193,19 +194,28 @@ type Samples struct {
 	KernelBlocks []int `json:"kernel_blocks,omitempty"`
 }
 
-// Blocks splits the kernel samples into their placements' blocks; one
-// block of all of them when none are recorded.
-func (s *Samples) Blocks() [][]int64 {
-	if len(s.KernelBlocks) == 0 {
-		return [][]int64{s.KernelNs}
+// PlacementMedians are the medians of the kernel samples of each
+// placement, in order (KernelBlocks); nil unless there are two placements
+// or more.
+func (s *Samples) PlacementMedians() []float64 {
+	if len(s.KernelBlocks) < 2 {
+		return nil
 	}
-	blocks := make([][]int64, 0, len(s.KernelBlocks))
+	medians := make([]float64, 0, len(s.KernelBlocks))
 	at := 0
 	for _, n := range s.KernelBlocks {
-		blocks = append(blocks, s.KernelNs[at:at+n])
+		if n < 1 || at+n > len(s.KernelNs) {
+			return nil
+		}
+		block := make([]float64, n)
+		for i, ns := range s.KernelNs[at : at+n] {
+			block[i] = float64(ns)
+		}
+		slices.Sort(block)
+		medians = append(medians, sdk.MedianSorted(block))
 		at += n
 	}
-	return blocks
+	return medians
 }
 
 // Stats summarise one set of timed samples. Times are nanoseconds, held as

@@ -114,7 +114,6 @@ func timingRecord(mode sdk.L2Mode, s sdk.Samples) results.Timing {
 		After:      s.After,
 		Facts:      s.Facts,
 	}
-	t.Kernel.RelNoise = placedNoise(t.Kernel.RelNoise, s.KernelTimes, s.KernelBlocks)
 	t.Throttled, t.ThrottleNote = throttled(s)
 	if len(s.CallTimes) > 0 {
 		t.Call = statsRecord(s.CallTimes)
@@ -129,6 +128,7 @@ func timingRecord(mode sdk.L2Mode, s sdk.Samples) results.Timing {
 		CrossCheckNs: nanoseconds(s.CrossCheckTimes),
 		KernelBlocks: slices.Clone(s.KernelBlocks),
 	}
+	t.Kernel.RelNoise = placedNoise(t.Kernel.RelNoise, t.Samples)
 	return t
 }
 
@@ -161,29 +161,25 @@ func statsRecord(samples []time.Duration) results.Stats {
 }
 
 // placedNoise is the kernel's relative noise when its samples span
-// placements (blocks): the larger of the samples' own (rel) and the
-// placements' medians' spread, since samples of one placement share it
-// and so narrow the interval of the median more than they should
+// placements: the larger of the samples' own (rel) and the placements'
+// medians' spread, since samples of one placement share it and so narrow
+// the interval of the median more than they should
 // (docs/measurement.md#placements). With six placements or more the
 // spread is sdk.RelativeNoise of their medians; with two to five, half
 // their range over the median of the medians: the range of five medians
 // holds the median placement's time with 94% confidence (1 − 2·2⁻⁵).
-func placedNoise(rel float64, samples []time.Duration, blocks []int) float64 {
-	if len(blocks) < 2 || math.IsInf(rel, 1) {
+func placedNoise(rel float64, samples *results.Samples) float64 {
+	medians := samples.PlacementMedians()
+	if medians == nil || math.IsInf(rel, 1) {
 		return rel
 	}
-	medians := make([]time.Duration, 0, len(blocks))
-	at := 0
-	for _, n := range blocks {
-		if n < 1 || at+n > len(samples) {
-			return rel
-		}
-		medians = append(medians, stats.Summarize(samples[at:at+n]).Median)
-		at += n
+	durations := make([]time.Duration, len(medians))
+	for i, m := range medians {
+		durations[i] = time.Duration(m)
 	}
-	spread := sdk.RelativeNoise(medians)
+	spread := sdk.RelativeNoise(durations)
 	if len(medians) < 6 {
-		m := stats.Summarize(medians)
+		m := stats.Summarize(durations)
 		spread = float64(m.Max-m.Min) / 2 / float64(m.Median)
 	}
 	if math.IsNaN(rel) || spread > rel {
