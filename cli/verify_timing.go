@@ -15,7 +15,6 @@ import (
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
-	"github.com/flashcore/bench/internal/bridge"
 	"github.com/flashcore/bench/internal/ncu"
 	"github.com/flashcore/bench/sdk"
 )
@@ -29,10 +28,13 @@ Usage:
 Runs the suite as ` + "`flashcore run`" + ` does and checks, row by row, our median
 kernel time against a reference measured apart from it:
 
-  cupti  the Python bridges' worker times the very calls it sampled a
-         second way: each call in its own range, a call's kernels,
-         memsets and copies told apart from other calls by correlation
-         (not by the device's order, as the bridges' own figure is)
+  cupti  the backend times the very calls it sampled a second way, by
+         CUPTI's activity records, each call's kernels, memsets and copies
+         told apart from other calls by correlation (not by the device's
+         order, nor by events around them): the Go CUDA plugins mark each
+         call with a CUPTI external correlation id, the Python bridges' worker
+         runs each in its own profiler range. Taken only from the plugins
+         shipped with this flashcore
   ncu    each backend runs again under Nsight Compute (--clock-control
          none, --cache-control none for hot or all for cold), one session
          per plugin, every call marked with NVTX ranges: the median over
@@ -40,8 +42,8 @@ kernel time against a reference measured apart from it:
          the calls spread over placements of the buffers as the run's are.
          ncu sees no memsets and reads about 1 µs more per kernel than
          CUPTI does
-  auto   (default) cupti for rows the backend timed by CUPTI, ncu for the
-         others (the Go CUDA plugins' events)
+  auto   (default) cupti for the rows of the plugins shipped with this
+         flashcore, ncu for the others
 
 A row PASSes when |ours - reference| <= max(2% of reference, 0.5 µs). Under
 ncu, a row that runs another kernel than it did unprofiled (Triton's
@@ -120,7 +122,7 @@ func verifyTimingCommand(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	env := autotuneCacheEnv(dir)
 	if *reference != ncu.ReferenceNcu {
-		env = append(env, bridge.TimingReferenceEnv+"="+ncu.ReferenceCupti)
+		env = append(env, sdk.TimingReferenceEnv+"="+sdk.TimingReferenceCUPTI)
 	}
 	run, err := runner.Run(ctx, runner.Config{
 		Suite: withL2(s, mode), Plugins: plugins, ResultsPath: filepath.Join(dir, "results.json"),
@@ -188,14 +190,14 @@ func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode, referen
 			continue
 		}
 		r.row.OursNs = timing.Kernel.MedianNs
-		_, hasCupti := timing.Facts[factReferenceNs]
-		_, cuptiFailed := timing.Facts[factReferenceError]
+		_, hasCupti := timing.Facts[sdk.FactReferenceNs]
+		_, cuptiFailed := timing.Facts[sdk.FactReferenceError]
 		// The CUPTI reference is facts a backend reports about itself: it is
-		// taken only from the bridges this flashcore ships, whose worker
-		// computes it. Any other backend is measured by ncu, from outside.
+		// taken only from the plugins this flashcore ships, whose code
+		// computes it (internal/cudabackend, the bridges' worker). Any other
+		// backend is measured by ncu, from outside.
 		shipped := isShippedPlugin(r.plugin)
-		useCupti := (hasCupti || cuptiFailed) && shipped &&
-			(reference == ncu.ReferenceCupti || reference == referenceAuto && timing.Method == ncu.MethodCUPTI)
+		useCupti := (hasCupti || cuptiFailed) && shipped && reference != ncu.ReferenceNcu
 		if useCupti {
 			r.row = cuptiReferenceRow(r.row, timing.Facts)
 			continue
@@ -203,7 +205,7 @@ func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode, referen
 		if reference == ncu.ReferenceCupti {
 			why := fmt.Sprintf("timed by %s: no CUPTI reference (try --reference ncu)", timing.Method)
 			if (hasCupti || cuptiFailed) && !shipped {
-				why = "not a bridge shipped with flashcore: a reference it reports about itself is not taken (try --reference ncu)"
+				why = "not a plugin shipped with flashcore: a reference it reports about itself is not taken (try --reference ncu)"
 			}
 			r.row.Verdict, r.row.Reason = ncu.Skip, why
 			continue
@@ -219,8 +221,8 @@ func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode, referen
 }
 
 // isShippedPlugin reports whether p runs this flashcore's own plugin code:
-// its binary, links followed, is the multi-call flashcore-plugins beside
-// the running flashcore executable.
+// its binary, links followed, is one of the multi-call plugin binaries
+// beside the running flashcore executable.
 func isShippedPlugin(p host.Plugin) bool {
 	self, err := os.Executable()
 	if err != nil {
@@ -229,45 +231,44 @@ func isShippedPlugin(p host.Plugin) bool {
 	return shippedBeside(self, p.Path)
 }
 
-// shippedBeside reports whether plugin resolves to the flashcore-plugins
-// binary in the directory of executable (both with links followed).
+// shippedBeside reports whether plugin resolves to one of the
+// shippedPluginBinaries in the directory of executable (both with links
+// followed).
 func shippedBeside(executable, plugin string) bool {
 	exe, err1 := filepath.EvalSymlinks(executable)
 	bin, err2 := filepath.EvalSymlinks(plugin)
 	if err1 != nil || err2 != nil {
 		return false
 	}
-	return bin == filepath.Join(filepath.Dir(exe), shippedPluginsBinary)
+	for _, name := range shippedPluginBinaries {
+		if bin == filepath.Join(filepath.Dir(exe), name) {
+			return true
+		}
+	}
+	return false
 }
 
-// shippedPluginsBinary is the multi-call binary of the plugins that need no
-// CUDA, the Python bridges among them (Makefile, cmd/flashcore-plugins).
-const shippedPluginsBinary = "flashcore-plugins"
-
-// The facts a bridge's worker records for the CUPTI reference
-// (flashcore_worker.py, _timing_reference).
-const (
-	factReferenceNs      = "reference_ns"
-	factReferenceError   = "reference_error"
-	factReferenceKernels = "reference_kernels"
-)
+// shippedPluginBinaries are the multi-call binaries of the plugins built
+// with flashcore (Makefile): the plugins that need no CUDA, the Python
+// bridges among them, and the CUDA plugins.
+var shippedPluginBinaries = []string{"flashcore-plugins", "flashcore-plugins-cuda"}
 
 // cuptiReferenceRow judges row against the per-call CUPTI times in facts.
 func cuptiReferenceRow(row ncu.TimingRow, facts map[string]string) ncu.TimingRow {
-	if why := facts[factReferenceError]; why != "" {
+	if why := facts[sdk.FactReferenceError]; why != "" {
 		return ncu.Errored(row.Backend, row.Row, row.OursNs, ncu.ReferenceCupti, why)
 	}
 	var calls []float64
-	for _, field := range strings.Fields(facts[factReferenceNs]) {
+	for _, field := range strings.Fields(facts[sdk.FactReferenceNs]) {
 		ns, err := strconv.ParseFloat(field, 64)
 		if err != nil || ns <= 0 {
 			return ncu.Errored(row.Backend, row.Row, row.OursNs, ncu.ReferenceCupti,
-				fmt.Sprintf("unreadable %s fact %q", factReferenceNs, field))
+				fmt.Sprintf("unreadable %s fact %q", sdk.FactReferenceNs, field))
 		}
 		calls = append(calls, ns)
 	}
 	activities := 0
-	if k := facts[factReferenceKernels]; k != "" {
+	if k := facts[sdk.FactReferenceKernels]; k != "" {
 		activities = len(strings.Split(k, "; "))
 	}
 	return ncu.CompareReference(row.Backend, row.Row, row.OursNs, ncu.ReferenceCupti, calls, activities)

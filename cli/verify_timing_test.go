@@ -67,6 +67,11 @@ func TestShippedBeside(t *testing.T) {
 	}
 	exe := write(filepath.Join(dist, "flashcore"))
 	multi := write(filepath.Join(dist, "flashcore-plugins"))
+	cuda := write(filepath.Join(dist, "flashcore-plugins-cuda"))
+	cudaLink := filepath.Join(dist, "flashcore-backend-cuda-v8")
+	if err := os.Symlink("flashcore-plugins-cuda", cudaLink); err != nil {
+		t.Fatal(err)
+	}
 	link := filepath.Join(dist, "flashcore-backend-pytorch-sdpa")
 	if err := os.Symlink("flashcore-plugins", link); err != nil {
 		t.Fatal(err)
@@ -79,6 +84,8 @@ func TestShippedBeside(t *testing.T) {
 	}{
 		{link, true},
 		{multi, true},
+		{cuda, true},
+		{cudaLink, true},
 		{thirdParty, false},
 		{elsewhere, false},
 		{filepath.Join(dist, "missing"), false},

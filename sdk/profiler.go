@@ -48,3 +48,27 @@ func TunablesKey(tunables map[string]string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// The timing reference. flashcore verify-timing starts a backend with
+// TimingReferenceEnv set to TimingReferenceCUPTI. A backend that sees it
+// times the calls its kernel samples came from a second way, by CUPTI's
+// activity records with each call's kernels and memsets told apart by
+// correlation (not by the device's order, nor by events around them), and
+// reports them as the timing facts below: verify-timing's reference for
+// the row's figure. The Go CUDA plugins (internal/cudabackend) and the
+// Python bridges (flashcore_cupti.py) do this.
+const (
+	TimingReferenceEnv   = "FLASHCORE_TIMING_REFERENCE"
+	TimingReferenceCUPTI = "cupti"
+
+	// FactReferenceNs is the reference figures, space-separated
+	// nanoseconds: each the device time of one call, or of one sample's
+	// calls averaged, as FactReferenceMethod says.
+	FactReferenceNs = "reference_ns"
+	// FactReferenceKernels lists the activities of one call: "name (µs); ...".
+	FactReferenceKernels = "reference_kernels"
+	// FactReferenceMethod says how the reference was taken.
+	FactReferenceMethod = "reference_method"
+	// FactReferenceError is why there is no reference.
+	FactReferenceError = "reference_error"
+)

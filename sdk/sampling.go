@@ -168,11 +168,25 @@ func warmUp(ctx context.Context, m Measurement, sample Sample) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if _, err := sample(ctx); err != nil {
+		if _, err := sample(warmUpContext(ctx)); err != nil {
 			return fmt.Errorf("warm-up run %d: %w", i, err)
 		}
 	}
 	return nil
+}
+
+type warmUpKey struct{}
+
+func warmUpContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, warmUpKey{}, true)
+}
+
+// WarmingUp reports whether a Sample was called with ctx for a warm-up
+// run, whose time CollectSamples throws away: a backend that keeps
+// something per sample (a reference time, say) keeps nothing for it.
+func WarmingUp(ctx context.Context) bool {
+	w, _ := ctx.Value(warmUpKey{}).(bool)
+	return w
 }
 
 // RelativeNoise is the half-width of the distribution-free 95% confidence

@@ -80,3 +80,34 @@ func TestCollectPlacedSamplesMovesBetweenBlocks(t *testing.T) {
 		t.Errorf("a failed move: err %v, want one naming placement 2", err)
 	}
 }
+
+// TestWarmingUpMarksTheDiscardedRuns: a sample told it is a warm-up's is
+// exactly one whose time CollectPlacedSamples throws away.
+func TestWarmingUpMarksTheDiscardedRuns(t *testing.T) {
+	m := Measurement{WarmupRuns: 3, MinSamples: 10, MaxSamples: 10, TimeCap: time.Minute, Placements: 2}
+	n := 0
+	var warm, kept []time.Duration
+	sample := func(ctx context.Context) (time.Duration, error) {
+		n++
+		d := time.Duration(n)
+		if WarmingUp(ctx) {
+			warm = append(warm, d)
+		} else {
+			kept = append(kept, d)
+		}
+		return d, nil
+	}
+	got, _, err := CollectPlacedSamples(context.Background(), m, sample, func(context.Context, int) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, kept) {
+		t.Errorf("kept samples %v, but the samples not told of a warm-up were %v", got, kept)
+	}
+	if len(warm) == 0 || len(warm)+len(kept) != n {
+		t.Errorf("%d warm-up runs of %d samples", len(warm), n)
+	}
+	if WarmingUp(context.Background()) {
+		t.Error("a plain context reads as a warm-up's")
+	}
+}

@@ -57,7 +57,7 @@ const UnderProfilerEnv = sdk.UnderProfilerEnv
 // correlation rather than by device order, and return them as the timing
 // facts reference_ns and reference_kernels (or reference_error):
 // flashcore verify-timing's reference for the bridges' figure.
-const TimingReferenceEnv = "FLASHCORE_TIMING_REFERENCE"
+const TimingReferenceEnv = sdk.TimingReferenceEnv
 
 // errPythonNotFound marks an interpreter that could not be executed.
 var errPythonNotFound = errors.New("python3 not found ($FLASHCORE_PYTHON or python3)")

@@ -47,6 +47,10 @@ type Backend struct {
 	// (sdk.UnderProfilerEnv): every call of a Run is marked with NVTX
 	// ranges (deviceCase.run).
 	profiled bool
+	// referenced is set when flashcore verify-timing asks for a CUPTI
+	// reference of the sampled calls (sdk.TimingReferenceEnv), and no
+	// profiler holds CUPTI (device_timing_cuda.go).
+	referenced bool
 }
 
 var (
@@ -63,7 +67,8 @@ func New(spec Spec) *Backend {
 		cases:   map[string]*deviceCase{},
 		spin:    defaultSpinLengths(),
 
-		profiled: os.Getenv(sdk.UnderProfilerEnv) == "1",
+		profiled:   os.Getenv(sdk.UnderProfilerEnv) == "1",
+		referenced: os.Getenv(sdk.TimingReferenceEnv) == sdk.TimingReferenceCUPTI && os.Getenv(sdk.UnderProfilerEnv) != "1",
 	}
 }
 
@@ -128,6 +133,10 @@ func (c *deviceCase) run() error {
 	}
 	return nil
 }
+
+// activitiesPerCall is how many device activities run launches: a memset
+// per reset buffer, then the plan's kernels.
+func (c *deviceCase) activitiesPerCall() int { return len(c.resets) + len(c.steps) }
 
 // moveBuffers gives the case new device buffers with the old ones' contents
 // and frees the old ones; on failure the case keeps its old buffers.

@@ -11,8 +11,14 @@ import (
 // bf16 tensor cores need Ampere (8.0).
 const MinComputeCapability = 80
 
-// MethodCUDAEventsSpin names how kernel times are taken (docs/measurement.md).
-const MethodCUDAEventsSpin = "cuda-events+spin"
+// The methods by which the CUDA plugins take kernel times
+// (docs/measurement.md): CUPTI's device records of each sample's calls
+// behind the spin, or, where CUPTI cannot be had (no libcupti, or a
+// profiler holds it), CUDA events around them.
+const (
+	MethodCUPTISpin      = "cupti+spin"
+	MethodCUDAEventsSpin = "cuda-events+spin"
+)
 
 // ReasonNoCUDA is the unavailable reason of a build without the cuda tag.
 const ReasonNoCUDA = "built without CUDA"

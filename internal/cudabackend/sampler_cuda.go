@@ -5,6 +5,7 @@ package cudabackend
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -42,9 +43,21 @@ type sampler struct {
 
 	retries   int // samples retaken with a longer spin
 	uncovered int // samples whose spin was still too short at maxSpin
+
+	// device times the samples by CUPTI (device_timing_cuda.go); nil when
+	// they are timed by events, and then noDevice says why.
+	device   *deviceTiming
+	noDevice string
 }
 
 func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, error) {
+	if s.b.profiled {
+		s.noDevice = "a profiler holds CUPTI"
+	} else if d, err := startDeviceTiming(s.b.referenced, s.c.activitiesPerCall()); err != nil {
+		s.noDevice = err.Error()
+	} else {
+		s.device = d
+	}
 	if err := s.prime(); err != nil {
 		return sdk.Samples{}, err
 	}
@@ -65,10 +78,14 @@ func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, 
 		return sdk.Samples{}, err
 	}
 	before, after := endClocks(clocks)
+	method := MethodCUDAEventsSpin
+	if s.device != nil {
+		method = MethodCUPTISpin
+	}
 	return sdk.Samples{
 		KernelTimes:  kernelTimes,
 		CallTimes:    callTimes,
-		Method:       MethodCUDAEventsSpin,
+		Method:       method,
 		SMClockMHz:   medianClock(clocks),
 		Before:       before,
 		After:        after,
@@ -154,6 +171,9 @@ func (s *sampler) kernelSample(ctx context.Context) (time.Duration, error) {
 	for {
 		d, queued, err := s.timeOnce(*spin)
 		if err != nil || spinCovered(*spin, queued) {
+			if err == nil && !sdk.WarmingUp(ctx) {
+				s.device.keepSample()
+			}
 			return d, err
 		}
 		longer, ok := longerSpin(*spin)
@@ -167,23 +187,30 @@ func (s *sampler) kernelSample(ctx context.Context) (time.Duration, error) {
 }
 
 // timeOnce queues one kernel-time sample behind a spin of length spin and
-// returns the event time and how long the host took to queue the sample.
+// returns its time per call (by CUPTI, else by the events) and how long
+// the host took to queue the sample.
 func (s *sampler) timeOnce(spin time.Duration) (elapsed, queued time.Duration, err error) {
 	t := s.b.timer
-	if err := t.Spin(spin); err != nil {
+	if s.device != nil {
+		if err := s.device.beginSample(); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := s.device.helper(func() error { return t.Spin(spin) }); err != nil {
 		return 0, 0, err
 	}
 	begin := time.Now()
 	if s.cold {
-		if err := t.FlushL2(); err != nil {
+		if err := s.device.helper(t.FlushL2); err != nil {
 			return 0, 0, err
 		}
 	}
 	if err := s.b.startEv.Record(); err != nil {
 		return 0, 0, err
 	}
-	for range max(s.batch, 1) {
-		if err := s.c.run(); err != nil {
+	calls := max(s.batch, 1)
+	for range calls {
+		if err := s.device.call(s.c.run); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -195,7 +222,14 @@ func (s *sampler) timeOnce(spin time.Duration) (elapsed, queued time.Duration, e
 		return 0, 0, err
 	}
 	elapsed, err = gpu.Elapsed(s.b.startEv, s.b.stopEv)
-	return elapsed / time.Duration(max(s.batch, 1)), queued, err
+	if err != nil {
+		return 0, 0, err
+	}
+	elapsed /= time.Duration(calls)
+	if s.device != nil {
+		elapsed, err = s.device.endSample(elapsed)
+	}
+	return elapsed, queued, err
 }
 
 func (s *sampler) callSamples(ctx context.Context, n int) ([]time.Duration, error) {
@@ -236,12 +270,21 @@ func (s *sampler) diagnostics() []sdk.Diagnostic {
 }
 
 func (s *sampler) facts() map[string]string {
-	facts := map[string]string{
+	var facts map[string]string
+	if s.device != nil {
+		facts = s.device.facts()
+	} else {
+		facts = map[string]string{FactCUPTIFallback: s.noDevice}
+		if s.b.referenced {
+			facts[sdk.FactReferenceError] = "no CUPTI: " + s.noDevice
+		}
+	}
+	maps.Copy(facts, map[string]string{
 		FactSpinMicroseconds:  strconv.FormatInt(s.b.spin.of(s.cold).Microseconds(), 10),
 		FactSpinRetries:       strconv.Itoa(s.retries),
 		FactTimingKernelsHash: s.b.timer.Manifest().SourceSHA256,
 		FactCallsPerSample:    strconv.Itoa(max(s.batch, 1)),
-	}
+	})
 	if s.cold {
 		facts[FactL2FlushBytes] = strconv.FormatInt(s.b.timer.FlushBytes(), 10)
 	}

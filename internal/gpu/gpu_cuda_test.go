@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"strings"
 	"syscall"
@@ -225,5 +226,83 @@ func TestFaultNamesTheCUDAError(t *testing.T) {
 	})
 	if !IsContextLost(err) || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS") {
 		t.Errorf("a store to address 0: %v, want CUDA_ERROR_ILLEGAL_ADDRESS and a lost context", err)
+	}
+}
+
+// CUPTI's records reach the call that was marked when it launched them,
+// memsets included, and nothing launched unmarked reaches any call.
+func TestActivityTraceTiesActivitiesToMarks(t *testing.T) {
+	trace, err := StartActivityTrace()
+	if err != nil {
+		t.Skipf("no CUPTI: %v", err)
+	}
+	t.Logf("CUPTI from %s", trace.Library())
+	w := newWorker(t)
+	err = w.Do(func() error {
+		mod, err := LoadModule([]byte(probePTX))
+		if err != nil {
+			return err
+		}
+		defer mod.Unload()
+		fn, err := mod.Function("echo_params")
+		if err != nil {
+			return err
+		}
+		out, err := Alloc(16)
+		if err != nil {
+			return err
+		}
+		defer out.Free()
+		launch := func() error {
+			return fn.Launch(Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, out.Arg(), Int32(1), Float32(2), Uint64(3))
+		}
+		if _, err := trace.Drain(); err != nil {
+			return err
+		}
+		before, err := trace.Now()
+		if err != nil {
+			return err
+		}
+		steps := []func() error{
+			launch, // unmarked
+			func() error { return trace.Mark(7) }, func() error { return out.FillWords(0) }, launch, trace.Unmark,
+			func() error { return trace.Mark(8) }, launch, trace.Unmark,
+			launch, Synchronize, // unmarked
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		after, err := trace.Now()
+		if err != nil {
+			return err
+		}
+		acts, err := trace.Drain()
+		if err != nil {
+			return err
+		}
+		var got []string
+		for i, a := range acts {
+			if a.DurationNs() == 0 || i > 0 && a.StartNs < acts[i-1].StartNs {
+				t.Errorf("activity %d (%s) has no duration or is out of order: %+v", i, a.Name, a)
+			}
+			if a.StartNs < before || a.EndNs > after {
+				t.Errorf("activity %d (%s) ran %d..%d, outside the host's %d..%d on CUPTI's clock", i, a.Name, a.StartNs, a.EndNs, before, after)
+			}
+			mark := "-"
+			if a.Marked {
+				mark = fmt.Sprint(a.Mark)
+			}
+			got = append(got, a.Name+"@"+mark)
+		}
+		want := "echo_params@-,memset@7,echo_params@7,echo_params@8,echo_params@-"
+		if strings.Join(got, ",") != want {
+			t.Errorf("activities %s, want %s", strings.Join(got, ","), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -18,8 +18,11 @@ const (
 // The timing methods results record (docs/measurement.md), which say how
 // a row was timed and so how ncu reaches it.
 const (
-	// MethodSpin is the Go CUDA plugins' method (internal/cudabackend).
-	MethodSpin = "cuda-events+spin"
+	// MethodCUPTISpin is the Go CUDA plugins' method where CUPTI is
+	// there, MethodSpin their method where it is not and under a profiler
+	// (internal/cudabackend).
+	MethodCUPTISpin = "cupti+spin"
+	MethodSpin      = "cuda-events+spin"
 	// MethodCUPTI is the Python bridges' method on a GPU (flashcore_cupti.py).
 	MethodCUPTI = "cupti"
 	// MethodSleep is the Python bridges' fallback (flashcore_worker.py),
@@ -51,7 +54,7 @@ type Reach struct {
 // time no GPU kernel (wall-clock on a CPU).
 func ReachFor(method string) (Reach, bool) {
 	switch method {
-	case MethodSpin:
+	case MethodCUPTISpin, MethodSpin:
 		return Reach{Process: PluginProcess, KernelRegex: AttentionKernels, NVTX: true}, true
 	case MethodCUPTI, MethodSleep:
 		return Reach{Process: WorkerProcess, NVTX: true}, true

@@ -9,6 +9,7 @@ func TestReachForEveryTimingMethod(t *testing.T) {
 		ok     bool
 	}{
 		{MethodSpin, Reach{Process: PluginProcess, KernelRegex: AttentionKernels, NVTX: true}, true},
+		{MethodCUPTISpin, Reach{Process: PluginProcess, KernelRegex: AttentionKernels, NVTX: true}, true},
 		{MethodCUPTI, Reach{Process: WorkerProcess, NVTX: true}, true},
 		{MethodSleep, Reach{Process: WorkerProcess, NVTX: true}, true},
 		{"wall-clock", Reach{}, false},

@@ -29,7 +29,7 @@ func Conformance(t *testing.T, name string) conformance.Options {
 	return conformance.Options{
 		Binary:        buildtest.Plugin(t, name, "plugins/"+name),
 		RequiredFacts: FactsEveryCaseRecords,
-		Method:        cudabackend.MethodCUDAEventsSpin,
+		Method:        cudabackend.MethodCUPTISpin,
 	}
 }
 

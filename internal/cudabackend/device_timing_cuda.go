@@ -1,0 +1,237 @@
+//go:build cuda
+
+package cudabackend
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/sdk"
+)
+
+// deviceTiming times kernel samples by what ran on the device, from
+// CUPTI's activity records (gpu.ActivityTrace), as the Python bridges do:
+// a sample's figure is the summed device time of every kernel and memset
+// its calls ran, divided by its calls. The events around the calls are
+// still taken; they also count the device's gaps between calls and, for a
+// single call, the event pair's own latency (about 2.4 µs on an H100), and
+// their median is kept as a fact (docs/measurement.md).
+//
+// Two attributions are made of one sample's records:
+//
+//   - the figure: every activity that ran between the sample's start and
+//     end on CUPTI's clock, less the spin and the L2 flush (launched under
+//     helperMark);
+//   - the reference (flashcore verify-timing, sdk.TimingReferenceEnv): the
+//     activities of the calls' own marks, each call launched under its own
+//     CUPTI external correlation id.
+//
+// They differ when something ran in the window that no call launched, or a
+// call's work ran outside it.
+type deviceTiming struct {
+	trace     *gpu.ActivityTrace
+	reference bool
+	// perCall is how many activities one call runs: its memsets and
+	// kernels (deviceCase.activitiesPerCall).
+	perCall int
+
+	next uint64 // the next call's mark
+
+	// The sample being taken.
+	start      uint64 // CUPTI clock before its spin
+	first, n   uint64 // its calls' marks
+	lastFigure float64
+	lastRef    float64
+	lastEvents time.Duration
+	lastActs   [][]gpu.Activity
+
+	// The kept samples'.
+	events []time.Duration
+	refs   []float64
+	calls  [][]gpu.Activity // the first keptCalls calls' activities
+}
+
+// helperMark marks the launches of the measurement's own kernels (the spin
+// and the L2 flush), which no figure counts.
+const helperMark = 1 << 63
+
+// keptCalls bounds how many calls' activities are kept to describe a call.
+const keptCalls = 64
+
+// startDeviceTiming starts CUPTI's records for a Run; nil and the reason
+// when CUPTI cannot be had (the sampler then times by events).
+func startDeviceTiming(reference bool, perCall int) (*deviceTiming, error) {
+	trace, err := gpu.StartActivityTrace()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := trace.Drain(); err != nil {
+		return nil, err
+	}
+	return &deviceTiming{trace: trace, reference: reference, perCall: max(perCall, 1)}, nil
+}
+
+// beginSample is called before the sample's spin.
+func (d *deviceTiming) beginSample() error {
+	now, err := d.trace.Now()
+	d.start, d.first, d.n = now, d.next, 0
+	return err
+}
+
+// helper runs launch (the spin or the flush) under helperMark.
+func (d *deviceTiming) helper(launch func() error) error {
+	if d == nil {
+		return launch()
+	}
+	if err := d.trace.Mark(helperMark); err != nil {
+		return err
+	}
+	err := launch()
+	return errors.Join(err, d.trace.Unmark())
+}
+
+// call runs one call of the sample under its own mark.
+func (d *deviceTiming) call(run func() error) error {
+	if d == nil {
+		return run()
+	}
+	if err := d.trace.Mark(d.next); err != nil {
+		return err
+	}
+	d.next++
+	d.n++
+	err := run()
+	return errors.Join(err, d.trace.Unmark())
+}
+
+// endSample is called once the sample's stop event has completed, with the
+// events' time per call; it returns the sample's device figure per call.
+// CUPTI may hand over a kernel's record a little after the kernel has
+// finished: the records are drained until every call has all of its
+// activities, for at most recordWait.
+func (d *deviceTiming) endSample(events time.Duration) (time.Duration, error) {
+	end, err := d.trace.Now()
+	if err != nil {
+		return 0, err
+	}
+	var acts []gpu.Activity
+	perCall := make([][]gpu.Activity, d.n)
+	deadline := time.Now().Add(recordWait)
+	for pause := 20 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+		more, err := d.trace.Drain()
+		if err != nil {
+			return 0, err
+		}
+		acts = append(acts, more...)
+		for _, a := range more {
+			if a.Marked && a.Mark >= d.first && a.Mark < d.first+d.n {
+				perCall[a.Mark-d.first] = append(perCall[a.Mark-d.first], a)
+			}
+		}
+		short := 0
+		for _, c := range perCall {
+			if len(c) < d.perCall {
+				short++
+			}
+		}
+		if short == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("CUPTI recorded fewer than the %d kernel(s) and memset(s) of a call for %d of the sample's %d call(s), %v after it ended",
+				d.perCall, short, d.n, recordWait)
+		}
+		time.Sleep(pause)
+	}
+	var inWindow, byMark uint64
+	for _, a := range acts {
+		if a.Marked && a.Mark >= d.first && a.Mark < d.first+d.n {
+			byMark += a.DurationNs()
+		}
+		if a.StartNs >= d.start && a.EndNs <= end && !(a.Marked && a.Mark == helperMark) {
+			inWindow += a.DurationNs()
+		}
+	}
+	calls := float64(max(d.n, 1))
+	d.lastFigure, d.lastRef, d.lastEvents, d.lastActs = float64(inWindow)/calls, float64(byMark)/calls, events, perCall
+	return time.Duration(d.lastFigure + 0.5), nil
+}
+
+// recordWait bounds how long endSample waits for CUPTI's records.
+const recordWait = 200 * time.Millisecond
+
+// keepSample keeps the latest sample, which the sampling contract kept.
+func (d *deviceTiming) keepSample() {
+	if d == nil {
+		return
+	}
+	d.events = append(d.events, d.lastEvents)
+	d.refs = append(d.refs, d.lastRef)
+	for _, c := range d.lastActs {
+		if len(d.calls) < keptCalls && len(c) > 0 {
+			d.calls = append(d.calls, c)
+		}
+	}
+}
+
+// facts describe the device timing of the Run's kept samples: one call's
+// activities, the events' median, and, when asked, the reference.
+func (d *deviceTiming) facts() map[string]string {
+	facts := map[string]string{
+		FactKernelMethod: fmt.Sprintf("CUPTI activity records (%s): each sample's kernels and memsets on the device, "+
+			"less the spin and the L2 flush, summed and divided by its calls", filepath.Base(d.trace.Library())),
+		FactKernels: describeActivities(d.calls),
+	}
+	if len(d.events) > 0 {
+		events := make([]float64, len(d.events))
+		for i, e := range d.events {
+			events[i] = float64(e)
+		}
+		slices.Sort(events)
+		facts[FactEventsMedianNs] = strconv.FormatInt(int64(sdk.MedianSorted(events)+0.5), 10)
+	}
+	if !d.reference {
+		return facts
+	}
+	switch {
+	case len(d.refs) == 0:
+		facts[sdk.FactReferenceError] = "no sample was kept"
+	default:
+		text := make([]string, len(d.refs))
+		for i, f := range d.refs {
+			text[i] = strconv.FormatInt(int64(f+0.5), 10)
+		}
+		facts[sdk.FactReferenceMethod] = "CUPTI activity records, by correlation: each sampled call launched under " +
+			"its own external correlation id, its kernels and memsets summed; one figure per sample, its calls' mean"
+		facts[sdk.FactReferenceNs] = strings.Join(text, " ")
+		facts[sdk.FactReferenceKernels] = describeActivities(d.calls)
+	}
+	return facts
+}
+
+// describeActivities is "name (µs); ..." for the activities of a call, each
+// the median over the calls that ran as many activities as the first.
+func describeActivities(calls [][]gpu.Activity) string {
+	if len(calls) == 0 {
+		return ""
+	}
+	width := len(calls[0])
+	parts := make([]string, width)
+	for i := range width {
+		var ns []float64
+		for _, c := range calls {
+			if len(c) == width {
+				ns = append(ns, float64(c[i].DurationNs()))
+			}
+		}
+		slices.Sort(ns)
+		parts[i] = fmt.Sprintf("%s (%.2f µs)", calls[0][i].Name, sdk.MedianSorted(ns)/1000)
+	}
+	return strings.Join(parts, "; ")
+}
