@@ -213,3 +213,62 @@ func factValue(fact, value string) string {
 	}
 	return value
 }
+
+// methodChanges groups the rows whose kernel times were taken by another
+// method in a later run than in the first, by row name and the methods of
+// every run ("" for a run without the row): CUDA events read 1 to 2.5 µs a
+// call above CUPTI's device durations (docs/measurement.md), so such a
+// ratio compares the methods as well as the kernels.
+func methodChanges(c *Comparison) (groups map[string]int, order []string) {
+	groups = map[string]int{}
+	for _, r := range c.Rows {
+		first := r.Measures[0].Method
+		differs := false
+		methods := make([]string, len(r.Measures))
+		for i, m := range r.Measures {
+			methods[i] = m.Method
+			if i > 0 && first != "" && m.Method != "" && m.Method != first {
+				differs = true
+			}
+		}
+		if !differs {
+			continue
+		}
+		var parts []string
+		for i, m := range methods {
+			if m != "" {
+				parts = append(parts, m+" in "+c.Runs[i].Label)
+			}
+		}
+		key := r.Name + ": kernel time by " + strings.Join(parts, ", ")
+		if groups[key] == 0 {
+			order = append(order, key)
+		}
+		groups[key]++
+	}
+	return groups, order
+}
+
+// methodWarnings count the rows timed by different methods in different
+// runs; methodNotes name them, a line per backend and methods.
+func methodWarnings(c *Comparison) []string {
+	groups, _ := methodChanges(c)
+	rows := 0
+	for _, n := range groups {
+		rows += n
+	}
+	if rows == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("kernel times were taken by different methods in %d %s (named under the table); "+
+		"CUDA events read 1 to 2.5 µs a call above CUPTI's device time", rows, plural(rows, "row"))}
+}
+
+func methodNotes(c *Comparison) []string {
+	groups, order := methodChanges(c)
+	notes := make([]string, 0, len(order))
+	for _, key := range order {
+		notes = append(notes, fmt.Sprintf("%s (%d %s)", key, groups[key], plural(groups[key], "row")))
+	}
+	return notes
+}

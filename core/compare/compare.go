@@ -94,7 +94,7 @@ func Compare(sources []Source, opts Options) (*Comparison, error) {
 	}
 	c.Warnings = headerWarnings(c)
 	c.Differences = codeDifferences(c)
-	c.Notes = append(clockNotes(c), duplicates...)
+	c.Notes = append(append(clockNotes(c), methodNotes(c)...), duplicates...)
 	c.Summary = summarize(c.Rows, len(runs))
 	return c, nil
 }
@@ -150,7 +150,7 @@ func measure(r *results.Result, mode sdk.L2Mode) Measure {
 		}
 		m.PlacementMedians = t.Samples.PlacementMedians()
 	}
-	m.SMClockMHz = t.SMClockMHz
+	m.SMClockMHz, m.Method = t.SMClockMHz, t.Method
 	if t.Throttled {
 		m.ThrottleNote = t.ThrottleNote
 		if m.ThrottleNote == "" {

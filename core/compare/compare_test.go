@@ -252,3 +252,57 @@ func TestNoInputWarningForACaseOneRunDidNotReach(t *testing.T) {
 		}
 	}
 }
+
+// A row timed by CUDA events in one run and by CUPTI in the other is
+// called out in the header and named, a line per backend, under the table.
+func TestMethodChangesAreCalledOut(t *testing.T) {
+	sources := load(t, oldRun, newRun)
+	changed := ""
+	for _, run := range []*results.Run{sources[0].Run, sources[1].Run} {
+		for i := range run.Results {
+			for j := range run.Results[i].Timings {
+				run.Results[i].Timings[j].Method = "cupti+spin"
+			}
+		}
+	}
+	later := sources[1].Run
+	for i := range later.Results {
+		r := &later.Results[i]
+		if changed == "" && len(r.Timings) > 0 {
+			changed = r.Label
+		}
+		if r.Label == changed {
+			for j := range r.Timings {
+				r.Timings[j].Method = "cuda-events+spin"
+			}
+		}
+	}
+	c, err := Compare(sources, Options{Threshold: DefaultThreshold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, "different methods") })
+	if !warned {
+		t.Errorf("no warning of the method change in %q", c.Warnings)
+	}
+	var named []string
+	for _, n := range c.Notes {
+		if strings.Contains(n, "kernel time by") {
+			named = append(named, n)
+		}
+	}
+	if len(named) != 1 || !strings.HasPrefix(named[0], changed+": kernel time by cupti+spin in ") ||
+		!strings.Contains(named[0], "cuda-events+spin in ") {
+		t.Errorf("notes naming the change: %q (want one, for %s)", named, changed)
+	}
+
+	same, err := Compare(load(t, oldRun, newRun), Options{Threshold: DefaultThreshold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range same.Warnings {
+		if strings.Contains(w, "different methods") {
+			t.Errorf("warning %q where every row kept its method", w)
+		}
+	}
+}

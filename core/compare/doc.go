@@ -21,11 +21,12 @@
 //     (stats.CompareRatio), or, for files without samples, a fallback rule
 //     on their medians and noise;
 //  4. headerWarnings says what makes the runs hard to compare (other
-//     devices or drivers, SM clocks apart, no raw samples, other suites or
-//     measurement settings, other inputs for the same case, unfinished
-//     runs), codeDifferences what changed in the code measured (plugin
-//     builds, kernel hashes), and clockNotes names the rows behind the
-//     clock warning, so that no ratio is read without them;
+//     devices or drivers, SM clocks apart, other timing methods, no raw
+//     samples, other suites or measurement settings, other inputs for the
+//     same case, unfinished runs), codeDifferences what changed in the code measured (plugin
+//     builds, kernel hashes), and clockNotes and methodNotes name the rows
+//     behind the clock and method warnings, so that no ratio is read
+//     without them;
 //  5. summarize takes, per row name and later run, the geometric mean of
 //     the ratios and counts the verdicts; SummaryLine puts the counts in
 //     one line for release notes.

@@ -85,6 +85,9 @@ type Measure struct {
 	PlacementMedians []float64
 	// SMClockMHz is the SM clock recorded while sampling; 0 when unknown.
 	SMClockMHz float64
+	// Method is how the kernel times were taken ("cupti+spin", ...); ""
+	// when the row was not timed.
+	Method string
 	// ThrottleNote says how the clock fell during sampling; "" when the
 	// row was not flagged as throttled.
 	ThrottleNote string

@@ -21,6 +21,7 @@ func headerWarnings(c *Comparison) []string {
 		warnings = append(warnings, "runs were measured under different drivers ("+listing+")")
 	}
 	warnings = append(warnings, clockWarnings(c)...)
+	warnings = append(warnings, methodWarnings(c)...)
 	warnings = append(warnings, sampleWarnings(c.Runs)...)
 	warnings = append(warnings, suiteWarnings(c.Runs)...)
 	warnings = append(warnings, modeWarnings(c)...)
