@@ -51,6 +51,10 @@ type deviceTiming struct {
 	lastEvents time.Duration
 	lastActs   [][]gpu.Activity
 
+	// uncovered says why the events' figure was used in the end
+	// (uncoveredDeviceTime); "" when CUPTI's was.
+	uncovered string
+
 	// The kept samples'.
 	events []time.Duration
 	refs   []float64
@@ -180,6 +184,19 @@ func (d *deviceTiming) keepSample() {
 	}
 }
 
+// covered returns the Run's kernel samples: the CUPTI figures kept, or the
+// same samples' event figures where CUPTI's records miss device time the
+// events saw (uncoveredDeviceTime).
+func (d *deviceTiming) covered(kernelTimes []time.Duration) []time.Duration {
+	if d == nil || len(d.events) != len(kernelTimes) {
+		return kernelTimes
+	}
+	if d.uncovered = uncoveredDeviceTime(d.events, kernelTimes); d.uncovered != "" {
+		return slices.Clone(d.events)
+	}
+	return kernelTimes
+}
+
 // facts describe the device timing of the Run's kept samples: one call's
 // activities, the events' median, and, when asked, the reference.
 func (d *deviceTiming) facts() map[string]string {
@@ -187,6 +204,10 @@ func (d *deviceTiming) facts() map[string]string {
 		FactKernelMethod: fmt.Sprintf("CUPTI activity records (%s): each sample's kernels and memsets on the device, "+
 			"less the spin and the L2 flush, summed and divided by its calls", filepath.Base(d.trace.Library())),
 		FactKernels: describeActivities(d.calls),
+	}
+	if d.uncovered != "" {
+		facts[FactKernelMethod] = "CUDA events around each sample's calls, behind the spin"
+		facts[FactCUPTIFallback] = d.uncovered
 	}
 	if len(d.events) > 0 {
 		events := make([]float64, len(d.events))

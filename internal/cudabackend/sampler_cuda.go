@@ -69,6 +69,7 @@ func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, 
 	if err != nil {
 		return sdk.Samples{}, err
 	}
+	kernelTimes = s.device.covered(kernelTimes)
 	clocks, err := s.b.timer.Clocks(len(kernelTimes))
 	if err != nil {
 		return sdk.Samples{}, err
@@ -79,7 +80,7 @@ func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, 
 	}
 	before, after := endClocks(clocks)
 	method := MethodCUDAEventsSpin
-	if s.device != nil {
+	if s.device != nil && s.device.uncovered == "" {
 		method = MethodCUPTISpin
 	}
 	return sdk.Samples{
