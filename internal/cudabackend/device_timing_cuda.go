@@ -5,6 +5,7 @@ package cudabackend
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -25,9 +26,10 @@ import (
 //
 // Two attributions are made of one sample's records:
 //
-//   - the figure: every activity that ran between the sample's start and
-//     end on CUPTI's clock, less the spin and the L2 flush (launched under
-//     helperMark);
+//   - the figure: every activity that started on the device after the
+//     sample's spin did, less the spin and the L2 flush (launched under the
+//     sample's own helper mark): device timestamps only, since CUPTI's
+//     conversion of them to the host's clock can be microseconds off;
 //   - the reference (flashcore verify-timing, sdk.TimingReferenceEnv): the
 //     activities of the calls' own marks, each call launched under its own
 //     CUPTI external correlation id.
@@ -44,7 +46,9 @@ type deviceTiming struct {
 	next uint64 // the next call's mark
 
 	// The sample being taken.
-	start      uint64 // CUPTI clock before its spin
+	samples    uint64 // samples begun, for the helper marks
+	helperID   uint64 // the mark of its spin and flush
+	helpers    int    // launches under helperID
 	first, n   uint64 // its calls' marks
 	lastFigure float64
 	lastRef    float64
@@ -61,8 +65,9 @@ type deviceTiming struct {
 	calls  [][]gpu.Activity // the first keptCalls calls' activities
 }
 
-// helperMark marks the launches of the measurement's own kernels (the spin
-// and the L2 flush), which no figure counts.
+// helperMark is the top bit of the marks of the measurement's own kernels
+// (the spin and the L2 flush), which no figure counts: each sample's carry
+// helperMark with the sample's number.
 const helperMark = 1 << 63
 
 // keptCalls bounds how many calls' activities are kept to describe a call.
@@ -82,10 +87,10 @@ func startDeviceTiming(reference bool, perCall int) (*deviceTiming, error) {
 }
 
 // beginSample is called before the sample's spin.
-func (d *deviceTiming) beginSample() error {
-	now, err := d.trace.Now()
-	d.start, d.first, d.n = now, d.next, 0
-	return err
+func (d *deviceTiming) beginSample() {
+	d.samples++
+	d.helperID, d.helpers = helperMark|d.samples, 0
+	d.first, d.n = d.next, 0
 }
 
 // helper runs launch (the spin or the flush) under helperMark.
@@ -93,9 +98,10 @@ func (d *deviceTiming) helper(launch func() error) error {
 	if d == nil {
 		return launch()
 	}
-	if err := d.trace.Mark(helperMark); err != nil {
+	if err := d.trace.Mark(d.helperID); err != nil {
 		return err
 	}
+	d.helpers++
 	err := launch()
 	return errors.Join(err, d.trace.Unmark())
 }
@@ -120,12 +126,10 @@ func (d *deviceTiming) call(run func() error) error {
 // finished: the records are drained until every call has all of its
 // activities, for at most recordWait.
 func (d *deviceTiming) endSample(events time.Duration) (time.Duration, error) {
-	end, err := d.trace.Now()
-	if err != nil {
-		return 0, err
-	}
 	var acts []gpu.Activity
 	perCall := make([][]gpu.Activity, d.n)
+	helpers := 0
+	spinStart := uint64(math.MaxUint64)
 	deadline := time.Now().Add(recordWait)
 	for pause := 20 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
 		more, err := d.trace.Drain()
@@ -134,7 +138,11 @@ func (d *deviceTiming) endSample(events time.Duration) (time.Duration, error) {
 		}
 		acts = append(acts, more...)
 		for _, a := range more {
-			if a.Marked && a.Mark >= d.first && a.Mark < d.first+d.n {
+			switch {
+			case a.Marked && a.Mark == d.helperID:
+				helpers++
+				spinStart = min(spinStart, a.StartNs)
+			case a.Marked && a.Mark >= d.first && a.Mark < d.first+d.n:
 				perCall[a.Mark-d.first] = append(perCall[a.Mark-d.first], a)
 			}
 		}
@@ -144,12 +152,12 @@ func (d *deviceTiming) endSample(events time.Duration) (time.Duration, error) {
 				short++
 			}
 		}
-		if short == 0 {
+		if short == 0 && helpers >= d.helpers {
 			break
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("CUPTI recorded fewer than the %d kernel(s) and memset(s) of a call for %d of the sample's %d call(s), %v after it ended",
-				d.perCall, short, d.n, recordWait)
+			return 0, fmt.Errorf("CUPTI recorded fewer than the %d kernel(s) and memset(s) of a call for %d of the sample's %d call(s), "+
+				"and %d of its %d spin and flush launches, %v after it ended", d.perCall, short, d.n, helpers, d.helpers, recordWait)
 		}
 		time.Sleep(pause)
 	}
@@ -158,9 +166,12 @@ func (d *deviceTiming) endSample(events time.Duration) (time.Duration, error) {
 		if a.Marked && a.Mark >= d.first && a.Mark < d.first+d.n {
 			byMark += a.DurationNs()
 		}
-		if a.StartNs >= d.start && a.EndNs <= end && !(a.Marked && a.Mark == helperMark) {
+		if a.StartNs >= spinStart && !(a.Marked && a.Mark&helperMark != 0) {
 			inWindow += a.DurationNs()
 		}
+	}
+	if inWindow == 0 {
+		return 0, fmt.Errorf("CUPTI recorded no kernel or memset after the sample's spin (%d call(s))", d.n)
 	}
 	calls := float64(max(d.n, 1))
 	d.lastFigure, d.lastRef, d.lastEvents, d.lastActs = float64(inWindow)/calls, float64(byMark)/calls, events, perCall
@@ -201,8 +212,8 @@ func (d *deviceTiming) covered(kernelTimes []time.Duration) []time.Duration {
 // activities, the events' median, and, when asked, the reference.
 func (d *deviceTiming) facts() map[string]string {
 	facts := map[string]string{
-		FactKernelMethod: fmt.Sprintf("CUPTI activity records (%s): each sample's kernels and memsets on the device, "+
-			"less the spin and the L2 flush, summed and divided by its calls", filepath.Base(d.trace.Library())),
+		FactKernelMethod: fmt.Sprintf("CUPTI activity records (%s): the kernels and memsets that started on the device "+
+			"after each sample's spin, less the L2 flush, summed and divided by its calls", filepath.Base(d.trace.Library())),
 		FactKernels: describeActivities(d.calls),
 	}
 	if d.uncovered != "" {

@@ -35,7 +35,6 @@ static struct {
 	int (*pop)(int, uint64_t*);
 	int (*result)(int, const char**);
 	int (*dropped)(void*, uint32_t, size_t*);
-	int (*timestamp)(uint64_t*);
 } fc_cupti;
 
 // fc_record is one activity as FlashCore keeps it. kind is the CUPTI kind;
@@ -150,7 +149,6 @@ static int fc_cupti_open(const char* path, char* err, size_t errlen) {
 	FC_SYM(push, "cuptiActivityPushExternalCorrelationId");
 	FC_SYM(pop, "cuptiActivityPopExternalCorrelationId");
 	FC_SYM(result, "cuptiGetResultString");
-	FC_SYM(timestamp, "cuptiGetTimestamp");
 	*(void**)(&fc_cupti.dropped) = dlsym(lib, "cuptiActivityGetNumDroppedRecords");
 	fc_cupti.lib = lib;
 	return 1;
@@ -178,7 +176,6 @@ static int fc_cupti_start(void) {
 static int fc_cupti_push(uint64_t id) { return fc_cupti.push(FC_CUPTI_EXTERNAL_CUSTOM0, id); }
 static int fc_cupti_pop(void) { uint64_t id; return fc_cupti.pop(FC_CUPTI_EXTERNAL_CUSTOM0, &id); }
 static int fc_cupti_flush(void) { return fc_cupti.flush(FC_CUPTI_FLUSH_FORCED); }
-static int fc_cupti_now(uint64_t* t) { return fc_cupti.timestamp(t); }
 
 // fc_cupti_take moves the kept records out: the caller frees *out.
 static size_t fc_cupti_take(fc_record** out, size_t* dropped, size_t* lost) {
@@ -208,7 +205,7 @@ import (
 )
 
 // Activity is one device activity: a kernel (its name) or a memset
-// ("memset"), its start and end on CUPTI's clock (ActivityTrace.Now), and
+// ("memset"), its start and end on the device (CUPTI's nanoseconds), and
 // the mark of the call that launched it, if any.
 type Activity struct {
 	Name           string
@@ -248,10 +245,17 @@ func StartActivityTrace() (*ActivityTrace, error) {
 	return trace, traceErr
 }
 
-// CUPTILibraryEnv names a libcupti.so to load before any other.
-const CUPTILibraryEnv = "FLASHCORE_CUPTI"
+// CUPTILibraryEnv names a libcupti.so to load before any other, or, set to
+// CUPTIOff, keeps CUPTI out: the CUDA plugins then time by events.
+const (
+	CUPTILibraryEnv = "FLASHCORE_CUPTI"
+	CUPTIOff        = "off"
+)
 
 func startTrace() (*ActivityTrace, error) {
+	if os.Getenv(CUPTILibraryEnv) == CUPTIOff {
+		return nil, fmt.Errorf("CUPTI turned off (%s=%s)", CUPTILibraryEnv, CUPTIOff)
+	}
 	var reasons []string
 	for _, path := range cuptiCandidates() {
 		c := C.CString(path)
@@ -330,16 +334,6 @@ func (t *ActivityTrace) Unmark() error {
 // ErrActivitiesLost is wrapped by Drain when CUPTI dropped records or
 // FlashCore could not keep them: the per-call sums would be short.
 var ErrActivitiesLost = errors.New("CUPTI activity records were lost")
-
-// Now is the time on CUPTI's clock, which the activities' start and end
-// are on.
-func (t *ActivityTrace) Now() (uint64, error) {
-	var now C.uint64_t
-	if r := C.fc_cupti_now(&now); r != 0 {
-		return 0, fmt.Errorf("CUPTI: timestamp: %s", cuptiResult(r))
-	}
-	return uint64(now), nil
-}
 
 // Drain hands over the activities recorded since the last Drain, in device
 // order. Synchronise with the device first: CUPTI records only what has

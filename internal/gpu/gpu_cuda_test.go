@@ -259,10 +259,6 @@ func TestActivityTraceTiesActivitiesToMarks(t *testing.T) {
 		if _, err := trace.Drain(); err != nil {
 			return err
 		}
-		before, err := trace.Now()
-		if err != nil {
-			return err
-		}
 		steps := []func() error{
 			launch, // unmarked
 			func() error { return trace.Mark(7) }, func() error { return out.FillWords(0) }, launch, trace.Unmark,
@@ -274,10 +270,6 @@ func TestActivityTraceTiesActivitiesToMarks(t *testing.T) {
 				return err
 			}
 		}
-		after, err := trace.Now()
-		if err != nil {
-			return err
-		}
 		acts, err := trace.Drain()
 		if err != nil {
 			return err
@@ -286,9 +278,6 @@ func TestActivityTraceTiesActivitiesToMarks(t *testing.T) {
 		for i, a := range acts {
 			if a.DurationNs() == 0 || i > 0 && a.StartNs < acts[i-1].StartNs {
 				t.Errorf("activity %d (%s) has no duration or is out of order: %+v", i, a.Name, a)
-			}
-			if a.StartNs < before || a.EndNs > after {
-				t.Errorf("activity %d (%s) ran %d..%d, outside the host's %d..%d on CUPTI's clock", i, a.Name, a.StartNs, a.EndNs, before, after)
 			}
 			mark := "-"
 			if a.Marked {
