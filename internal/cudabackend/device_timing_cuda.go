@@ -5,7 +5,6 @@ package cudabackend
 import (
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -65,11 +64,6 @@ type deviceTiming struct {
 	calls  [][]gpu.Activity // the first keptCalls calls' activities
 }
 
-// helperMark is the top bit of the marks of the measurement's own kernels
-// (the spin and the L2 flush), which no figure counts: each sample's carry
-// helperMark with the sample's number.
-const helperMark = 1 << 63
-
 // keptCalls bounds how many calls' activities are kept to describe a call.
 const keptCalls = 64
 
@@ -126,10 +120,9 @@ func (d *deviceTiming) call(run func() error) error {
 // finished: the records are drained until every call has all of its
 // activities, for at most recordWait.
 func (d *deviceTiming) endSample(events time.Duration) (time.Duration, error) {
+	marks := sampleMarks{helper: d.helperID, helpers: d.helpers, first: d.first, calls: d.n, perCall: d.perCall}
 	var acts []gpu.Activity
-	perCall := make([][]gpu.Activity, d.n)
-	helpers := 0
-	spinStart := uint64(math.MaxUint64)
+	var got attribution
 	deadline := time.Now().Add(recordWait)
 	for pause := 20 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
 		more, err := d.trace.Drain()
@@ -137,44 +130,19 @@ func (d *deviceTiming) endSample(events time.Duration) (time.Duration, error) {
 			return 0, err
 		}
 		acts = append(acts, more...)
-		for _, a := range more {
-			switch {
-			case a.Marked && a.Mark == d.helperID:
-				helpers++
-				spinStart = min(spinStart, a.StartNs)
-			case a.Marked && a.Mark >= d.first && a.Mark < d.first+d.n:
-				perCall[a.Mark-d.first] = append(perCall[a.Mark-d.first], a)
-			}
-		}
-		short := 0
-		for _, c := range perCall {
-			if len(c) < d.perCall {
-				short++
-			}
-		}
-		if short == 0 && helpers >= d.helpers {
+		if got = marks.attribute(acts); got.complete() {
 			break
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("CUPTI recorded fewer than the %d kernel(s) and memset(s) of a call for %d of the sample's %d call(s), "+
-				"and %d of its %d spin and flush launches, %v after it ended", d.perCall, short, d.n, helpers, d.helpers, recordWait)
+			return 0, fmt.Errorf("%s, %v after the sample ended", got.missing(), recordWait)
 		}
 		time.Sleep(pause)
 	}
-	var inWindow, byMark uint64
-	for _, a := range acts {
-		if a.Marked && a.Mark >= d.first && a.Mark < d.first+d.n {
-			byMark += a.DurationNs()
-		}
-		if a.StartNs >= spinStart && !(a.Marked && a.Mark&helperMark != 0) {
-			inWindow += a.DurationNs()
-		}
-	}
-	if inWindow == 0 {
+	if got.windowNs == 0 {
 		return 0, fmt.Errorf("CUPTI recorded no kernel or memset after the sample's spin (%d call(s))", d.n)
 	}
 	calls := float64(max(d.n, 1))
-	d.lastFigure, d.lastRef, d.lastEvents, d.lastActs = float64(inWindow)/calls, float64(byMark)/calls, events, perCall
+	d.lastFigure, d.lastRef, d.lastEvents, d.lastActs = float64(got.windowNs)/calls, float64(got.byMarkNs)/calls, events, got.perCall
 	return time.Duration(d.lastFigure + 0.5), nil
 }
 
