@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flashcore/bench/internal/gpu"
@@ -68,16 +69,30 @@ type deviceTiming struct {
 const keptCalls = 64
 
 // startDeviceTiming starts CUPTI's records for a Run; nil and the reason
-// when CUPTI cannot be had (the sampler then times by events).
+// when CUPTI cannot be had (the sampler then times by events). The Run
+// holds the process's CUPTI records until close.
 func startDeviceTiming(reference bool, perCall int) (*deviceTiming, error) {
+	deviceTimingMu.Lock()
 	trace, err := gpu.StartActivityTrace()
-	if err != nil {
-		return nil, err
+	if err == nil {
+		_, err = trace.Drain()
 	}
-	if _, err := trace.Drain(); err != nil {
+	if err != nil {
+		deviceTimingMu.Unlock()
 		return nil, err
 	}
 	return &deviceTiming{trace: trace, reference: reference, perCall: max(perCall, 1)}, nil
+}
+
+// deviceTimingMu keeps one Run at a time on CUPTI's records, which are the
+// process's: a Drain takes what every thread launched.
+var deviceTimingMu sync.Mutex
+
+// close lets the next Run have CUPTI's records.
+func (d *deviceTiming) close() {
+	if d != nil {
+		deviceTimingMu.Unlock()
+	}
 }
 
 // beginSample is called before the sample's spin.

@@ -57,6 +57,7 @@ func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, 
 		s.noDevice = err.Error()
 	} else {
 		s.device = d
+		defer d.close()
 	}
 	if err := s.prime(); err != nil {
 		return sdk.Samples{}, err
