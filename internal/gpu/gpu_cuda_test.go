@@ -93,9 +93,10 @@ func TestWorkerStaysOnOneThread(t *testing.T) {
 	}
 }
 
-func TestParamsReachTheKernelIntact(t *testing.T) {
-	w := newWorker(t)
-	err := w.Do(func() error {
+// withEchoParams runs use on w's thread with the probe's echo_params
+// kernel loaded and a 16-byte buffer for it to write.
+func withEchoParams(w *Worker, use func(fn *Function, out *Buffer) error) error {
+	return w.Do(func() error {
 		mod, err := LoadModule([]byte(probePTX))
 		if err != nil {
 			return err
@@ -110,6 +111,13 @@ func TestParamsReachTheKernelIntact(t *testing.T) {
 			return err
 		}
 		defer out.Free()
+		return use(fn, out)
+	})
+}
+
+func TestParamsReachTheKernelIntact(t *testing.T) {
+	w := newWorker(t)
+	err := withEchoParams(w, func(fn *Function, out *Buffer) error {
 		if err := fn.Launch(Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, out.Arg(), Int32(-77), Float32(0.375), Uint64(1<<40+9)); err != nil {
 			return err
 		}
@@ -238,21 +246,7 @@ func TestActivityTraceTiesActivitiesToMarks(t *testing.T) {
 	}
 	t.Logf("CUPTI from %s", trace.Library())
 	w := newWorker(t)
-	err = w.Do(func() error {
-		mod, err := LoadModule([]byte(probePTX))
-		if err != nil {
-			return err
-		}
-		defer mod.Unload()
-		fn, err := mod.Function("echo_params")
-		if err != nil {
-			return err
-		}
-		out, err := Alloc(16)
-		if err != nil {
-			return err
-		}
-		defer out.Free()
+	err = withEchoParams(w, func(fn *Function, out *Buffer) error {
 		launch := func() error {
 			return fn.Launch(Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, out.Arg(), Int32(1), Float32(2), Uint64(3))
 		}
