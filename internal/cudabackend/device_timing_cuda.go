@@ -22,7 +22,7 @@ import (
 // its calls ran, divided by its calls. The events around the calls are
 // still taken; they also count the device's gaps between calls and, for a
 // single call, the event pair's own latency (about 2.4 µs on an H100), and
-// their median is kept as a fact (docs/measurement.md).
+// are the row's cross-check (docs/measurement.md).
 //
 // Two attributions are made of one sample's records:
 //
@@ -178,38 +178,34 @@ func (d *deviceTiming) keepSample() {
 	}
 }
 
-// covered returns the Run's kernel samples: the CUPTI figures kept, or the
-// same samples' event figures where CUPTI's records miss device time the
-// events saw (uncoveredDeviceTime).
-func (d *deviceTiming) covered(kernelTimes []time.Duration) []time.Duration {
+// covered returns the Run's kernel samples and their cross-check: the
+// CUPTI figures kept and the same samples' event figures, or, where
+// CUPTI's records miss device time the events saw (uncoveredDeviceTime),
+// the other way round.
+func (d *deviceTiming) covered(kernelTimes []time.Duration) (kernel, crossCheck []time.Duration) {
 	if d == nil || len(d.events) != len(kernelTimes) {
-		return kernelTimes
+		return kernelTimes, nil
 	}
 	if d.uncovered = uncoveredDeviceTime(d.events, kernelTimes); d.uncovered != "" {
-		return slices.Clone(d.events)
+		return slices.Clone(d.events), kernelTimes
 	}
-	return kernelTimes
+	return kernelTimes, slices.Clone(d.events)
 }
 
 // facts describe the device timing of the Run's kept samples: one call's
-// activities, the events' median, and, when asked, the reference.
+// activities, the cross-check, and, when asked, the reference.
 func (d *deviceTiming) facts() map[string]string {
 	facts := map[string]string{
 		FactKernelMethod: fmt.Sprintf("CUPTI activity records (%s): the kernels and memsets that started on the device "+
 			"after each sample's spin, less the L2 flush, summed and divided by its calls", filepath.Base(d.trace.Library())),
 		FactKernels: describeActivities(d.calls),
 	}
+	facts[FactCrossCheckMethod] = "CUDA events around the same samples' calls, behind the spin: " +
+		"the event pair's latency and the device's gaps between calls included"
 	if d.uncovered != "" {
 		facts[FactKernelMethod] = "CUDA events around each sample's calls, behind the spin"
 		facts[FactCUPTIFallback] = d.uncovered
-	}
-	if len(d.events) > 0 {
-		events := make([]float64, len(d.events))
-		for i, e := range d.events {
-			events[i] = float64(e)
-		}
-		slices.Sort(events)
-		facts[FactEventsMedianNs] = strconv.FormatInt(int64(sdk.MedianSorted(events)+0.5), 10)
+		facts[FactCrossCheckMethod] = "CUPTI's records of the same samples, which missed device time the events saw"
 	}
 	if !d.reference {
 		return facts

@@ -39,11 +39,11 @@ const (
 	// The device timing's facts (device_timing_cuda.go), named as the
 	// Python bridges name theirs: how kernel times were taken, one call's
 	// activities with their median device times, why CUPTI was not used,
-	// and the median of the events' figure, for comparison.
-	FactKernelMethod   = "kernel_method"
-	FactKernels        = "kernels"
-	FactCUPTIFallback  = "cupti_fallback"
-	FactEventsMedianNs = "events_median_ns"
+	// and what the cross-check samples are.
+	FactKernelMethod     = "kernel_method"
+	FactKernels          = "kernels"
+	FactCUPTIFallback    = "cupti_fallback"
+	FactCrossCheckMethod = "cross_check_method"
 	// FactStepPrefix starts the launch facts of a plan's second and later
 	// kernels: "step2.registers_per_thread".
 	FactStepPrefix = "step"

@@ -70,7 +70,7 @@ func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, 
 	if err != nil {
 		return sdk.Samples{}, err
 	}
-	kernelTimes = s.device.covered(kernelTimes)
+	kernelTimes, crossCheck := s.device.covered(kernelTimes)
 	clocks, err := s.b.timer.Clocks(len(kernelTimes))
 	if err != nil {
 		return sdk.Samples{}, err
@@ -85,15 +85,16 @@ func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, 
 		method = MethodCUPTISpin
 	}
 	return sdk.Samples{
-		KernelTimes:  kernelTimes,
-		CallTimes:    callTimes,
-		Method:       method,
-		SMClockMHz:   medianClock(clocks),
-		Before:       before,
-		After:        after,
-		Diagnostics:  s.diagnostics(),
-		Facts:        s.facts(),
-		KernelBlocks: blocks,
+		KernelTimes:     kernelTimes,
+		CallTimes:       callTimes,
+		CrossCheckTimes: crossCheck,
+		Method:          method,
+		SMClockMHz:      medianClock(clocks),
+		Before:          before,
+		After:           after,
+		Diagnostics:     s.diagnostics(),
+		Facts:           s.facts(),
+		KernelBlocks:    blocks,
 	}, nil
 }
 
