@@ -19,6 +19,11 @@ const (
 	ProfilerOuterRange = "flashcore"
 )
 
+// PluginWrapperEnv names a command prefix the host starts every plugin
+// under (a sanitizer, a profiler; core/host). A plugin started under one
+// finds it in its own environment too, and leaves CUPTI to the tool.
+const PluginWrapperEnv = "FLASHCORE_PLUGIN_WRAPPER"
+
 // CallRange is the NVTX range of call n (counting from 1) of the row that
 // case caseID and label name: "flashcore call <case> <label> #<n>".
 func CallRange(caseID, label string, n int) string {

@@ -109,7 +109,7 @@ func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
 // profilers and sanitizers must wrap the plugin itself. The wrapper must
 // leave the plugin's stdout alone (send its own output to a log file): that
 // is where the go-plugin handshake travels.
-const WrapperEnv = "FLASHCORE_PLUGIN_WRAPPER"
+const WrapperEnv = sdk.PluginWrapperEnv
 
 // pluginCommand is the command that starts the plugin at path with args,
 // under the wrapper prefix when one is given.

@@ -47,6 +47,9 @@ type Backend struct {
 	// (sdk.UnderProfilerEnv): every call of a Run is marked with NVTX
 	// ranges (deviceCase.run).
 	profiled bool
+	// wrapped is the tool the plugin was started under
+	// (sdk.PluginWrapperEnv), which may hold CUPTI; "" when none.
+	wrapped string
 	// referenced is set when flashcore verify-timing asks for a CUPTI
 	// reference of the sampled calls (sdk.TimingReferenceEnv), and no
 	// profiler holds CUPTI (device_timing_cuda.go).
@@ -68,6 +71,7 @@ func New(spec Spec) *Backend {
 		spin:    defaultSpinLengths(),
 
 		profiled:   os.Getenv(sdk.UnderProfilerEnv) == "1",
+		wrapped:    os.Getenv(sdk.PluginWrapperEnv),
 		referenced: os.Getenv(sdk.TimingReferenceEnv) == sdk.TimingReferenceCUPTI && os.Getenv(sdk.UnderProfilerEnv) != "1",
 	}
 }
