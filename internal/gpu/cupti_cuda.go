@@ -3,14 +3,14 @@
 package gpu
 
 // CUPTI's activity API, loaded at run time: the device start and end of
-// every kernel and memset, each tied to the calls FlashCore marked with an
-// external correlation id. It is flashcore verify-timing's reference for
-// the CUDA plugins' own figure: the same calls, timed by the driver's
-// records instead of by events around them.
+// every kernel and memset, each tied to the call FlashCore marked with an
+// external correlation id when it launched it. The CUDA plugins take their
+// kernel time from these records (internal/cudabackend,
+// docs/measurement.md), and flashcore verify-timing its reference.
 //
-// The plugins do not link CUPTI: it is opened with dlopen when a reference
-// is asked for, so a machine without it runs everything else as before.
-// The records are read at the offsets of cupti_layout.h.
+// The plugins do not link CUPTI: it is opened with dlopen on the first
+// Run, so a machine without it times by events as before. The records are
+// read at the offsets of cupti_layout.h.
 
 /*
 #cgo LDFLAGS: -ldl -lpthread
@@ -205,10 +205,10 @@ import (
 )
 
 // ActivityTrace records the kernels and memsets the process runs, each
-// with the mark of the call that launched it (Mark and Unmark). There is one per process: CUPTI's activity
-// buffers are process-wide. Mark and Unmark are per thread (CUPTI keeps the
-// external correlation stack per thread): call them on the thread that
-// launches, inside Worker.Do.
+// with the mark of the call that launched it (Mark and Unmark). There is
+// one per process: CUPTI's activity buffers are process-wide. Mark and
+// Unmark are per thread (CUPTI keeps the external correlation stack per
+// thread): call them on the thread that launches, inside Worker.Do.
 type ActivityTrace struct {
 	library string
 }
