@@ -133,7 +133,11 @@ func verifyTimingCommand(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil {
 		return runError(err)
 	}
-	rows := timedRows(run, plugins, mode, *reference)
+	self, err := os.Executable()
+	if err != nil {
+		self = ""
+	}
+	rows := timedRows(run, plugins, mode, *reference, self)
 	if noNcu != nil {
 		for _, r := range rows {
 			if r.row.Verdict == "" {
@@ -173,8 +177,9 @@ func runError(err error) error {
 
 // timedRows are the run's rows with our figure in mode, each judged at
 // once against the CUPTI reference its run recorded, or left for ncu.
-// Rows with nothing to check are SKIP already.
-func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode, reference string) []*timedRow {
+// Rows with nothing to check are SKIP already. executable is the running
+// flashcore, beside which the shipped plugins lie.
+func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode, reference, executable string) []*timedRow {
 	byName := map[string]host.Plugin{}
 	for _, p := range plugins {
 		byName[p.Name] = p
@@ -196,7 +201,7 @@ func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode, referen
 		// taken only from the plugins this flashcore ships, whose code
 		// computes it (internal/cudabackend, the bridges' worker). Any other
 		// backend is measured by ncu, from outside.
-		shipped := isShippedPlugin(r.plugin)
+		shipped := shippedBeside(executable, r.plugin.Path)
 		useCupti := (hasCupti || cuptiFailed) && shipped && reference != ncu.ReferenceNcu
 		if useCupti {
 			r.row = cuptiReferenceRow(r.row, timing.Facts)
@@ -220,20 +225,9 @@ func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode, referen
 	return rows
 }
 
-// isShippedPlugin reports whether p runs this flashcore's own plugin code:
-// its binary, links followed, is one of the multi-call plugin binaries
-// beside the running flashcore executable.
-func isShippedPlugin(p host.Plugin) bool {
-	self, err := os.Executable()
-	if err != nil {
-		return false
-	}
-	return shippedBeside(self, p.Path)
-}
-
-// shippedBeside reports whether plugin resolves to one of the
-// shippedPluginBinaries in the directory of executable (both with links
-// followed).
+// shippedBeside reports whether plugin runs this flashcore's own plugin
+// code: it resolves to one of the shippedPluginBinaries in the directory
+// of executable (both with links followed).
 func shippedBeside(executable, plugin string) bool {
 	exe, err1 := filepath.EvalSymlinks(executable)
 	bin, err2 := filepath.EvalSymlinks(plugin)

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/internal/ncu"
+	"github.com/flashcore/bench/sdk"
 )
 
 func TestCuptiReferenceRow(t *testing.T) {
@@ -94,5 +96,56 @@ func TestShippedBeside(t *testing.T) {
 		if got := shippedBeside(exe, tt.plugin); got != tt.want {
 			t.Errorf("shippedBeside(%s) = %v, want %v", tt.plugin, got, tt.want)
 		}
+	}
+}
+
+// TestTimedRowsChooseTheReference: a row of a shipped plugin that recorded
+// a CUPTI reference is judged by it under auto and cupti; every other row
+// (a plugin from elsewhere, whatever it reports, or no reference) goes to
+// ncu, and --reference ncu sends every GPU row there.
+func TestTimedRowsChooseTheReference(t *testing.T) {
+	dist, other := t.TempDir(), t.TempDir()
+	write := func(path string) string {
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	exe := write(filepath.Join(dist, "flashcore"))
+	cuda := write(filepath.Join(dist, "flashcore-plugins-cuda"))
+	stranger := write(filepath.Join(other, "flashcore-backend-stranger"))
+	plugins := []host.Plugin{{Name: "cuda-v8", Path: cuda}, {Name: "stranger", Path: stranger}}
+	reference := map[string]string{"reference_ns": "27700 27710 27690"}
+	row := func(backend, method string, facts map[string]string) results.Result {
+		return results.Result{CaseID: "b1-h8-s512-d64-fp16", Backend: backend, Label: backend, Status: results.StatusPass,
+			Timings: []results.Timing{{L2: sdk.L2Hot, Method: method, Kernel: results.Stats{N: 50, MedianNs: 27700}, Facts: facts}}}
+	}
+	run := &results.Run{Results: []results.Result{
+		row("cuda-v8", ncu.MethodCUPTISpin, reference),
+		row("stranger", ncu.MethodCUPTISpin, reference),
+		row("cuda-v8", ncu.MethodSpin, map[string]string{"reference_error": "no CUPTI: not found"}),
+		row("cuda-v8", ncu.MethodSpin, nil),
+	}}
+	tests := []struct {
+		reference string
+		want      []string // By and verdict of each row; "ncu" for rows left to ncu
+	}{
+		{referenceAuto, []string{"cupti PASS", "ncu", "cupti ERROR", "ncu"}},
+		{ncu.ReferenceCupti, []string{"cupti PASS", "SKIP", "cupti ERROR", "SKIP"}},
+		{ncu.ReferenceNcu, []string{"ncu", "ncu", "ncu", "ncu"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reference, func(t *testing.T) {
+			rows := timedRows(run, plugins, sdk.L2Hot, tt.reference, exe)
+			for i, r := range rows {
+				got := strings.TrimSpace(r.row.Reference + " " + string(r.row.Verdict))
+				if r.row.Verdict == "" {
+					got = "ncu"
+				}
+				if got != tt.want[i] {
+					t.Errorf("row %d (%s, %s): %q (%s), want %q", i, r.result.Backend, r.result.Timings[0].Method, got, r.row.Reason, tt.want[i])
+				}
+			}
+		})
 	}
 }
