@@ -215,6 +215,19 @@ func RelativeNoise(samples []time.Duration) float64 {
 	return (sorted[hi] - sorted[lo]) / 2 / median
 }
 
+// MedianDuration is the median of samples; 0 for none.
+func MedianDuration(samples []time.Duration) time.Duration {
+	if len(samples) == 0 {
+		return 0
+	}
+	sorted := make([]float64, len(samples))
+	for i, d := range samples {
+		sorted[i] = float64(d)
+	}
+	sort.Float64s(sorted)
+	return time.Duration(MedianSorted(sorted))
+}
+
 // MedianSorted is the median of an ascending slice.
 func MedianSorted(sorted []float64) float64 {
 	n := len(sorted)

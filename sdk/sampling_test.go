@@ -111,3 +111,20 @@ func TestWarmingUpMarksTheDiscardedRuns(t *testing.T) {
 		t.Error("a plain context reads as a warm-up's")
 	}
 }
+
+func TestMedianDuration(t *testing.T) {
+	tests := []struct {
+		samples []time.Duration
+		want    time.Duration
+	}{
+		{nil, 0},
+		{[]time.Duration{7}, 7},
+		{[]time.Duration{9, 1, 5}, 5},
+		{[]time.Duration{4, 1, 8, 2}, 3},
+	}
+	for _, tt := range tests {
+		if got := MedianDuration(tt.samples); got != tt.want {
+			t.Errorf("MedianDuration(%v) = %v, want %v", tt.samples, got, tt.want)
+		}
+	}
+}

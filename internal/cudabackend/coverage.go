@@ -2,7 +2,6 @@ package cudabackend
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/flashcore/bench/sdk"
@@ -26,20 +25,11 @@ func uncoveredDeviceTime(events, cupti []time.Duration) string {
 	if len(events) == 0 || len(cupti) == 0 {
 		return ""
 	}
-	e, c := medianDuration(events), medianDuration(cupti)
+	e, c := sdk.MedianDuration(events), sdk.MedianDuration(cupti)
 	gap := e - c
 	if gap <= coverageSlack || float64(gap) <= coverageShare*float64(e) {
 		return ""
 	}
 	return fmt.Sprintf("CUPTI's records of the calls' kernels and memsets cover %v of the %v a call the events saw: "+
 		"the device ran work CUPTI did not attribute to the calls, so the events' figure is used", c, e)
-}
-
-func medianDuration(d []time.Duration) time.Duration {
-	f := make([]float64, len(d))
-	for i, x := range d {
-		f[i] = float64(x)
-	}
-	slices.Sort(f)
-	return time.Duration(sdk.MedianSorted(f) + 0.5)
 }

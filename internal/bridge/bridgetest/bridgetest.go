@@ -232,19 +232,6 @@ func CheckSamples(t testing.TB, s sdk.Samples, m sdk.Measurement) {
 	}
 }
 
-// Median is the median of samples (0 for none).
-func Median(samples []time.Duration) time.Duration {
-	if len(samples) == 0 {
-		return 0
-	}
-	sorted := make([]float64, len(samples))
-	for i, s := range samples {
-		sorted[i] = float64(s)
-	}
-	slices.Sort(sorted)
-	return time.Duration(sdk.MedianSorted(sorted))
-}
-
 // Figures is one line about a Run for the test log: medians of the kernel,
 // cross-check and call times, the clock and the facts.
 func Figures(s sdk.Samples) string {
@@ -255,8 +242,8 @@ func Figures(s sdk.Samples) string {
 		facts[i] = k + "=" + s.Facts[k]
 	}
 	return fmt.Sprintf("kernel %s (n=%d, noise %.4f, %s) | cross-check %s (n=%d) | call %s | SM %.0f MHz | %s",
-		us(Median(s.KernelTimes)), len(s.KernelTimes), sdk.RelativeNoise(s.KernelTimes), s.Method,
-		us(Median(s.CrossCheckTimes)), len(s.CrossCheckTimes), us(Median(s.CallTimes)), s.SMClockMHz,
+		us(sdk.MedianDuration(s.KernelTimes)), len(s.KernelTimes), sdk.RelativeNoise(s.KernelTimes), s.Method,
+		us(sdk.MedianDuration(s.CrossCheckTimes)), len(s.CrossCheckTimes), us(sdk.MedianDuration(s.CallTimes)), s.SMClockMHz,
 		strings.Join(facts, "; "))
 }
 
@@ -285,7 +272,7 @@ func CheckEventsAboveCUPTI(t testing.TB, s sdk.Samples) {
 	if !CheckCUPTI(t, s) {
 		return
 	}
-	cupti, events := Median(s.KernelTimes), Median(s.CrossCheckTimes)
+	cupti, events := sdk.MedianDuration(s.KernelTimes), sdk.MedianDuration(s.CrossCheckTimes)
 	slack := max(time.Duration(0.05*float64(cupti)), EventLatency)
 	if events == 0 || events < cupti-time.Duration(0.05*float64(cupti)) || events > cupti+slack {
 		t.Errorf("events+sleep %v vs CUPTI kernel time %v: outside -5%%..+%v", events, cupti, slack)

@@ -2,7 +2,6 @@ package cudatest
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -103,21 +102,12 @@ func timeCase(t *testing.T, backend sdk.Backend, desc sdk.Description, c conform
 		if len(samples.KernelTimes) < m.MinSamples {
 			t.Fatalf("Run (%s L2): %d samples", mode, len(samples.KernelTimes))
 		}
-		kernel := median(samples.KernelTimes)
+		kernel := sdk.MedianDuration(samples.KernelTimes)
 		t.Logf("TIMING %s %s %s L2: kernel %.2f µs (n=%d, noise %.2f%%, %.1f TFLOP/s), call %.2f µs, SM clock %.0f MHz, %s, spin %s µs, retries %s",
 			desc.Name, c.Name(), mode, us(kernel), len(samples.KernelTimes), 100*sdk.RelativeNoise(samples.KernelTimes),
-			flops(c.Shape)/kernel.Seconds()/1e12, us(median(samples.CallTimes)), samples.SMClockMHz,
+			flops(c.Shape)/kernel.Seconds()/1e12, us(sdk.MedianDuration(samples.CallTimes)), samples.SMClockMHz,
 			prepared.Facts["kernel_function"], samples.Facts["spin_us"], samples.Facts["spin_retries"])
 	}
-}
-
-func median(ds []time.Duration) time.Duration {
-	sorted := make([]float64, len(ds))
-	for i, d := range ds {
-		sorted[i] = float64(d)
-	}
-	slices.Sort(sorted)
-	return time.Duration(sdk.MedianSorted(sorted))
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
