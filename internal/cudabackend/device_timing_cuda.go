@@ -50,7 +50,6 @@ type deviceTiming struct {
 	helperID   uint64 // the mark of its spin and flush
 	helpers    int    // launches under helperID
 	first, n   uint64 // its calls' marks
-	lastFigure float64
 	lastRef    float64
 	lastEvents time.Duration
 	lastActs   [][]gpu.Activity
@@ -97,22 +96,22 @@ func (d *deviceTiming) close() {
 
 // beginSample is called before the sample's spin.
 func (d *deviceTiming) beginSample() {
+	if d == nil {
+		return
+	}
 	d.samples++
 	d.helperID, d.helpers = helperMark|d.samples, 0
 	d.first, d.n = d.next, 0
 }
 
-// helper runs launch (the spin or the flush) under helperMark.
+// helper runs launch (the spin or the flush) under the sample's helper
+// mark.
 func (d *deviceTiming) helper(launch func() error) error {
 	if d == nil {
 		return launch()
 	}
-	if err := d.trace.Mark(d.helperID); err != nil {
-		return err
-	}
 	d.helpers++
-	err := launch()
-	return errors.Join(err, d.trace.Unmark())
+	return d.marked(d.helperID, launch)
 }
 
 // call runs one call of the sample under its own mark.
@@ -120,12 +119,18 @@ func (d *deviceTiming) call(run func() error) error {
 	if d == nil {
 		return run()
 	}
-	if err := d.trace.Mark(d.next); err != nil {
-		return err
-	}
+	mark := d.next
 	d.next++
 	d.n++
-	err := run()
+	return d.marked(mark, run)
+}
+
+// marked runs launch with CUPTI tying what it launches to mark.
+func (d *deviceTiming) marked(mark uint64, launch func() error) error {
+	if err := d.trace.Mark(mark); err != nil {
+		return err
+	}
+	err := launch()
 	return errors.Join(err, d.trace.Unmark())
 }
 
@@ -157,8 +162,8 @@ func (d *deviceTiming) endSample(events time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("CUPTI recorded no kernel or memset after the sample's spin (%d call(s))", d.n)
 	}
 	calls := float64(max(d.n, 1))
-	d.lastFigure, d.lastRef, d.lastEvents, d.lastActs = float64(got.windowNs)/calls, float64(got.byMarkNs)/calls, events, got.perCall
-	return time.Duration(d.lastFigure + 0.5), nil
+	d.lastRef, d.lastEvents, d.lastActs = float64(got.byMarkNs)/calls, events, got.perCall
+	return time.Duration(float64(got.windowNs)/calls + 0.5), nil
 }
 
 // recordWait bounds how long endSample waits for CUPTI's records.
@@ -195,13 +200,14 @@ func (d *deviceTiming) covered(kernelTimes []time.Duration) (kernel, crossCheck 
 // facts describe the device timing of the Run's kept samples: one call's
 // activities, the cross-check, and, when asked, the reference.
 func (d *deviceTiming) facts() map[string]string {
+	kernels := describeActivities(d.calls)
 	facts := map[string]string{
 		FactKernelMethod: fmt.Sprintf("CUPTI activity records (%s): the kernels and memsets that started on the device "+
 			"after each sample's spin, less the L2 flush, summed and divided by its calls", filepath.Base(d.trace.Library())),
-		FactKernels: describeActivities(d.calls),
+		FactKernels: kernels,
+		FactCrossCheckMethod: "CUDA events around the same samples' calls, behind the spin: " +
+			"the event pair's latency and the device's gaps between calls included",
 	}
-	facts[FactCrossCheckMethod] = "CUDA events around the same samples' calls, behind the spin: " +
-		"the event pair's latency and the device's gaps between calls included"
 	if d.uncovered != "" {
 		facts[FactKernelMethod] = "CUDA events around each sample's calls, behind the spin"
 		facts[FactCUPTIFallback] = d.uncovered
@@ -210,19 +216,18 @@ func (d *deviceTiming) facts() map[string]string {
 	if !d.reference {
 		return facts
 	}
-	switch {
-	case len(d.refs) == 0:
+	if len(d.refs) == 0 {
 		facts[sdk.FactReferenceError] = "no sample was kept"
-	default:
-		text := make([]string, len(d.refs))
-		for i, f := range d.refs {
-			text[i] = strconv.FormatInt(int64(f+0.5), 10)
-		}
-		facts[sdk.FactReferenceMethod] = "CUPTI activity records, by correlation: each sampled call launched under " +
-			"its own external correlation id, its kernels and memsets summed; one figure per sample, its calls' mean"
-		facts[sdk.FactReferenceNs] = strings.Join(text, " ")
-		facts[sdk.FactReferenceKernels] = describeActivities(d.calls)
+		return facts
 	}
+	text := make([]string, len(d.refs))
+	for i, f := range d.refs {
+		text[i] = strconv.FormatInt(int64(f+0.5), 10)
+	}
+	facts[sdk.FactReferenceMethod] = "CUPTI activity records, by correlation: each sampled call launched under " +
+		"its own external correlation id, its kernels and memsets summed; one figure per sample, its calls' mean"
+	facts[sdk.FactReferenceNs] = strings.Join(text, " ")
+	facts[sdk.FactReferenceKernels] = kernels
 	return facts
 }
 

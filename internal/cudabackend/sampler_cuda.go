@@ -196,9 +196,7 @@ func (s *sampler) kernelSample(ctx context.Context) (time.Duration, error) {
 // the host took to queue the sample.
 func (s *sampler) timeOnce(spin time.Duration) (elapsed, queued time.Duration, err error) {
 	t := s.b.timer
-	if s.device != nil {
-		s.device.beginSample()
-	}
+	s.device.beginSample()
 	if err := s.device.helper(func() error { return t.Spin(spin) }); err != nil {
 		return 0, 0, err
 	}
