@@ -61,15 +61,9 @@ func TestKernelChangedUnderNcu(t *testing.T) {
 // or one elsewhere, is measured by ncu instead.
 func TestShippedBeside(t *testing.T) {
 	dist, other := t.TempDir(), t.TempDir()
-	write := func(path string) string {
-		if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	exe := write(filepath.Join(dist, "flashcore"))
-	multi := write(filepath.Join(dist, "flashcore-plugins"))
-	cuda := write(filepath.Join(dist, "flashcore-plugins-cuda"))
+	exe := writeScript(t, filepath.Join(dist, "flashcore"))
+	multi := writeScript(t, filepath.Join(dist, "flashcore-plugins"))
+	cuda := writeScript(t, filepath.Join(dist, "flashcore-plugins-cuda"))
 	cudaLink := filepath.Join(dist, "flashcore-backend-cuda-v8")
 	if err := os.Symlink("flashcore-plugins-cuda", cudaLink); err != nil {
 		t.Fatal(err)
@@ -78,8 +72,8 @@ func TestShippedBeside(t *testing.T) {
 	if err := os.Symlink("flashcore-plugins", link); err != nil {
 		t.Fatal(err)
 	}
-	thirdParty := write(filepath.Join(dist, "flashcore-backend-liar"))
-	elsewhere := write(filepath.Join(other, "flashcore-plugins"))
+	thirdParty := writeScript(t, filepath.Join(dist, "flashcore-backend-liar"))
+	elsewhere := writeScript(t, filepath.Join(other, "flashcore-plugins"))
 	tests := []struct {
 		plugin string
 		want   bool
@@ -105,15 +99,9 @@ func TestShippedBeside(t *testing.T) {
 // ncu, and --reference ncu sends every GPU row there.
 func TestTimedRowsChooseTheReference(t *testing.T) {
 	dist, other := t.TempDir(), t.TempDir()
-	write := func(path string) string {
-		if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	exe := write(filepath.Join(dist, "flashcore"))
-	cuda := write(filepath.Join(dist, "flashcore-plugins-cuda"))
-	stranger := write(filepath.Join(other, "flashcore-backend-stranger"))
+	exe := writeScript(t, filepath.Join(dist, "flashcore"))
+	cuda := writeScript(t, filepath.Join(dist, "flashcore-plugins-cuda"))
+	stranger := writeScript(t, filepath.Join(other, "flashcore-backend-stranger"))
 	plugins := []host.Plugin{{Name: "cuda-v8", Path: cuda}, {Name: "stranger", Path: stranger}}
 	reference := map[string]string{"reference_ns": "27700 27710 27690"}
 	row := func(backend, method string, facts map[string]string) results.Result {
@@ -148,4 +136,13 @@ func TestTimedRowsChooseTheReference(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeScript writes an executable shell script at path and returns path.
+func writeScript(t *testing.T, path string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
