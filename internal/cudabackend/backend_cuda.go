@@ -47,9 +47,10 @@ type Backend struct {
 	// (sdk.UnderProfilerEnv): every call of a Run is marked with NVTX
 	// ranges (deviceCase.run).
 	profiled bool
-	// wrapped is the tool the plugin was started under
-	// (sdk.PluginWrapperEnv), which may hold CUPTI; "" when none.
-	wrapped string
+	// cuptiHeld says which tool holds CUPTI, so that the plugin times by
+	// events: a profiler (profiled) or the tool the plugin was started
+	// under (sdk.PluginWrapperEnv); "" when none.
+	cuptiHeld string
 	// referenced is set when flashcore verify-timing asks for a CUPTI
 	// reference of the sampled calls (sdk.TimingReferenceEnv), and no
 	// profiler holds CUPTI (device_timing_cuda.go).
@@ -63,6 +64,13 @@ var (
 
 // New returns the backend of spec.
 func New(spec Spec) *Backend {
+	profiled := os.Getenv(sdk.UnderProfilerEnv) == "1"
+	cuptiHeld := ""
+	if wrapper := os.Getenv(sdk.PluginWrapperEnv); profiled {
+		cuptiHeld = "a profiler holds CUPTI"
+	} else if wrapper != "" {
+		cuptiHeld = fmt.Sprintf("started under %q (%s): CUPTI is left to that tool", wrapper, sdk.PluginWrapperEnv)
+	}
 	return &Backend{
 		spec:    spec,
 		kernels: map[string]*kernel{},
@@ -70,9 +78,9 @@ func New(spec Spec) *Backend {
 		cases:   map[string]*deviceCase{},
 		spin:    defaultSpinLengths(),
 
-		profiled:   os.Getenv(sdk.UnderProfilerEnv) == "1",
-		wrapped:    os.Getenv(sdk.PluginWrapperEnv),
-		referenced: os.Getenv(sdk.TimingReferenceEnv) == sdk.TimingReferenceCUPTI && os.Getenv(sdk.UnderProfilerEnv) != "1",
+		profiled:   profiled,
+		cuptiHeld:  cuptiHeld,
+		referenced: os.Getenv(sdk.TimingReferenceEnv) == sdk.TimingReferenceCUPTI && !profiled,
 	}
 }
 

@@ -51,10 +51,8 @@ type sampler struct {
 }
 
 func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, error) {
-	if s.b.profiled {
-		s.noDevice = "a profiler holds CUPTI"
-	} else if s.b.wrapped != "" {
-		s.noDevice = fmt.Sprintf("started under %q (%s): CUPTI is left to that tool", s.b.wrapped, sdk.PluginWrapperEnv)
+	if s.b.cuptiHeld != "" {
+		s.noDevice = s.b.cuptiHeld
 	} else if d, err := startDeviceTiming(s.b.referenced, s.c.activitiesPerCall()); err != nil {
 		s.noDevice = err.Error()
 	} else {
