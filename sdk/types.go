@@ -263,7 +263,7 @@ type Samples struct {
 	// CrossCheckTimes are an independent measurement of the same kernel, e.g.
 	// CUPTI kernel durations, when the backend has one.
 	CrossCheckTimes []time.Duration `json:"cross_check_times,omitempty"`
-	// Method names how KernelTimes were taken, e.g. "cuda-events+spin".
+	// Method names how KernelTimes were taken, e.g. MethodCUPTISpin.
 	Method string `json:"method"`
 	// SMClockMHz is the SM clock seen during sampling (0 when unknown).
 	SMClockMHz float64 `json:"sm_clock_mhz,omitempty"`
@@ -301,3 +301,12 @@ type ReleaseRequest struct {
 // whose bytes are all PoisonByte is counted as unwritten. In fp16, bf16 and
 // fp32 that pattern is a NaN that no arithmetic produces.
 const PoisonByte = 0xFF
+
+// The methods by which the Go CUDA plugins take kernel times
+// (internal/cudabackend, docs/measurement.md): CUPTI's device records of
+// each sample's calls behind the spin, or, where CUPTI cannot be had (no
+// libcupti, or a tool holds it), CUDA events around them.
+const (
+	MethodCUPTISpin      = "cupti+spin"
+	MethodCUDAEventsSpin = "cuda-events+spin"
+)

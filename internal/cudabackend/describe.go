@@ -11,13 +11,10 @@ import (
 // bf16 tensor cores need Ampere (8.0).
 const MinComputeCapability = 80
 
-// The methods by which the CUDA plugins take kernel times
-// (docs/measurement.md): CUPTI's device records of each sample's calls
-// behind the spin, or, where CUPTI cannot be had (no libcupti, or a
-// profiler holds it), CUDA events around them.
+// The methods by which the CUDA plugins take kernel times (sdk).
 const (
-	MethodCUPTISpin      = "cupti+spin"
-	MethodCUDAEventsSpin = "cuda-events+spin"
+	MethodCUPTISpin      = sdk.MethodCUPTISpin
+	MethodCUDAEventsSpin = sdk.MethodCUDAEventsSpin
 )
 
 // ReasonNoCUDA is the unavailable reason of a build without the cuda tag.

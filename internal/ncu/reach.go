@@ -21,8 +21,8 @@ const (
 	// MethodCUPTISpin is the Go CUDA plugins' method where CUPTI is
 	// there, MethodSpin their method where it is not and under a profiler
 	// (internal/cudabackend).
-	MethodCUPTISpin = "cupti+spin"
-	MethodSpin      = "cuda-events+spin"
+	MethodCUPTISpin = sdk.MethodCUPTISpin
+	MethodSpin      = sdk.MethodCUDAEventsSpin
 	// MethodCUPTI is the Python bridges' method on a GPU (flashcore_cupti.py).
 	MethodCUPTI = "cupti"
 	// MethodSleep is the Python bridges' fallback (flashcore_worker.py),
