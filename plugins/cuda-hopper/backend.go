@@ -15,11 +15,13 @@ const (
 	version = "0.1.0"
 	// kernelPath is kernel.cu's repository path, as the manifest names it.
 	kernelPath = "plugins/cuda-hopper/kernel.cu"
-	// Tunables: keys per K/V tile, K/V stages in the shared-memory ring, and
-	// whether a tile's softmax overlaps its neighbours' MMAs.
+	// Tunables: keys per K/V tile, K/V stages in the shared-memory ring,
+	// whether a tile's softmax overlaps its neighbours' MMAs, and how the
+	// producer tells the consumers a stage has landed.
 	tileN    = "tile_n"
 	kvStages = "kv_stages"
 	overlap  = "overlap"
+	producer = "producer"
 )
 
 // The kernel's fixed shape: a producer warpgroup and two consumer
@@ -83,10 +85,18 @@ var tunables = []sdk.Tunable{
 		Description: "K/V stages in the shared-memory ring between the producer and the consumers",
 	},
 	{
-		Name:        overlap,
-		Values:      []string{"0", "1"},
-		Default:     "1",
-		Description: "1: softmax of tile t runs while P·V of tile t-1 is on the tensor cores; 0: each tile in order",
+		Name:    overlap,
+		Values:  []string{"0", "1", "2"},
+		Default: "2",
+		Description: "1: softmax of tile t runs while P·V of tile t-1 is on the tensor cores; " +
+			"2: as 1, and the two consumer warpgroups take turns issuing their MMAs; 0: each tile in order",
+	},
+	{
+		Name:    producer,
+		Values:  []string{"wait", "ahead"},
+		Default: "ahead",
+		Description: "wait: the producer waits for each tile's copies before the next (one tile in flight); " +
+			"ahead: the copies arrive on the stage's mbarrier as they land (up to kv_stages tiles in flight)",
 	},
 }
 
@@ -115,7 +125,7 @@ func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
 		return cudabackend.Launch{}, err
 	}
 	return cudabackend.Launch{
-		Function:           cudabackend.KernelName(shape.DType, shape.HeadDim, "n"+t[tileN], "s"+t[kvStages], "o"+t[overlap]),
+		Function:           cudabackend.KernelName(shape.DType, shape.HeadDim, "n"+t[tileN], "s"+t[kvStages], "o"+t[overlap], t[producer]),
 		Grid:               grid,
 		Block:              gpu.Dim3{X: threads, Y: 1, Z: 1},
 		DynamicSharedBytes: sharedBytes(shape.DType.Size(), shape.HeadDim, n, stages),

@@ -39,11 +39,11 @@ func TestSharedBytesMatchTheKernelLayout(t *testing.T) {
 
 func TestPlanGeometry(t *testing.T) {
 	s := sdk.Shape{Batch: 2, Heads: 4, KVHeads: 2, SeqQ: 257, SeqK: 131, HeadDim: 128, DType: sdk.BF16, Causal: true}
-	l, err := plan(s, map[string]string{tileN: "64", kvStages: "2", overlap: "1"})
+	l, err := plan(s, map[string]string{tileN: "64", kvStages: "2", overlap: "1", producer: "ahead"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Function != "attn_fwd_bf16_d128_n64_s2_o1" || l.Grid.X != 3 || l.Block.X != 384 ||
+	if l.Function != "attn_fwd_bf16_d128_n64_s2_o1_ahead" || l.Grid.X != 3 || l.Block.X != 384 ||
 		l.DynamicSharedBytes != sharedBytes(2, 128, 64, 2) {
 		t.Errorf("plan = %+v", l)
 	}

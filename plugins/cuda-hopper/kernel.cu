@@ -18,9 +18,18 @@
 //
 // Copies: the producer uses cp.async (16 bytes a thread), not the TMA bulk
 // tensor engine: a tensor map is a 128-byte kernel parameter, and the driver
-// binding passes every parameter in 8 bytes (see attention.cuh). Each
-// producer thread waits for its own copies, fences them into the async proxy
-// the tensor cores read through, and arrives on the stage's full barrier.
+// binding passes every parameter in 8 bytes (see attention.cuh). Two ways to
+// tell the consumers a stage has landed (the AHEAD template argument):
+//   wait   each producer thread waits for its own copies of the tile, fences
+//          them into the async proxy the tensor cores read through and
+//          arrives on the stage's full barrier: one tile in flight at a time;
+//   ahead  each producer thread hands its copies to the full barrier
+//          (cp.async.mbarrier.arrive.noinc) and goes on to the next stage, so
+//          up to STAGES tiles are in flight; the consumers fence the stage
+//          into the async proxy once its barrier completes.
+// Consumer warpgroups may take turns issuing their MMAs (OVERLAP 2, named
+// barriers kTurnBarrier + warpgroup), so one's softmax runs while the
+// other's MMAs hold the tensor cores.
 // Rows past seq_k (and Q rows past seq_q) are zero-filled and masked; rows
 // past seq_q are never written.
 #include "attention.cuh"
@@ -36,6 +45,9 @@ constexpr int kTileM = 64 * kConsumers;
 // setmaxnreg budgets: 40·128 + 2·232·128 = 64512 of the SM's 65536 registers.
 constexpr int kProducerRegs = 40;
 constexpr int kConsumerRegs = 232;
+// Named barriers: 0 is __syncthreads, 1 + c consumer c's own (its Q tile),
+// kTurnBarrier + c "consumer c may issue its MMAs" (OVERLAP 2).
+constexpr int kTurnBarrier = 3;
 
 // HopperLayout is the dynamic shared memory layout, from a base rounded up to
 // 1024 bytes (the launch asks for 1024 more). The Go spec computes the same
@@ -93,6 +105,17 @@ __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy
 
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// named_arrive counts this thread into named barrier id without waiting.
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// cp_async_arrive_on makes the completion of this thread's cp.async copies so
+// far an arrival on mbarrier bar (counted in the barrier's expected count).
+__device__ __forceinline__ void cp_async_arrive_on(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -251,10 +274,12 @@ __device__ __forceinline__ void load_swizzled(uint32_t dst, int first_row, const
 
 // ---- the kernel --------------------------------------------------------------
 
-// produce streams the K and V tiles into the ring. Each thread waits for its
-// own copies of a tile, fences them into the async proxy and arrives on the
-// stage's full barrier; the stages ahead of the consumers are the prefetch.
-template <typename T, int D, int TILE_N, int STAGES>
+// produce streams the K and V tiles into the ring; the stages ahead of the
+// consumers are the prefetch. AHEAD false: each thread waits for its own
+// copies of a tile, fences them into the async proxy and arrives on the
+// stage's full barrier. AHEAD true: the copies themselves arrive on it when
+// they land, and the thread goes on to the next empty stage.
+template <typename T, int D, int TILE_N, int STAGES, bool AHEAD>
 __device__ __forceinline__ void produce(const Head<T>& hd, uint32_t s_k, uint32_t s_v, uint32_t bars, int n_tiles,
                                         int tid) {
   using L = HopperLayout<T, D, TILE_N, STAGES>;
@@ -264,10 +289,19 @@ __device__ __forceinline__ void produce(const Head<T>& hd, uint32_t s_k, uint32_
     mbar_wait(bars + 8 * (STAGES + stage), ((t / STAGES) & 1) ^ 1);
     load_swizzled<TILE_N, TILE_N, D, kWarpgroup>(s_k + stage * L::kKVBytes, 0, hd.k, t * TILE_N, hd.seq_k, tid);
     load_swizzled<TILE_N, TILE_N, D, kWarpgroup>(s_v + stage * L::kKVBytes, 0, hd.v, t * TILE_N, hd.seq_k, tid);
+    if constexpr (AHEAD) {
+      cp_async_arrive_on(bars + 8 * stage);
+    } else {
+      cp_async_commit();
+      cp_async_wait<0>();
+      fence_async_shared();
+      mbar_arrive(bars + 8 * stage);
+    }
+  }
+  // No copy outlives its thread.
+  if constexpr (AHEAD) {
     cp_async_commit();
     cp_async_wait<0>();
-    fence_async_shared();
-    mbar_arrive(bars + 8 * stage);
   }
 }
 
@@ -399,15 +433,23 @@ __device__ __forceinline__ void store_o(const Head<T>& hd, const float (&o)[D / 
   }
 }
 
-// consume (OVERLAP false) runs each tile in order: S = Q·Kᵀ, wait, softmax,
+// consume (OVERLAP 0) runs each tile in order: S = Q·Kᵀ, wait, softmax,
 // O += P·V, wait. The tensor cores idle during this warpgroup's softmax
 // unless the other consumer's MMAs fill the gap.
 //
-// consume (OVERLAP true) overlaps one tile's softmax with the MMAs of its
+// consume (OVERLAP 1) overlaps one tile's softmax with the MMAs of its
 // neighbours: it issues S_t = Q·K_tᵀ and then O += P_{t-1}·V_{t-1}, waits for
 // S_t only, runs softmax(S_t) into a second P buffer while P_{t-1}·V_{t-1}
 // runs, and rescales O once that MMA is done.
-template <typename T, int D, int TILE_N, int STAGES, bool OVERLAP>
+//
+// consume (OVERLAP 2) is OVERLAP 1 with the two consumer warpgroups taking
+// turns: each issues its pair of MMAs only in its turn and hands the turn to
+// the other once they are issued, so their softmaxes alternate under each
+// other's MMAs instead of meeting.
+//
+// AHEAD: the producer's copies arrive on the full barrier by themselves, so
+// the consumer fences each stage into the async proxy before its MMAs read it.
+template <typename T, int D, int TILE_N, int STAGES, int OVERLAP, bool AHEAD>
 __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_t s_k, uint32_t s_v, uint32_t bars,
                                         int row0, int n_tiles, int cw, int tid) {
   using L = HopperLayout<T, D, TILE_N, STAGES>;
@@ -427,15 +469,24 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
   float s[TILE_N / 2];
   uint32_t p[TILE_N / 16][4];
   float alpha_lo, alpha_hi;
-  auto full = [&](int t) { return bars + 8 * (t % STAGES); };
   auto empty = [&](int t) { return bars + 8 * (STAGES + t % STAGES); };
   auto k_tile = [&](int t) { return s_k + (t % STAGES) * L::kKVBytes; };
   auto v_tile = [&](int t) { return s_v + (t % STAGES) * L::kKVBytes; };
+  // wait_full returns once tile t is in its stage, visible to the MMAs.
+  auto wait_full = [&](int t) {
+    mbar_wait(bars + 8 * (t % STAGES), (t / STAGES) & 1);
+    if constexpr (AHEAD) fence_async_shared();
+  };
+  constexpr bool kTurns = OVERLAP == 2;
+  const int my_turn = kTurnBarrier + cw;
+  const int their_turn = kTurnBarrier + (1 - cw);
+  // The first turn is consumer 0's.
+  if (kTurns && cw == 1) named_arrive(their_turn, 2 * kWarpgroup);
 
-  if constexpr (!OVERLAP) {
+  if constexpr (OVERLAP == 0) {
     for (int t = 0; t < n_tiles; ++t) {
       const int key0 = t * TILE_N;
-      mbar_wait(full(t), (t / STAGES) & 1);
+      wait_full(t);
       // A causal tile that starts past this warpgroup's last row adds nothing.
       if (hd.causal && key0 > wg_row0 + 63) {
         mbar_arrive(empty(t));
@@ -458,7 +509,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     }
   } else {
     // Tile 0: S_0 and its softmax; P_0 waits in p.
-    mbar_wait(full(0), 0);
+    wait_full(0);
     wgmma_fence();
     issue_qk<T, D, TILE_N>(s, s_q, k_tile(0), cw);
     wgmma_commit();
@@ -471,13 +522,15 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     uint32_t p_alt[TILE_N / 16][4];
     auto step = [&](int t, const uint32_t(&p_in)[TILE_N / 16][4], uint32_t(&p_out)[TILE_N / 16][4]) {
       const int key0 = t * TILE_N;
-      mbar_wait(full(t), (t / STAGES) & 1);
+      wait_full(t);
+      if (kTurns) named_barrier(my_turn, 2 * kWarpgroup);
       fence_registers(o);
       wgmma_fence();
       issue_qk<T, D, TILE_N>(s, s_q, k_tile(t), cw);
       wgmma_commit();
       issue_pv<T, D, TILE_N>(o, p_in, v_tile(t - 1));
       wgmma_commit();
+      if (kTurns) named_arrive(their_turn, 2 * kWarpgroup);
       wgmma_wait<1>();  // S_t is in; P_{t-1}·V_{t-1} may still run
       fence_registers(s);
       softmax_tile<T, TILE_N>(s, p_out, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo,
@@ -492,6 +545,10 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       step(t, p, p_alt);
       step(t + 1, p_alt, p);
     }
+    // Consumer 1 handed consumer 0 one turn more than it took (the first).
+    auto last_turn = [&] {
+      if (kTurns && cw == 0) named_barrier(my_turn, 2 * kWarpgroup);
+    };
     if (t < n_tiles) {
       step(t, p, p_alt);
       fence_registers(o);
@@ -501,6 +558,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       wgmma_wait<0>();
       fence_registers(o);
       mbar_arrive(empty(n_tiles - 1));
+      last_turn();
       store_o<T, D>(hd, o, r, lane);
       return;
     }
@@ -511,11 +569,12 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     wgmma_wait<0>();
     fence_registers(o);
     mbar_arrive(empty(n_tiles - 1));
+    last_turn();
   }
   store_o<T, D>(hd, o, r, lane);
 }
 
-template <typename T, int D, int TILE_N, int STAGES, bool OVERLAP>
+template <typename T, int D, int TILE_N, int STAGES, int OVERLAP, bool AHEAD>
 __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned char* smem) {
   using L = HopperLayout<T, D, TILE_N, STAGES>;
   require_dynamic_smem(L::kLaunchBytes);
@@ -536,10 +595,10 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
   const int tid = threadIdx.x % kWarpgroup;
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    produce<T, D, TILE_N, STAGES>(hd, base + L::kK, base + L::kV, bars, n_tiles, tid);
+    produce<T, D, TILE_N, STAGES, AHEAD>(hd, base + L::kK, base + L::kV, bars, n_tiles, tid);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    consume<T, D, TILE_N, STAGES, OVERLAP>(hd, base + L::kQ, base + L::kK, base + L::kV, bars, row0, n_tiles, wg - 1,
+    consume<T, D, TILE_N, STAGES, OVERLAP, AHEAD>(hd, base + L::kQ, base + L::kK, base + L::kV, bars, row0, n_tiles, wg - 1,
                                            tid);
   }
 }
@@ -547,45 +606,109 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
 }  // namespace
 
 // HOPPER_KERNEL instantiates one extern "C" entry point; the Go spec derives
-// the same names from (dtype, head dim, tile_n, kv_stages, overlap).
-#define HOPPER_KERNEL(NAME, T, D, TILE_N, STAGES, OVERLAP)                                                        \
+// the same names from (dtype, head dim, tile_n, kv_stages, overlap, producer).
+#define HOPPER_KERNEL(NAME, T, D, TILE_N, STAGES, OVERLAP, AHEAD)                                                 \
   extern "C" __global__ void __launch_bounds__(kThreads, 1)                                                      \
       NAME(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,         \
            int heads, int kv_heads, int seq_q, int seq_k, int causal, float scale_log2) {                        \
     extern __shared__ __align__(1024) unsigned char hopper_smem[];                                                 \
-    hopper_attention<T, D, TILE_N, STAGES, OVERLAP>(                                                              \
+    hopper_attention<T, D, TILE_N, STAGES, OVERLAP, AHEAD>(                                                       \
         head_of<D>(q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale_log2), hopper_smem);                 \
   }
 
-HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o0, half, 64, 64, 2, false)
-HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o1, half, 64, 64, 2, true)
-HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s3_o0, half, 64, 64, 3, false)
-HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s3_o1, half, 64, 64, 3, true)
-HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s2_o0, half, 64, 128, 2, false)
-HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s2_o1, half, 64, 128, 2, true)
-HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s3_o0, half, 64, 128, 3, false)
-HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s3_o1, half, 64, 128, 3, true)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s2_o0, half, 128, 64, 2, false)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s2_o1, half, 128, 64, 2, true)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s3_o0, half, 128, 64, 3, false)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s3_o1, half, 128, 64, 3, true)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s2_o0, half, 128, 128, 2, false)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s2_o1, half, 128, 128, 2, true)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s3_o0, half, 128, 128, 3, false)
-HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s3_o1, half, 128, 128, 3, true)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s2_o0, __nv_bfloat16, 64, 64, 2, false)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s2_o1, __nv_bfloat16, 64, 64, 2, true)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s3_o0, __nv_bfloat16, 64, 64, 3, false)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s3_o1, __nv_bfloat16, 64, 64, 3, true)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s2_o0, __nv_bfloat16, 64, 128, 2, false)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s2_o1, __nv_bfloat16, 64, 128, 2, true)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s3_o0, __nv_bfloat16, 64, 128, 3, false)
-HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s3_o1, __nv_bfloat16, 64, 128, 3, true)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s2_o0, __nv_bfloat16, 128, 64, 2, false)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s2_o1, __nv_bfloat16, 128, 64, 2, true)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s3_o0, __nv_bfloat16, 128, 64, 3, false)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s3_o1, __nv_bfloat16, 128, 64, 3, true)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s2_o0, __nv_bfloat16, 128, 128, 2, false)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s2_o1, __nv_bfloat16, 128, 128, 2, true)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o0, __nv_bfloat16, 128, 128, 3, false)
-HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o1, __nv_bfloat16, 128, 128, 3, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o0_wait, half, 64, 64, 2, 0, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o0_ahead, half, 64, 64, 2, 0, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o1_wait, half, 64, 64, 2, 1, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o1_ahead, half, 64, 64, 2, 1, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o2_wait, half, 64, 64, 2, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o2_ahead, half, 64, 64, 2, 2, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s3_o0_wait, half, 64, 64, 3, 0, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s3_o0_ahead, half, 64, 64, 3, 0, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s3_o1_wait, half, 64, 64, 3, 1, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s3_o1_ahead, half, 64, 64, 3, 1, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s3_o2_wait, half, 64, 64, 3, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s3_o2_ahead, half, 64, 64, 3, 2, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s2_o0_wait, half, 64, 128, 2, 0, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s2_o0_ahead, half, 64, 128, 2, 0, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s2_o1_wait, half, 64, 128, 2, 1, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s2_o1_ahead, half, 64, 128, 2, 1, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s2_o2_wait, half, 64, 128, 2, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s2_o2_ahead, half, 64, 128, 2, 2, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s3_o0_wait, half, 64, 128, 3, 0, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s3_o0_ahead, half, 64, 128, 3, 0, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s3_o1_wait, half, 64, 128, 3, 1, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s3_o1_ahead, half, 64, 128, 3, 1, true)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s3_o2_wait, half, 64, 128, 3, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d64_n128_s3_o2_ahead, half, 64, 128, 3, 2, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s2_o0_wait, half, 128, 64, 2, 0, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s2_o0_ahead, half, 128, 64, 2, 0, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s2_o1_wait, half, 128, 64, 2, 1, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s2_o1_ahead, half, 128, 64, 2, 1, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s2_o2_wait, half, 128, 64, 2, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s2_o2_ahead, half, 128, 64, 2, 2, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s3_o0_wait, half, 128, 64, 3, 0, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s3_o0_ahead, half, 128, 64, 3, 0, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s3_o1_wait, half, 128, 64, 3, 1, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s3_o1_ahead, half, 128, 64, 3, 1, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s3_o2_wait, half, 128, 64, 3, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n64_s3_o2_ahead, half, 128, 64, 3, 2, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s2_o0_wait, half, 128, 128, 2, 0, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s2_o0_ahead, half, 128, 128, 2, 0, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s2_o1_wait, half, 128, 128, 2, 1, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s2_o1_ahead, half, 128, 128, 2, 1, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s2_o2_wait, half, 128, 128, 2, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s2_o2_ahead, half, 128, 128, 2, 2, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s3_o0_wait, half, 128, 128, 3, 0, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s3_o0_ahead, half, 128, 128, 3, 0, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s3_o1_wait, half, 128, 128, 3, 1, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s3_o1_ahead, half, 128, 128, 3, 1, true)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s3_o2_wait, half, 128, 128, 3, 2, false)
+HOPPER_KERNEL(attn_fwd_fp16_d128_n128_s3_o2_ahead, half, 128, 128, 3, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s2_o0_wait, __nv_bfloat16, 64, 64, 2, 0, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s2_o0_ahead, __nv_bfloat16, 64, 64, 2, 0, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s2_o1_wait, __nv_bfloat16, 64, 64, 2, 1, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s2_o1_ahead, __nv_bfloat16, 64, 64, 2, 1, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s2_o2_wait, __nv_bfloat16, 64, 64, 2, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s2_o2_ahead, __nv_bfloat16, 64, 64, 2, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s3_o0_wait, __nv_bfloat16, 64, 64, 3, 0, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s3_o0_ahead, __nv_bfloat16, 64, 64, 3, 0, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s3_o1_wait, __nv_bfloat16, 64, 64, 3, 1, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s3_o1_ahead, __nv_bfloat16, 64, 64, 3, 1, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s3_o2_wait, __nv_bfloat16, 64, 64, 3, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n64_s3_o2_ahead, __nv_bfloat16, 64, 64, 3, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s2_o0_wait, __nv_bfloat16, 64, 128, 2, 0, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s2_o0_ahead, __nv_bfloat16, 64, 128, 2, 0, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s2_o1_wait, __nv_bfloat16, 64, 128, 2, 1, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s2_o1_ahead, __nv_bfloat16, 64, 128, 2, 1, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s2_o2_wait, __nv_bfloat16, 64, 128, 2, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s2_o2_ahead, __nv_bfloat16, 64, 128, 2, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s3_o0_wait, __nv_bfloat16, 64, 128, 3, 0, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s3_o0_ahead, __nv_bfloat16, 64, 128, 3, 0, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s3_o1_wait, __nv_bfloat16, 64, 128, 3, 1, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s3_o1_ahead, __nv_bfloat16, 64, 128, 3, 1, true)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s3_o2_wait, __nv_bfloat16, 64, 128, 3, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d64_n128_s3_o2_ahead, __nv_bfloat16, 64, 128, 3, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s2_o0_wait, __nv_bfloat16, 128, 64, 2, 0, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s2_o0_ahead, __nv_bfloat16, 128, 64, 2, 0, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s2_o1_wait, __nv_bfloat16, 128, 64, 2, 1, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s2_o1_ahead, __nv_bfloat16, 128, 64, 2, 1, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s2_o2_wait, __nv_bfloat16, 128, 64, 2, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s2_o2_ahead, __nv_bfloat16, 128, 64, 2, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s3_o0_wait, __nv_bfloat16, 128, 64, 3, 0, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s3_o0_ahead, __nv_bfloat16, 128, 64, 3, 0, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s3_o1_wait, __nv_bfloat16, 128, 64, 3, 1, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s3_o1_ahead, __nv_bfloat16, 128, 64, 3, 1, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s3_o2_wait, __nv_bfloat16, 128, 64, 3, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n64_s3_o2_ahead, __nv_bfloat16, 128, 64, 3, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s2_o0_wait, __nv_bfloat16, 128, 128, 2, 0, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s2_o0_ahead, __nv_bfloat16, 128, 128, 2, 0, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s2_o1_wait, __nv_bfloat16, 128, 128, 2, 1, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s2_o1_ahead, __nv_bfloat16, 128, 128, 2, 1, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s2_o2_wait, __nv_bfloat16, 128, 128, 2, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s2_o2_ahead, __nv_bfloat16, 128, 128, 2, 2, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o0_wait, __nv_bfloat16, 128, 128, 3, 0, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o0_ahead, __nv_bfloat16, 128, 128, 3, 0, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o1_wait, __nv_bfloat16, 128, 128, 3, 1, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o1_ahead, __nv_bfloat16, 128, 128, 3, 1, true)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o2_wait, __nv_bfloat16, 128, 128, 3, 2, false)
+HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o2_ahead, __nv_bfloat16, 128, 128, 3, 2, true)

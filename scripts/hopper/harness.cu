@@ -6,9 +6,10 @@
 //
 //   nvcc -std=c++17 -O3 -Iinternal/gpu/kernels \
 //        -gencode arch=compute_90a,code=sm_90a -o harness scripts/hopper/harness.cu
-//   ./harness            every case below, then a summary table
-//   ./harness small      only the small cases (for compute-sanitizer)
-//   ./harness o0 | o1    only the kernels with overlap 0 or 1
+//   ./harness                every case below, then a summary table
+//   ./harness small          only the small cases (for compute-sanitizer)
+//   ./harness [small] TEXT   only the kernels whose name holds TEXT, e.g.
+//                            _o2_ (overlap 2) or _ahead (producer ahead)
 //
 // Exit status 1 when any case fails. Times here are the harness's own
 // (events around back-to-back launches, inputs hot in L2), not flashcore's
@@ -41,42 +42,107 @@ struct Entry {
   const void* fn;
   bool bf16;
   int d, n, stages, overlap;
+  bool ahead;
 };
 
-#define E(NAME, BF, D, N, S, O) {#NAME, reinterpret_cast<const void*>(&NAME), BF, D, N, S, O}
+#define E(NAME, BF, D, N, S, O, A) {#NAME, reinterpret_cast<const void*>(&NAME), BF, D, N, S, O, A}
 static const Entry kEntries[] = {
-    E(attn_fwd_fp16_d64_n64_s2_o0, false, 64, 64, 2, 0),
-    E(attn_fwd_fp16_d64_n64_s2_o1, false, 64, 64, 2, 1),
-    E(attn_fwd_fp16_d64_n64_s3_o0, false, 64, 64, 3, 0),
-    E(attn_fwd_fp16_d64_n64_s3_o1, false, 64, 64, 3, 1),
-    E(attn_fwd_fp16_d64_n128_s2_o0, false, 64, 128, 2, 0),
-    E(attn_fwd_fp16_d64_n128_s2_o1, false, 64, 128, 2, 1),
-    E(attn_fwd_fp16_d64_n128_s3_o0, false, 64, 128, 3, 0),
-    E(attn_fwd_fp16_d64_n128_s3_o1, false, 64, 128, 3, 1),
-    E(attn_fwd_fp16_d128_n64_s2_o0, false, 128, 64, 2, 0),
-    E(attn_fwd_fp16_d128_n64_s2_o1, false, 128, 64, 2, 1),
-    E(attn_fwd_fp16_d128_n64_s3_o0, false, 128, 64, 3, 0),
-    E(attn_fwd_fp16_d128_n64_s3_o1, false, 128, 64, 3, 1),
-    E(attn_fwd_fp16_d128_n128_s2_o0, false, 128, 128, 2, 0),
-    E(attn_fwd_fp16_d128_n128_s2_o1, false, 128, 128, 2, 1),
-    E(attn_fwd_fp16_d128_n128_s3_o0, false, 128, 128, 3, 0),
-    E(attn_fwd_fp16_d128_n128_s3_o1, false, 128, 128, 3, 1),
-    E(attn_fwd_bf16_d64_n64_s2_o0, true, 64, 64, 2, 0),
-    E(attn_fwd_bf16_d64_n64_s2_o1, true, 64, 64, 2, 1),
-    E(attn_fwd_bf16_d64_n64_s3_o0, true, 64, 64, 3, 0),
-    E(attn_fwd_bf16_d64_n64_s3_o1, true, 64, 64, 3, 1),
-    E(attn_fwd_bf16_d64_n128_s2_o0, true, 64, 128, 2, 0),
-    E(attn_fwd_bf16_d64_n128_s2_o1, true, 64, 128, 2, 1),
-    E(attn_fwd_bf16_d64_n128_s3_o0, true, 64, 128, 3, 0),
-    E(attn_fwd_bf16_d64_n128_s3_o1, true, 64, 128, 3, 1),
-    E(attn_fwd_bf16_d128_n64_s2_o0, true, 128, 64, 2, 0),
-    E(attn_fwd_bf16_d128_n64_s2_o1, true, 128, 64, 2, 1),
-    E(attn_fwd_bf16_d128_n64_s3_o0, true, 128, 64, 3, 0),
-    E(attn_fwd_bf16_d128_n64_s3_o1, true, 128, 64, 3, 1),
-    E(attn_fwd_bf16_d128_n128_s2_o0, true, 128, 128, 2, 0),
-    E(attn_fwd_bf16_d128_n128_s2_o1, true, 128, 128, 2, 1),
-    E(attn_fwd_bf16_d128_n128_s3_o0, true, 128, 128, 3, 0),
-    E(attn_fwd_bf16_d128_n128_s3_o1, true, 128, 128, 3, 1),
+    E(attn_fwd_fp16_d64_n64_s2_o0_wait, false, 64, 64, 2, 0, false),
+    E(attn_fwd_fp16_d64_n64_s2_o0_ahead, false, 64, 64, 2, 0, true),
+    E(attn_fwd_fp16_d64_n64_s2_o1_wait, false, 64, 64, 2, 1, false),
+    E(attn_fwd_fp16_d64_n64_s2_o1_ahead, false, 64, 64, 2, 1, true),
+    E(attn_fwd_fp16_d64_n64_s2_o2_wait, false, 64, 64, 2, 2, false),
+    E(attn_fwd_fp16_d64_n64_s2_o2_ahead, false, 64, 64, 2, 2, true),
+    E(attn_fwd_fp16_d64_n64_s3_o0_wait, false, 64, 64, 3, 0, false),
+    E(attn_fwd_fp16_d64_n64_s3_o0_ahead, false, 64, 64, 3, 0, true),
+    E(attn_fwd_fp16_d64_n64_s3_o1_wait, false, 64, 64, 3, 1, false),
+    E(attn_fwd_fp16_d64_n64_s3_o1_ahead, false, 64, 64, 3, 1, true),
+    E(attn_fwd_fp16_d64_n64_s3_o2_wait, false, 64, 64, 3, 2, false),
+    E(attn_fwd_fp16_d64_n64_s3_o2_ahead, false, 64, 64, 3, 2, true),
+    E(attn_fwd_fp16_d64_n128_s2_o0_wait, false, 64, 128, 2, 0, false),
+    E(attn_fwd_fp16_d64_n128_s2_o0_ahead, false, 64, 128, 2, 0, true),
+    E(attn_fwd_fp16_d64_n128_s2_o1_wait, false, 64, 128, 2, 1, false),
+    E(attn_fwd_fp16_d64_n128_s2_o1_ahead, false, 64, 128, 2, 1, true),
+    E(attn_fwd_fp16_d64_n128_s2_o2_wait, false, 64, 128, 2, 2, false),
+    E(attn_fwd_fp16_d64_n128_s2_o2_ahead, false, 64, 128, 2, 2, true),
+    E(attn_fwd_fp16_d64_n128_s3_o0_wait, false, 64, 128, 3, 0, false),
+    E(attn_fwd_fp16_d64_n128_s3_o0_ahead, false, 64, 128, 3, 0, true),
+    E(attn_fwd_fp16_d64_n128_s3_o1_wait, false, 64, 128, 3, 1, false),
+    E(attn_fwd_fp16_d64_n128_s3_o1_ahead, false, 64, 128, 3, 1, true),
+    E(attn_fwd_fp16_d64_n128_s3_o2_wait, false, 64, 128, 3, 2, false),
+    E(attn_fwd_fp16_d64_n128_s3_o2_ahead, false, 64, 128, 3, 2, true),
+    E(attn_fwd_fp16_d128_n64_s2_o0_wait, false, 128, 64, 2, 0, false),
+    E(attn_fwd_fp16_d128_n64_s2_o0_ahead, false, 128, 64, 2, 0, true),
+    E(attn_fwd_fp16_d128_n64_s2_o1_wait, false, 128, 64, 2, 1, false),
+    E(attn_fwd_fp16_d128_n64_s2_o1_ahead, false, 128, 64, 2, 1, true),
+    E(attn_fwd_fp16_d128_n64_s2_o2_wait, false, 128, 64, 2, 2, false),
+    E(attn_fwd_fp16_d128_n64_s2_o2_ahead, false, 128, 64, 2, 2, true),
+    E(attn_fwd_fp16_d128_n64_s3_o0_wait, false, 128, 64, 3, 0, false),
+    E(attn_fwd_fp16_d128_n64_s3_o0_ahead, false, 128, 64, 3, 0, true),
+    E(attn_fwd_fp16_d128_n64_s3_o1_wait, false, 128, 64, 3, 1, false),
+    E(attn_fwd_fp16_d128_n64_s3_o1_ahead, false, 128, 64, 3, 1, true),
+    E(attn_fwd_fp16_d128_n64_s3_o2_wait, false, 128, 64, 3, 2, false),
+    E(attn_fwd_fp16_d128_n64_s3_o2_ahead, false, 128, 64, 3, 2, true),
+    E(attn_fwd_fp16_d128_n128_s2_o0_wait, false, 128, 128, 2, 0, false),
+    E(attn_fwd_fp16_d128_n128_s2_o0_ahead, false, 128, 128, 2, 0, true),
+    E(attn_fwd_fp16_d128_n128_s2_o1_wait, false, 128, 128, 2, 1, false),
+    E(attn_fwd_fp16_d128_n128_s2_o1_ahead, false, 128, 128, 2, 1, true),
+    E(attn_fwd_fp16_d128_n128_s2_o2_wait, false, 128, 128, 2, 2, false),
+    E(attn_fwd_fp16_d128_n128_s2_o2_ahead, false, 128, 128, 2, 2, true),
+    E(attn_fwd_fp16_d128_n128_s3_o0_wait, false, 128, 128, 3, 0, false),
+    E(attn_fwd_fp16_d128_n128_s3_o0_ahead, false, 128, 128, 3, 0, true),
+    E(attn_fwd_fp16_d128_n128_s3_o1_wait, false, 128, 128, 3, 1, false),
+    E(attn_fwd_fp16_d128_n128_s3_o1_ahead, false, 128, 128, 3, 1, true),
+    E(attn_fwd_fp16_d128_n128_s3_o2_wait, false, 128, 128, 3, 2, false),
+    E(attn_fwd_fp16_d128_n128_s3_o2_ahead, false, 128, 128, 3, 2, true),
+    E(attn_fwd_bf16_d64_n64_s2_o0_wait, true, 64, 64, 2, 0, false),
+    E(attn_fwd_bf16_d64_n64_s2_o0_ahead, true, 64, 64, 2, 0, true),
+    E(attn_fwd_bf16_d64_n64_s2_o1_wait, true, 64, 64, 2, 1, false),
+    E(attn_fwd_bf16_d64_n64_s2_o1_ahead, true, 64, 64, 2, 1, true),
+    E(attn_fwd_bf16_d64_n64_s2_o2_wait, true, 64, 64, 2, 2, false),
+    E(attn_fwd_bf16_d64_n64_s2_o2_ahead, true, 64, 64, 2, 2, true),
+    E(attn_fwd_bf16_d64_n64_s3_o0_wait, true, 64, 64, 3, 0, false),
+    E(attn_fwd_bf16_d64_n64_s3_o0_ahead, true, 64, 64, 3, 0, true),
+    E(attn_fwd_bf16_d64_n64_s3_o1_wait, true, 64, 64, 3, 1, false),
+    E(attn_fwd_bf16_d64_n64_s3_o1_ahead, true, 64, 64, 3, 1, true),
+    E(attn_fwd_bf16_d64_n64_s3_o2_wait, true, 64, 64, 3, 2, false),
+    E(attn_fwd_bf16_d64_n64_s3_o2_ahead, true, 64, 64, 3, 2, true),
+    E(attn_fwd_bf16_d64_n128_s2_o0_wait, true, 64, 128, 2, 0, false),
+    E(attn_fwd_bf16_d64_n128_s2_o0_ahead, true, 64, 128, 2, 0, true),
+    E(attn_fwd_bf16_d64_n128_s2_o1_wait, true, 64, 128, 2, 1, false),
+    E(attn_fwd_bf16_d64_n128_s2_o1_ahead, true, 64, 128, 2, 1, true),
+    E(attn_fwd_bf16_d64_n128_s2_o2_wait, true, 64, 128, 2, 2, false),
+    E(attn_fwd_bf16_d64_n128_s2_o2_ahead, true, 64, 128, 2, 2, true),
+    E(attn_fwd_bf16_d64_n128_s3_o0_wait, true, 64, 128, 3, 0, false),
+    E(attn_fwd_bf16_d64_n128_s3_o0_ahead, true, 64, 128, 3, 0, true),
+    E(attn_fwd_bf16_d64_n128_s3_o1_wait, true, 64, 128, 3, 1, false),
+    E(attn_fwd_bf16_d64_n128_s3_o1_ahead, true, 64, 128, 3, 1, true),
+    E(attn_fwd_bf16_d64_n128_s3_o2_wait, true, 64, 128, 3, 2, false),
+    E(attn_fwd_bf16_d64_n128_s3_o2_ahead, true, 64, 128, 3, 2, true),
+    E(attn_fwd_bf16_d128_n64_s2_o0_wait, true, 128, 64, 2, 0, false),
+    E(attn_fwd_bf16_d128_n64_s2_o0_ahead, true, 128, 64, 2, 0, true),
+    E(attn_fwd_bf16_d128_n64_s2_o1_wait, true, 128, 64, 2, 1, false),
+    E(attn_fwd_bf16_d128_n64_s2_o1_ahead, true, 128, 64, 2, 1, true),
+    E(attn_fwd_bf16_d128_n64_s2_o2_wait, true, 128, 64, 2, 2, false),
+    E(attn_fwd_bf16_d128_n64_s2_o2_ahead, true, 128, 64, 2, 2, true),
+    E(attn_fwd_bf16_d128_n64_s3_o0_wait, true, 128, 64, 3, 0, false),
+    E(attn_fwd_bf16_d128_n64_s3_o0_ahead, true, 128, 64, 3, 0, true),
+    E(attn_fwd_bf16_d128_n64_s3_o1_wait, true, 128, 64, 3, 1, false),
+    E(attn_fwd_bf16_d128_n64_s3_o1_ahead, true, 128, 64, 3, 1, true),
+    E(attn_fwd_bf16_d128_n64_s3_o2_wait, true, 128, 64, 3, 2, false),
+    E(attn_fwd_bf16_d128_n64_s3_o2_ahead, true, 128, 64, 3, 2, true),
+    E(attn_fwd_bf16_d128_n128_s2_o0_wait, true, 128, 128, 2, 0, false),
+    E(attn_fwd_bf16_d128_n128_s2_o0_ahead, true, 128, 128, 2, 0, true),
+    E(attn_fwd_bf16_d128_n128_s2_o1_wait, true, 128, 128, 2, 1, false),
+    E(attn_fwd_bf16_d128_n128_s2_o1_ahead, true, 128, 128, 2, 1, true),
+    E(attn_fwd_bf16_d128_n128_s2_o2_wait, true, 128, 128, 2, 2, false),
+    E(attn_fwd_bf16_d128_n128_s2_o2_ahead, true, 128, 128, 2, 2, true),
+    E(attn_fwd_bf16_d128_n128_s3_o0_wait, true, 128, 128, 3, 0, false),
+    E(attn_fwd_bf16_d128_n128_s3_o0_ahead, true, 128, 128, 3, 0, true),
+    E(attn_fwd_bf16_d128_n128_s3_o1_wait, true, 128, 128, 3, 1, false),
+    E(attn_fwd_bf16_d128_n128_s3_o1_ahead, true, 128, 128, 3, 1, true),
+    E(attn_fwd_bf16_d128_n128_s3_o2_wait, true, 128, 128, 3, 2, false),
+    E(attn_fwd_bf16_d128_n128_s3_o2_ahead, true, 128, 128, 3, 2, true),
 };
 
 struct Case {
@@ -85,6 +151,7 @@ struct Case {
   bool causal;
   int n, stages, overlap;
   bool small;
+  bool ahead;
 };
 
 static int shared_bytes(int elem, int d, int n, int stages) {
@@ -234,55 +301,68 @@ static Result run_case(const Case& c, const Entry& e, int reps) {
 
 static const Entry* find(const Case& c) {
   for (const auto& e : kEntries)
-    if (e.bf16 == c.bf16 && e.d == c.d && e.n == c.n && e.stages == c.stages && e.overlap == c.overlap) return &e;
+    if (e.bf16 == c.bf16 && e.d == c.d && e.n == c.n && e.stages == c.stages && e.overlap == c.overlap &&
+        e.ahead == c.ahead)
+      return &e;
   return nullptr;
 }
 
 int main(int argc, char** argv) {
-  const bool only_small = argc > 1 && std::strcmp(argv[1], "small") == 0;
-  const int only_overlap = argc > 1 && argv[1][0] == 'o' ? argv[1][1] - '0' : -1;
+  bool only_small = false;
+  const char* only_name = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "small") == 0)
+      only_small = true;
+    else
+      only_name = argv[i];
+  }
   std::vector<Case> cases;
   // Small cases: every kernel, tails, causal, GQA, unequal lengths; all rows checked.
   for (const auto& e : kEntries) {
-    cases.push_back({e.bf16, 1, 2, 2, 200, 200, e.d, false, e.n, e.stages, e.overlap, true});
-    cases.push_back({e.bf16, 2, 4, 2, 130, 77, e.d, true, e.n, e.stages, e.overlap, true});
-    cases.push_back({e.bf16, 1, 2, 1, 300, 600, e.d, true, e.n, e.stages, e.overlap, true});
+    cases.push_back({e.bf16, 1, 2, 2, 200, 200, e.d, false, e.n, e.stages, e.overlap, true, e.ahead});
+    cases.push_back({e.bf16, 2, 4, 2, 130, 77, e.d, true, e.n, e.stages, e.overlap, true, e.ahead});
+    cases.push_back({e.bf16, 1, 2, 1, 300, 600, e.d, true, e.n, e.stages, e.overlap, true, e.ahead});
   }
-  cases.push_back({false, 1, 2, 1, 64, 300, 64, false, 128, 3, 1, true});
-  cases.push_back({false, 1, 2, 1, 300, 64, 128, true, 128, 3, 1, true});
-  cases.push_back({true, 1, 1, 1, 1, 1, 128, true, 64, 2, 1, true});
+  for (bool ahead : {false, true}) {
+    cases.push_back({false, 1, 2, 1, 64, 300, 64, false, 128, 3, 1, true, ahead});
+    cases.push_back({false, 1, 2, 1, 300, 64, 128, true, 128, 3, 2, true, ahead});
+    cases.push_back({true, 1, 1, 1, 1, 1, 128, true, 64, 2, 2, true, ahead});
+  }
   if (!only_small) {
     // The issue's shapes: the seed shape and B4 H16 S2048 D128 with every
-    // tunable, the rest with the defaults (tile_n 128, 3 stages, overlap).
-    for (int n : {64, 128})
-      for (int st : {2, 3})
-        for (int ov : {0, 1}) {
-          cases.push_back({false, 1, 8, 8, 512, 512, 64, false, n, st, ov, false});
-          cases.push_back({false, 4, 16, 16, 2048, 2048, 128, false, n, st, ov, false});
-        }
-    for (int ov : {0, 1}) {
-      cases.push_back({false, 2, 16, 16, 8192, 8192, 128, false, 128, 3, ov, false});
-      cases.push_back({false, 2, 16, 16, 8192, 8192, 128, true, 128, 3, ov, false});
-      cases.push_back({false, 1, 32, 32, 16384, 16384, 128, true, 128, 3, ov, false});
+    // tunable, the rest with tile_n 128 and 3 stages.
+    for (bool ahead : {false, true}) {
+      for (int n : {64, 128})
+        for (int st : {2, 3})
+          for (int ov : {0, 1, 2}) {
+            cases.push_back({false, 1, 8, 8, 512, 512, 64, false, n, st, ov, false, ahead});
+            cases.push_back({false, 4, 16, 16, 2048, 2048, 128, false, n, st, ov, false, ahead});
+          }
+      for (int ov : {1, 2}) {
+        cases.push_back({false, 2, 16, 16, 8192, 8192, 128, false, 128, 3, ov, false, ahead});
+        cases.push_back({false, 2, 16, 16, 8192, 8192, 128, true, 128, 3, ov, false, ahead});
+        cases.push_back({false, 1, 32, 32, 16384, 16384, 128, true, 128, 3, ov, false, ahead});
+      }
+      cases.push_back({true, 4, 16, 16, 2048, 2048, 128, true, 128, 3, 1, false, ahead});
+      cases.push_back({false, 8, 16, 16, 1024, 1024, 64, false, 128, 3, 1, false, ahead});
+      cases.push_back({false, 4, 32, 8, 2048, 2048, 128, true, 128, 3, 2, false, ahead});  // GQA
     }
-    cases.push_back({true, 4, 16, 16, 2048, 2048, 128, true, 128, 3, 1, false});
-    cases.push_back({false, 8, 16, 16, 1024, 1024, 64, false, 128, 3, 1, false});
-    cases.push_back({false, 4, 32, 8, 2048, 2048, 128, true, 128, 3, 1, false});  // GQA
   }
   int fails = 0, ran = 0;
-  std::printf("%-5s %-26s %-7s %-4s %-3s %-3s %-10s %-10s %-6s %-10s %-10s %-8s %s\n", "dtype", "shape B,H/KVH,Sq,Sk,D",
-              "causal", "n", "st", "ov", "rel_err", "max_abs", "unwrit", "us_b2b", "us_each", "TF/s", "verdict");
+  std::printf("%-5s %-26s %-7s %-4s %-3s %-3s %-6s %-10s %-10s %-6s %-10s %-10s %-8s %s\n", "dtype",
+              "shape B,H/KVH,Sq,Sk,D", "causal", "n", "st", "ov", "prod", "rel_err", "max_abs", "unwrit", "us_b2b", "us_each", "TF/s", "verdict");
   for (const auto& c : cases) {
-    if (only_overlap >= 0 && c.overlap != only_overlap) continue;
     const Entry* e = find(c);
     if (!e) { std::printf("no kernel\n"); return 2; }
+    if (only_name && !std::strstr(e->name, only_name)) continue;
     const Result r = run_case(c, *e, c.small ? 0 : (c.sq >= 8192 ? 10 : 50));
     fails += !r.pass;
     ++ran;
     char shape[64];
     std::snprintf(shape, sizeof shape, "%d,%d/%d,%d,%d,%d", c.b, c.h, c.kvh, c.sq, c.sk, c.d);
-    std::printf("%-5s %-26s %-7s %-4d %-3d %-3d %-10.2e %-10.2e %-6ld %-10.2f %-10.2f %-8.1f %s\n", c.bf16 ? "bf16" : "fp16",
-                shape, c.causal ? "causal" : "-", c.n, c.stages, c.overlap, r.rel_err, r.max_abs, r.unwritten, r.us_b2b,
+    std::printf("%-5s %-26s %-7s %-4d %-3d %-3d %-6s %-10.2e %-10.2e %-6ld %-10.2f %-10.2f %-8.1f %s\n",
+                c.bf16 ? "bf16" : "fp16", shape, c.causal ? "causal" : "-", c.n, c.stages, c.overlap,
+                c.ahead ? "ahead" : "wait", r.rel_err, r.max_abs, r.unwritten, r.us_b2b,
                 r.us_each, r.tflops, r.pass ? "PASS" : "FAIL");
     std::fflush(stdout);
   }
