@@ -2,7 +2,7 @@
 # Verify cuda-hopper on an H100 from a dist/ folder (make dist): the seed,
 # default and llm suites against PyTorch SDPA, the ablation chain
 # (cuda-scalar → cuda-wmma → cuda-v8 → cuda-hopper → triton → sdpa) at the
-# seed shape and B4 H16 S2048 D128, cuda-hopper's overlap tunable at those
+# seed shape and B4 H16 S2048 D128, cuda-hopper's overlap and producer tunables at those
 # shapes, and compute-sanitizer (memcheck, racecheck) around the plugin on
 # the default suite. Logs and results JSON go to $OUT (default
 # ./gpu-verify-hopper-out); a summary table is printed last.
@@ -55,7 +55,8 @@ name = "cuda-v8"
 [[backends]]
 name = "cuda-hopper"
 [backends.tunables]
-overlap = ["0", "1"]
+overlap = ["0", "1", "2"]
+producer = ["wait", "ahead"]
 [[backends]]
 name = "triton"
 [[backends]]
