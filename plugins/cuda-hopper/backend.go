@@ -12,7 +12,7 @@ import (
 
 const (
 	name    = "cuda-hopper"
-	version = "0.1.0"
+	version = "0.2.0"
 	// kernelPath is kernel.cu's repository path, as the manifest names it.
 	kernelPath = "plugins/cuda-hopper/kernel.cu"
 	// Tunables: keys per K/V tile, K/V stages in the shared-memory ring,
@@ -44,7 +44,8 @@ func spec() cudabackend.Spec {
 		Variant: sdk.Variant{
 			Name: name,
 			Description: "sm_90a: wgmma for Q·Kᵀ and P·V, producer/consumer warpgroups with setmaxnreg, " +
-				"cp.async K/V ring on mbarriers, 128-byte swizzled shared memory, 128-row tiles",
+				"cp.async K/V ring on mbarriers, consumers taking turns at the tensor cores, " +
+				"128-byte swizzled shared memory, 128-row tiles",
 			Capabilities: capabilities,
 			Tunables:     tunables,
 		},
