@@ -11,17 +11,9 @@
 GO      ?= go
 PYTHON  ?= python3
 VENV    ?= .venv
-NVCC    ?= $(shell command -v nvcc 2>/dev/null)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/flashcore/bench/cli.Version=$(VERSION) -X github.com/flashcore/bench/cli.GitCommit=$(COMMIT)
-
-# The CUDA plugins are built with the cuda tag where the CUDA toolkit (nvcc
-# and cuda.h) is installed; elsewhere their !cuda twins are built, which
-# report "built without CUDA".
-CUDA_H    := $(wildcard /usr/include/cuda.h $(if $(NVCC),$(dir $(NVCC))../include/cuda.h) /usr/local/cuda/include/cuda.h)
-HAVE_CUDA := $(if $(and $(NVCC),$(CUDA_H)),yes,)
-CUDA_TAGS := $(if $(HAVE_CUDA),cuda,)
 
 # Every folder under plugins/ with a main.go is a plugin; no list to edit.
 # A plugin that needs CUDA says so with a Go file under the cuda build tag
@@ -37,17 +29,18 @@ VENV_PYTHON  := $(abspath $(VENV))/bin/python
 # $(call plugin-binary,OUT,PLUGINS,TAGS,FLAGS) builds the multi-call binary
 # OUT that is each of PLUGINS (internal/multicall), and beside it a link
 # flashcore-backend-NAME to it for each, the name the host finds plugins by.
+# With the cuda tag, cgo compiles against the pinned toolchain (mk/cuda.mk).
 define plugin-binary
 	@echo "build $(notdir $(1)): $(2)"
 	@overlay=$$($(GO) run ./internal/multicall/overlay -out .build/$(notdir $(1)) $(addprefix plugins/,$(2))) && \
-		$(GO) build -tags "$(3)" $(4) -overlay "$$overlay" -o $(1) ./cmd/flashcore-plugins
+		$(if $(filter cuda,$(3)),$(CUDA_CGO_ENV)) $(GO) build -tags "$(3)" $(4) -overlay "$$overlay" -o $(1) ./cmd/flashcore-plugins
 	@for p in $(2); do ln -sfn $(notdir $(1)) $(dir $(1))flashcore-backend-$$p; done
 endef
 
 include mk/cuda.mk
 include mk/hopper.mk
 
-.PHONY: all build run test test-go test-python test-slurm setup lint dist gpu-tests clean
+.PHONY: all build run test test-go test-python test-slurm setup lint dist gpu-tests clean doctor
 
 all: build
 
@@ -55,7 +48,13 @@ build: $(if $(HAVE_CUDA),cuda-kernels)
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/flashcore ./cmd/flashcore
 	$(call plugin-binary,bin/flashcore-plugins,$(GO_PLUGINS),,-ldflags "$(LDFLAGS)")
 	$(if $(CUDA_PLUGINS),$(call plugin-binary,bin/flashcore-plugins-cuda,$(CUDA_PLUGINS),$(CUDA_TAGS),-ldflags "$(LDFLAGS)"))
-	@echo "the CUDA plugins are built $(if $(HAVE_CUDA),with CUDA,without CUDA (no nvcc and cuda.h here))"
+	@echo "the CUDA plugins are built $(if $(HAVE_CUDA),with CUDA (toolchain $(CUDA_TOOLCHAIN)),without CUDA (the pinned CUDA toolchain is for x86-64 Linux))"
+
+# doctor says what this machine has and lacks for each backend, and what
+# make build does with the CUDA plugins here.
+doctor:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/flashcore ./cmd/flashcore
+	FLASHCORE_PYTHON=$(if $(wildcard $(VENV_PYTHON)),$(VENV_PYTHON),$(PYTHON)) bin/flashcore doctor --toolchain $(CUDA_TOOLCHAIN) --cuda-build "$(HAVE_CUDA)"
 
 # The Python bridges need torch and triton: they go into a project venv so
 # the machine's Python is left alone. The stamp re-runs pip when the pinned
@@ -83,7 +82,7 @@ test: setup build test-go test-python
 
 test-go:
 	$(GO) vet ./...
-	FLASHCORE_PYTHON=$(VENV_PYTHON) FLASHCORE_BIN=$(abspath bin) $(GO) test -count=1 ./...
+	FLASHCORE_PYTHON=$(VENV_PYTHON) FLASHCORE_BIN=$(abspath bin) FLASHCORE_CUDA_BUILT=$(HAVE_CUDA) $(GO) test -count=1 ./...
 
 # test-slurm runs flashcore slurm's job array and merge through a real
 # Slurm that the test starts on localhost (it skips, saying why, without
@@ -94,10 +93,9 @@ test-slurm: setup build
 test-python:
 	$(VENV)/bin/python -m pytest -q python/tests
 
-lint: $(if $(HAVE_CUDA),cuda-kernels)
+lint: $(if $(HAVE_CUDA),cuda-vet)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	$(if $(HAVE_CUDA),$(GO) vet -tags cuda ./...)
 
 # dist/ carries everything a GPU machine without Go needs: flashcore, the
 # two multi-call plugin binaries (CUDA built in, kernels and worker scripts

@@ -24,6 +24,7 @@ Usage:
   flashcore slurm --suite FILE --shards N [--gpus-per-task 1] [--partition P] [--time T] [--out DIR]
   flashcore k8s --suite FILE --shards N --image IMG [--claim PVC] [--out DIR]
   flashcore list [--suite FILE]
+  flashcore doctor                     what this machine has and lacks for each backend
   flashcore describe BACKEND [--suite FILE]
   flashcore report FILE [--format F] [--baseline BACKEND]
   flashcore plot FILE [--out DIR] [--baseline BACKEND]
@@ -69,6 +70,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runCommand(ctx, rest, stdout, stderr)
 	case "list":
 		return listCommand(ctx, rest, stdout, stderr)
+	case "doctor":
+		return doctorCommand(ctx, rest, stdout, stderr)
 	case "describe":
 		return describeCommand(ctx, rest, stdout, stderr)
 	case "report":

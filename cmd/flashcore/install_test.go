@@ -57,3 +57,40 @@ func withoutSettings(environ []string) []string {
 	}
 	return env
 }
+
+// TestCUDAPluginsBuiltWithCUDA checks what make build made of the CUDA
+// plugins where it built them with the cuda tag (make test says so in
+// FLASHCORE_CUDA_BUILT): each must start and answer for itself. On a
+// machine without the NVIDIA driver that answer is "no NVIDIA driver",
+// from the driver shim they are linked with (docs/cuda.md), never "built
+// without CUDA" and never a loader error.
+func TestCUDAPluginsBuiltWithCUDA(t *testing.T) {
+	bin := os.Getenv("FLASHCORE_BIN")
+	if bin == "" || os.Getenv("FLASHCORE_CUDA_BUILT") != "yes" {
+		t.Skip("FLASHCORE_BIN and FLASHCORE_CUDA_BUILT=yes are not set: make test sets them where it built the CUDA plugins with CUDA")
+	}
+	cmd := exec.Command(filepath.Join(bin, "flashcore"), "list")
+	cmd.Env = withoutSettings(os.Environ())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("flashcore list: %v\n%s", err, out)
+	}
+	_, statErr := os.Stat("/proc/driver/nvidia/version")
+	hasDriver := statErr == nil
+	seen := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "cuda-") || strings.HasPrefix(line, "cuda-file ") {
+			continue
+		}
+		seen++
+		switch {
+		case strings.Contains(line, "built without CUDA"):
+			t.Errorf("built with the cuda tag, yet: %s", line)
+		case !hasDriver && !strings.Contains(line, "unavailable: no NVIDIA driver ("):
+			t.Errorf("this machine has no NVIDIA driver; want the reason \"no NVIDIA driver (...)\", got: %s", line)
+		}
+	}
+	if seen == 0 {
+		t.Fatalf("flashcore list names no cuda-* plugin:\n%s", out)
+	}
+}

@@ -156,6 +156,10 @@ func classifyStart(name string, err error, stderr string) *StartError {
 	both := msg + "\n" + stderr
 	se := &StartError{Plugin: name, StderrTail: stderr, Err: err}
 	switch {
+	case strings.Contains(stderr, driverShimMissing):
+		// The CUDA plugins open libcuda.so.1 at run time (docs/cuda.md);
+		// their driver shim says this once when it is not there.
+		se.Reason, se.Unavailable = "no NVIDIA driver"+driverDetail(stderr), true
 	case containsAny(both, "NoDevice", "no CUDA-capable device", "CUDA_ERROR_NO_DEVICE"):
 		se.Reason, se.Unavailable = "no CUDA device", true
 	case containsAny(both, "libcuda.so", "CUDA_ERROR_NOT_INITIALIZED", "InvalidDevice", "NotInitialized", "CUDA driver version is insufficient"):
@@ -174,6 +178,21 @@ func classifyStart(name string, err error, stderr string) *StartError {
 		se.Reason = firstLine(msg)
 	}
 	return se
+}
+
+// driverShimMissing starts the line the CUDA plugins' driver shim
+// (scripts/cuda_toolchain.py) writes to stderr when libcuda.so.1 cannot be
+// opened: "flashcore: no NVIDIA driver (WHY)".
+const driverShimMissing = "flashcore: no NVIDIA driver"
+
+// driverDetail is the shim's " (WHY)", or nothing.
+func driverDetail(stderr string) string {
+	i := strings.Index(stderr, driverShimMissing)
+	rest, _, _ := strings.Cut(stderr[i+len(driverShimMissing):], "\n")
+	if strings.HasPrefix(rest, " (") {
+		return strings.TrimRight(rest, " \r")
+	}
+	return ""
 }
 
 func containsAny(s string, subs ...string) bool {

@@ -33,7 +33,11 @@ func TestClassifyStart(t *testing.T) {
 		unavailable       bool
 	}{
 		{"cu init", "Unrecognized remote plugin message: Error in initialization ... NoDevice", "", "no CUDA device", true},
-		{"no driver", "plugin exited before we could connect", "error while loading shared libraries: libcuda.so.1: cannot open shared object file", "no usable CUDA driver: error while loading shared libraries: libcuda.so.1: cannot open shared object file", true},
+		{"no driver, shim", "Unrecognized remote plugin message: Error in initialization, please refer to ... StubLibrary",
+			"flashcore: no NVIDIA driver (libcuda.so.1: cannot open shared object file: No such file or directory)\n",
+			"no NVIDIA driver (libcuda.so.1: cannot open shared object file: No such file or directory)", true},
+		{"no driver, shim, no detail", "plugin exited before we could connect", "flashcore: no NVIDIA driver\n", "no NVIDIA driver", true},
+		{"no driver, linked", "plugin exited before we could connect", "error while loading shared libraries: libcuda.so.1: cannot open shared object file", "no usable CUDA driver: error while loading shared libraries: libcuda.so.1: cannot open shared object file", true},
 		{"stdout", "Unrecognized remote plugin message: hello\nThis usually means...", "", "plugin wrote to stdout before the handshake: hello", false},
 		{"exit", "plugin exited before we could connect", "panic: boom", "plugin exited during start-up: panic: boom", false},
 		{"exit before a line", "Unrecognized remote plugin message: \nFailed to read any lines from plugin's stdout", "flashcore: start plugin: fork/exec /p: no such file or directory",

@@ -52,7 +52,10 @@ func CacheDir() string {
 }
 
 // FindNVCC is $FLASHCORE_NVCC, nvcc on PATH, $CUDA_HOME/bin/nvcc or
-// /usr/local/cuda/bin/nvcc, the first that exists.
+// /usr/local/cuda/bin/nvcc, else the nvcc of the project's pinned CUDA
+// toolchain that make build fetched (~/.cache/flashcore/cuda-toolchain-*),
+// the first that exists. A machine's own nvcc comes first: it is the one
+// its driver is sure to understand.
 func FindNVCC() (string, error) {
 	if p := os.Getenv("FLASHCORE_NVCC"); p != "" {
 		return p, nil
@@ -68,7 +71,28 @@ func FindNVCC() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("no nvcc found (looked at $FLASHCORE_NVCC, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin): install the CUDA toolkit, or give the spec a prebuilt binary = \"kernel.cubin\"")
+	if p := toolchainNVCC(); p != "" {
+		return p, nil
+	}
+	return "", errors.New("no nvcc found (looked at $FLASHCORE_NVCC, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin and the toolchain make build fetches): run make cuda-toolchain, install the CUDA toolkit, or give the spec a prebuilt binary = \"kernel.cubin\"")
+}
+
+// toolchainNVCC is the nvcc of the newest complete toolchain under the
+// user's cache (mk/cuda.mk), or "".
+func toolchainNVCC() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	stamps, _ := filepath.Glob(filepath.Join(dir, "flashcore", "cuda-toolchain-*", ".installed"))
+	newest, best := "", time.Time{}
+	for _, stamp := range stamps {
+		nvcc := filepath.Join(filepath.Dir(stamp), "nvidia", "cu13", "bin", "nvcc")
+		if info, err := os.Stat(stamp); err == nil && isFile(nvcc) && info.ModTime().After(best) {
+			newest, best = nvcc, info.ModTime()
+		}
+	}
+	return newest
 }
 
 func isFile(p string) bool {
