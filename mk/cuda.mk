@@ -54,9 +54,12 @@ CUDA_FATBINS        := $(CUDA_TIMING_FATBIN) $(CUDA_PLUGIN_FATBINS)
 CUDA_SOURCES        := internal/gpu/kernels/timing.cu $(CUDA_KERNEL_PLUGINS:%=plugins/%/kernel.cu)
 CUDA_COMPILE        := NVCC="$(NVCC)" NVCC_HOST_FLAGS="$(NVCC_HOST_FLAGS)" scripts/compile-kernels.sh
 
-.PHONY: cuda-toolchain cuda-kernels cuda-check-compile cuda-vet cuda-ptxas-report cuda-clean
+.PHONY: cuda-toolchain cuda-toolchain-dir cuda-kernels cuda-check-compile cuda-vet cuda-ptxas-report cuda-clean
 
 cuda-toolchain: $(CUDA_TOOLCHAIN_STAMP)
+
+cuda-toolchain-dir:
+	@echo $(CUDA_TOOLCHAIN)
 
 $(CUDA_TOOLCHAIN_STAMP): $(CUDA_TOOLCHAIN_MANIFEST) scripts/cuda_toolchain.py
 	@echo "cuda-toolchain: fetching the pinned CUDA toolchain into $(CUDA_TOOLCHAIN) (about 130 MB, once)"

@@ -33,7 +33,9 @@ func TestCUPTILayout(t *testing.T) {
 				if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				return exec.Command(cc, "-fsyntax-only", "-I"+layout, "-I"+dir, file).CombinedOutput()
+				args := []string{"-fsyntax-only", "-I" + layout, "-I" + dir}
+				args = append(args, runtimeHeaderDirs()...)
+				return exec.Command(cc, append(args, file)...).CombinedOutput()
 			}
 			kernel := ""
 			for v := 12; v >= 4 && kernel == ""; v-- {
@@ -103,4 +105,21 @@ func cuptiHeaderDirs() []string {
 		}
 	}
 	return dirs
+}
+
+// runtimeHeaderDirs are CUDA runtime headers that a CUPTI header may
+// include (crt/host_defines.h) but that its own wheel lacks: those of the
+// build's pinned toolchain (mk/cuda.mk), where make fetched it. They come
+// after the CUPTI folder, so they fill gaps and override nothing.
+func runtimeHeaderDirs() []string {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return nil
+	}
+	dirs, _ := filepath.Glob(filepath.Join(cache, "flashcore", "cuda-toolchain-*", "nvidia", "cu13", "include"))
+	var flags []string
+	for _, d := range dirs {
+		flags = append(flags, "-idirafter", d)
+	}
+	return flags
 }

@@ -100,10 +100,9 @@ def test_a_wheel_whose_hash_differs_is_refused_and_nothing_is_installed(tmp_path
 
 @needs_cc
 def test_the_shim_forwards_cudas_names_and_starts_without_a_driver(tmp_path):
-    """A program linked with -lcuda against the shim starts on a machine with
-    no libcuda.so.1 (LD_LIBRARY_PATH cannot conjure one: the name is made
-    unfindable), says why once, and every call returns
-    CUDA_ERROR_STUB_LIBRARY instead of crashing."""
+    """A program linked with -lcuda against the shim needs no libcuda to
+    link or load; on a machine without the driver it starts, says why once,
+    and every call returns CUDA_ERROR_STUB_LIBRARY instead of crashing."""
     header = tmp_path / "cuda.h"
     header.write_text(fake_cuda_h())
     names = cuda_toolchain.driver_functions(header, "gcc")
