@@ -209,3 +209,85 @@ func TestWorkDirsOfDeadHostsAreRemoved(t *testing.T) {
 		}
 	}
 }
+
+// clockSuite has a case large enough that the liar's honest work (the
+// fp64 reference, in Go) takes milliseconds a call, well above the host
+// clock's slacks, so a lie about time shows in the host's own batch.
+const clockSuite = `
+name = "clock-lies"
+[measurement]
+warmup_runs = 1
+min_samples = 6
+time_cap = "200ms"
+call_samples = 2
+call_timeout = "20s"
+[[cases]]
+batch = 1
+heads = 4
+seq_q = 384
+head_dim = 64
+`
+
+// TestClockLiesAreCaught: backends that do the work but report less time
+// than it takes (a divided clock, the fastest eighth of 8× the samples),
+// or time less work than the checked call did (an output replayed by input
+// hash, an eighth of the rows), are each an ERROR or FAIL of their own row,
+// caught by the host's batch on fresh inputs; the honest control and
+// cpu-reference PASS with the host's figures in their facts.
+func TestClockLiesAreCaught(t *testing.T) {
+	want := []struct {
+		lie    string
+		status results.Status
+		reason string
+	}{
+		{"slow-clock", results.StatusError, "clock: the host timed"},
+		{"best-of-8", results.StatusError, "clock: the host timed"},
+		// Replaying an output takes nanoseconds here, which the physical
+		// ceiling refuses first; a slower replay meets the host's clock.
+		{"cached", results.StatusError, ""},
+		{"eighth-rows", results.StatusFail, "the output of a timed call on fresh inputs is wrong"},
+		{"honest", results.StatusPass, ""},
+		{"", results.StatusPass, ""},
+	}
+	var lies []string
+	for _, w := range want[:len(want)-1] {
+		lies = append(lies, w.lie)
+	}
+	plugins := liarPlugins(t, lies...)
+	plugins = append(plugins, host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")})
+	s, err := suite.Parse("clock.toml", []byte(clockSuite))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := Run(context.Background(), Config{Suite: s, Plugins: plugins, ResultsPath: filepath.Join(t.TempDir(), "results.json")})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	c := s.Cases[0]
+	for _, w := range want {
+		name := "cpu-reference"
+		if w.lie != "" {
+			name = "test-liar-" + w.lie
+		}
+		r := find(run, c.ID, name)
+		if r == nil {
+			t.Errorf("%s: no row", name)
+			continue
+		}
+		t.Logf("%-24s %-5s kernel %v, host batch %s calls in %s ns (bound %s): %s", name, r.Status,
+			time.Duration(medianKernel(r)), r.Facts["host_batch_calls"], r.Facts["host_batch_wall_ns"], r.Facts["host_batch_bound_ns"], r.Reason)
+		if r.Status != w.status || !strings.Contains(r.Reason, w.reason) {
+			t.Errorf("%s: %s %q, want %s containing %q", name, r.Status, r.Reason, w.status, w.reason)
+		}
+		if w.status == results.StatusPass && (r.Facts["host_batch_wall_ns"] == "" || r.Facts["fresh_input_sha256"] == "") {
+			t.Errorf("%s: passed without the host's batch: facts %v", name, r.Facts)
+		}
+	}
+}
+
+func medianKernel(r *results.Result) int64 {
+	if len(r.Timings) == 0 {
+		return 0
+	}
+	return int64(r.Timings[0].Kernel.MedianNs)
+}

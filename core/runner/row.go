@@ -77,10 +77,14 @@ func (r *runner) lifecycle(ctx context.Context, rw row, c suite.Case, t *inputs.
 		res.Reason = fmt.Sprintf("input hash mismatch: backend loaded %s, host wrote %s", prepared.LoadedSHA256, t.SHA256)
 		return
 	}
-	if !r.checkOutput(ctx, b, c, t, ws, res) {
+	ok, checkedCall := r.checkOutput(ctx, b, c, t, ws, res)
+	if !ok {
 		return
 	}
 	r.measure(ctx, b, c, t, ws, res)
+	if res.Status == results.StatusPass {
+		r.hostClockCheck(ctx, b, c, ws, checkedCall, res)
+	}
 }
 
 // checkOutput runs the checked run and compares it with the reference. It
@@ -91,10 +95,16 @@ func (r *runner) lifecycle(ctx context.Context, rw row, c suite.Case, t *inputs.
 // bit-identical to the first (the determinism gate) and no run may crash
 // (the stability gate). Res.Repeats records by how much the runs differed
 // and how many held NaN or Inf, for the gates to judge.
-func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *inputs.Tensors, ws *workspace, res *results.Result) bool {
+//
+// checkedCall is the host's own time of the first checked call, Fetch's
+// whole RPC: an upper bound of one call's time, which sizes the host's
+// batch (clock.go).
+func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *inputs.Tensors, ws *workspace, res *results.Result) (ok bool, checkedCall time.Duration) {
+	start := time.Now()
 	output, ok := r.fetch(ctx, b, c, ws, res)
+	checkedCall = time.Since(start)
 	if !ok || output == nil {
-		return ok
+		return ok, checkedCall
 	}
 	tol := r.cfg.Suite.Tolerances[c.Shape.DType]
 	report := check.Check(t, output, r.cfg.Suite.Check, tol)
@@ -107,7 +117,7 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *i
 	first := sha256.Sum256(output)
 	addFacts(res, map[string]string{"output_sha256": hex.EncodeToString(first[:])})
 	if r.cfg.Suite.Check.Repeat < 2 {
-		return true
+		return true, checkedCall
 	}
 	res.Repeats = &results.Repeats{Runs: 1}
 	if report.NaN+report.Inf > 0 {
@@ -116,7 +126,7 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *i
 	for run := 2; run <= r.cfg.Suite.Check.Repeat; run++ {
 		again, ok := r.fetch(ctx, b, c, ws, res)
 		if !ok || again == nil {
-			return ok
+			return ok, checkedCall
 		}
 		res.Repeats.Runs++
 		if check.NonFinite(again, c.Shape.DType) {
@@ -132,7 +142,7 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *i
 			res.Reason = fmt.Sprintf("nondeterministic: checked run %d differs from run 1 in %d elements", run, diff.Elements)
 		}
 	}
-	return true
+	return true, checkedCall
 }
 
 // addRepeatDiff folds one differing run into the row's repeat figures.

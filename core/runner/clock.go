@@ -1,0 +1,243 @@
+package runner
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/flashcore/bench/core/check"
+	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/sdk"
+)
+
+// The host's own clock (docs/measurement.md, "The host's clock").
+//
+// Every time in a row comes from the plugin, which could divide its clock,
+// slow it down, or time less work than it claims. After a row's timing the
+// host checks it with a batch of its own:
+//
+//  1. it writes inputs that no plugin has seen, of the case's shape and
+//     distribution but drawn from a seed chosen now, from the operating
+//     system's random source, and has the row Prepare them;
+//  2. it asks for exactly N timed calls, with no warm-up and no call-time
+//     samples, in one Run, and times that Run with its own monotonic clock;
+//  3. it checks the output the last of those calls left against the fp64
+//     reference of the fresh inputs: an output cached from the known
+//     inputs, or a timed path that does less of the work, fails here;
+//  4. it reconciles the two: N calls cannot take the host more than
+//     N × (clockFactor × kernel + per-call slack) + a fixed slack, where
+//     kernel is the median the row reported. A row that breaks this bound
+//     is an ERROR ("clock: ..."), never a speedup or a baseline.
+//
+// The bound holds for an honest backend because each of the N calls does
+// the work whose time it reported (kernel), plus what an honest sample
+// adds around it: the launch, the events or CUPTI, the sleep kernel that
+// hides host gaps (slack per call), and the RPC, the output file and the
+// buffers Run sets up once (fixed slack). A backend that reports less than
+// 1/clockFactor of its real time is caught wherever the real time of its N
+// calls exceeds those slacks; below that the host's clock cannot tell, and
+// the GPU's own clock (ncu, verify-timing) is the check.
+
+// clockFactor is how much longer than its reported kernel time a call may
+// take the host, on top of the slacks: the spread of an honest kernel
+// between two Runs (placements, clocks, a noisy neighbour) stays far below.
+const clockFactor = 3.0
+
+// batchTarget is about how long the host's batch should take: long enough
+// that the fixed slack does not hide the calls, short enough to cost little
+// per row. N is chosen from the checked call's time, measured by the host.
+const (
+	batchTarget   = 100 * time.Millisecond
+	maxBatchCalls = 64
+	batchTries    = 3
+)
+
+// clockSlack is what an honest backend may add around its kernel time, per
+// call and once per Run, on a device of that kind. Measured on the CPU and
+// on the H100 with every backend (docs/measurement.md) and set well above
+// the largest excess seen.
+type clockSlack struct {
+	perCall, perRun time.Duration
+	// perOutputByte is the time allowed for writing the output file (and
+	// copying it off the GPU) once per Run.
+	perOutputByte time.Duration
+}
+
+func slackFor(device sdk.Device) clockSlack {
+	if device.Kind == "gpu" {
+		return clockSlack{perCall: 1 * time.Millisecond, perRun: 50 * time.Millisecond, perOutputByte: 10 * time.Nanosecond}
+	}
+	return clockSlack{perCall: 500 * time.Microsecond, perRun: 20 * time.Millisecond, perOutputByte: 10 * time.Nanosecond}
+}
+
+// batchCalls is N: enough calls to fill batchTarget at the checked call's
+// host time, at least 1 and at most maxBatchCalls.
+func batchCalls(checkedCall time.Duration) int {
+	if checkedCall <= 0 {
+		return maxBatchCalls
+	}
+	return int(min(max(int64(batchTarget/checkedCall), 1), maxBatchCalls))
+}
+
+// batchMeasurement asks for exactly n timed calls, hot, and nothing else.
+func batchMeasurement(n int) sdk.Measurement {
+	return sdk.Measurement{MinSamples: n, MaxSamples: n, L2: sdk.L2Hot, Placements: 1, TargetNoise: 0}
+}
+
+// ClockBound is the most an honest backend's n calls may take the host,
+// given the kernel time it reported. Exported for the docs' table test.
+func ClockBound(n int, kernel time.Duration, outputBytes int64, device sdk.Device) time.Duration {
+	s := slackFor(device)
+	perCall := time.Duration(clockFactor*float64(kernel)) + s.perCall
+	return time.Duration(n)*perCall + s.perRun + time.Duration(outputBytes)*s.perOutputByte
+}
+
+// freshInputSeed is a seed no plugin can know before the host writes the inputs.
+func freshInputSeed() uint64 {
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return uint64(time.Now().UnixNano())
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// hostClockCheck runs the host's batch on fresh inputs for a row whose
+// timing was accepted, and records what the host saw in the row's facts.
+// checkedCall is the host's time of the checked call (Fetch).
+func (r *runner) hostClockCheck(ctx context.Context, b *backend, c suite.Case, ws *workspace, checkedCall time.Duration, res *results.Result) {
+	if len(res.Timings) == 0 || res.Status == results.StatusError {
+		return
+	}
+	api := b.instance.Backend()
+	fresh := inputs.Generate(freshInputSeed(), c)
+	files, err := ws.writeFresh(fresh)
+	if err != nil {
+		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
+		return
+	}
+	if _, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, api.Release(ctx, sdk.ReleaseRequest{CaseID: c.ID})
+	}); err != nil {
+		r.failRow(res, b, "release (before the host's batch)", err)
+		return
+	}
+	prepared, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Prepared, error) {
+		return api.Prepare(ctx, sdk.PrepareRequest{CaseID: c.ID, Variant: res.Variant, Shape: c.Shape,
+			Tunables: res.Tunables, Files: files, InputSHA256: fresh.SHA256})
+	})
+	if err != nil {
+		r.failRow(res, b, "prepare (fresh inputs for the host's batch)", err)
+		return
+	}
+	if prepared.LoadedSHA256 != fresh.SHA256 {
+		refuse(res, fmt.Sprintf("input hash mismatch on fresh inputs: backend loaded %s, host wrote %s", prepared.LoadedSHA256, fresh.SHA256))
+		return
+	}
+	n := batchCalls(checkedCall)
+	kernel := time.Duration(res.Timings[0].Kernel.MedianNs)
+	bound := ClockBound(n, kernel, outputBytes(c.Shape), b.description.Device)
+	// A batch over its bound is run again, up to batchTries in all, before
+	// the row is blamed: a stall of a busy machine must not make a finding.
+	// A backend that lies is over its bound every time.
+	var walls []time.Duration
+	for attempt := 0; attempt < batchTries; attempt++ {
+		wall, ok := r.hostBatch(ctx, b, c, ws, n, res)
+		if !ok {
+			return
+		}
+		walls = append(walls, wall)
+		if wall <= bound {
+			break
+		}
+	}
+	wall := slices.Min(walls)
+	addFacts(res, map[string]string{
+		"host_batch_calls":     strconv.Itoa(n),
+		"host_batch_wall_ns":   strconv.FormatInt(wall.Nanoseconds(), 10),
+		"host_batch_bound_ns":  strconv.FormatInt(bound.Nanoseconds(), 10),
+		"host_batch_tries":     strconv.Itoa(len(walls)),
+		"host_checked_call_ns": strconv.FormatInt(checkedCall.Nanoseconds(), 10),
+		"fresh_input_sha256":   fresh.SHA256,
+	})
+	r.checkFreshOutput(c, fresh, ws, res)
+	if wall > bound {
+		refuse(res, fmt.Sprintf("clock: the host timed %d calls on fresh inputs at %v (%v a call) at best of %d tries; the backend reported a kernel time of %v, "+
+			"and %d honest calls take at most %v (docs/measurement.md, \"The host's clock\")",
+			n, wall.Round(time.Microsecond), (wall/time.Duration(n)).Round(time.Microsecond), len(walls), kernel, n, bound.Round(time.Microsecond)))
+	}
+}
+
+// hostBatch runs the host's n timed calls in one Run and returns the
+// host's time of it; ok is false when the row is finished (an error or
+// refused samples, recorded in res).
+func (r *runner) hostBatch(ctx context.Context, b *backend, c suite.Case, ws *workspace, n int, res *results.Result) (time.Duration, bool) {
+	api := b.instance.Backend()
+	m := batchMeasurement(n)
+	if err := clearPath(ws.timedOutput); err != nil {
+		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
+		return 0, false
+	}
+	start := time.Now()
+	samples, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Samples, error) {
+		return api.Run(ctx, sdk.RunRequest{CaseID: c.ID, Measurement: m, Output: ws.timedOutput})
+	})
+	wall := time.Since(start)
+	if err != nil {
+		r.failRow(res, b, "run (the host's batch)", err)
+		return 0, false
+	}
+	if reason := SampleRuleViolation(samples, m); reason != "" {
+		refuse(res, "the host's batch: samples refused: "+reason)
+		return 0, false
+	}
+	return wall, true
+}
+
+// checkFreshOutput checks what the last call of the host's batch left
+// against the fresh inputs. It fails a row that passed: the backend's timed
+// path is right only on inputs it has seen.
+func (r *runner) checkFreshOutput(c suite.Case, fresh *inputs.Tensors, ws *workspace, res *results.Result) {
+	tol := r.cfg.Suite.Tolerances[c.Shape.DType]
+	output, reason := readOutput(ws.timedOutput, outputBytes(c.Shape),
+		"Run wrote no output file at RunRequest.Output for the host's batch")
+	if reason == "" {
+		report := check.Check(fresh, output, r.cfg.Suite.Check, tol)
+		reason = report.Reason
+		addFacts(res, map[string]string{"fresh_rel_l2_err": strconv.FormatFloat(report.RelL2Err, 'g', 3, 64)})
+	}
+	if reason != "" && res.Status == results.StatusPass {
+		res.Status = results.StatusFail
+		res.Reason = "the output of a timed call on fresh inputs is wrong, though the checked call's was right: " + reason
+	}
+}
+
+// writeFresh writes the fresh inputs beside the row's own, read-only, and
+// names them with the row's output files.
+func (w *workspace) writeFresh(t *inputs.Tensors) (sdk.Tensors, error) {
+	files := sdk.Tensors{
+		Q:      filepath.Join(w.dir, "fresh-"+inputs.QFile),
+		K:      filepath.Join(w.dir, "fresh-"+inputs.KFile),
+		V:      filepath.Join(w.dir, "fresh-"+inputs.VFile),
+		Output: w.files.Output,
+	}
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{files.Q, t.Q}, {files.K, t.K}, {files.V, t.V}} {
+		if err := clearPath(f.path); err != nil {
+			return files, err
+		}
+		if err := os.WriteFile(f.path, f.data, 0o444); err != nil {
+			return files, fmt.Errorf("write fresh inputs: %w", err)
+		}
+	}
+	return files, nil
+}
