@@ -229,7 +229,7 @@ func drawChart(v *view, f facet, m measure, names []string) (svg []byte, drawn b
 	legend.Top = true
 	legend.Left = true
 	for i, name := range names {
-		pts := series(v, f, m, name)
+		pts := plottable(series(v, f, m, name), m.logY)
 		if len(pts) == 0 {
 			continue
 		}
@@ -248,7 +248,33 @@ func drawChart(v *view, f facet, m measure, names []string) (svg []byte, drawn b
 	if m.file == "speedup" {
 		addBaselineRule(p, v)
 	}
+	widenLogAxis(&p.X)
+	if m.logY {
+		widenLogAxis(&p.Y)
+	}
 	return renderSVG(p, legend)
+}
+
+// plottable drops the points a chart cannot place: values that are not
+// finite, and on a log scale those that are not positive (a speedup of
+// nothing, a row whose baseline is missing).
+func plottable(pts plotter.XYs, logY bool) plotter.XYs {
+	return slices.DeleteFunc(pts, func(p plotter.XY) bool {
+		bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
+		return bad(p.X) || bad(p.Y) || p.X <= 0 || (logY && p.Y <= 0)
+	})
+}
+
+// widenLogAxis gives a log axis a range it can draw: positive, and wider
+// than one value (a chart with one point, or one sequence length, has
+// Min == Max, which a log scale cannot divide).
+func widenLogAxis(a *plot.Axis) {
+	if !(a.Min > 0) {
+		a.Min = math.Min(a.Max/10, 1)
+	}
+	if !(a.Max > a.Min) {
+		a.Min, a.Max = a.Min/2, a.Min*2
+	}
 }
 
 // useChartFont sets chartFont on every text of p, keeping the sizes
@@ -368,7 +394,14 @@ func logTicks(lo, hi float64) []plot.Tick {
 }
 
 // renderSVG draws the plot on the left and the legend on the right.
-func renderSVG(p *plot.Plot, legend plot.Legend) ([]byte, bool, error) {
+func renderSVG(p *plot.Plot, legend plot.Legend) (svg []byte, drawn bool, err error) {
+	defer func() {
+		// gonum/plot panics on ranges it cannot draw; a chart it cannot
+		// draw is an error for that chart, never a crash of the command.
+		if r := recover(); r != nil {
+			svg, drawn, err = nil, false, fmt.Errorf("draw chart %q: %v", p.Title.Text, r)
+		}
+	}()
 	canvas := vgsvg.New(chartWidth, chartHeight)
 	dc := draw.New(canvas)
 	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
