@@ -130,7 +130,7 @@ func (c *backendClient) Describe(ctx context.Context) (Description, error) {
 	if err != nil {
 		return Description{}, errorFromStatus(err)
 	}
-	return descriptionFromProto(response), nil
+	return cleanDescription(descriptionFromProto(response)), nil
 }
 
 func (c *backendClient) Prepare(ctx context.Context, request PrepareRequest) (Prepared, error) {
@@ -138,7 +138,7 @@ func (c *backendClient) Prepare(ctx context.Context, request PrepareRequest) (Pr
 	if err != nil {
 		return Prepared{}, errorFromStatus(err)
 	}
-	return preparedFromProto(response), nil
+	return cleanPrepared(preparedFromProto(response)), nil
 }
 
 func (c *backendClient) Fetch(ctx context.Context, request FetchRequest) (Fetched, error) {
@@ -146,7 +146,9 @@ func (c *backendClient) Fetch(ctx context.Context, request FetchRequest) (Fetche
 	if err != nil {
 		return Fetched{}, errorFromStatus(err)
 	}
-	return fetchedFromProto(response), nil
+	fetched := fetchedFromProto(response)
+	fetched.Diagnostics = cleanDiagnostics(fetched.Diagnostics)
+	return fetched, nil
 }
 
 func (c *backendClient) Run(ctx context.Context, request RunRequest) (Samples, error) {
@@ -154,7 +156,7 @@ func (c *backendClient) Run(ctx context.Context, request RunRequest) (Samples, e
 	if err != nil {
 		return Samples{}, errorFromStatus(err)
 	}
-	return samplesFromProto(response), nil
+	return cleanSamples(samplesFromProto(response)), nil
 }
 
 func (c *backendClient) Release(ctx context.Context, request ReleaseRequest) error {
@@ -173,6 +175,7 @@ func errorFromStatus(err error) error {
 	if !ok {
 		return err
 	}
+	s = status.New(s.Code(), cleanMessage(s.Message()))
 	switch s.Code() {
 	case codes.Unknown:
 		return errors.New(s.Message())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flashcore/bench/internal/untrusted"
 	"os"
 	"os/exec"
 	"strings"
@@ -152,7 +153,8 @@ func (i *Instance) Close() {
 // line; and a binary linked to libcuda fails in the loader where there is
 // no driver.
 func classifyStart(name string, err error, stderr string) *StartError {
-	msg := err.Error()
+	msg := untrusted.Text(err.Error())
+	stderr = untrusted.Text(stderr)
 	both := msg + "\n" + stderr
 	se := &StartError{Plugin: name, StderrTail: stderr, Err: err}
 	switch {

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/csv"
 	"fmt"
+	"github.com/flashcore/bench/internal/untrusted"
 	"io"
 	"maps"
 	"slices"
@@ -51,7 +52,7 @@ func writeCSV(w io.Writer, v *view) error {
 	for _, c := range v.cases {
 		base := baselineName(c)
 		for _, r := range c.rows {
-			if err := out.Write(csvRecord(v, c, r, base)); err != nil {
+			if err := out.Write(guardCells(csvRecord(v, c, r, base))); err != nil {
 				return err
 			}
 		}
@@ -155,4 +156,13 @@ func rowSeedField(seed uint64) string {
 		return ""
 	}
 	return strconv.FormatUint(seed, 10)
+}
+
+// guardCells keeps a spreadsheet from running a plugin's text as a
+// formula (untrusted.CSVCell); numbers are left as they are.
+func guardCells(record []string) []string {
+	for i, c := range record {
+		record[i] = untrusted.CSVCell(c)
+	}
+	return record
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/flashcore/bench/internal/untrusted"
 	"io"
 	"strconv"
 	"strings"
@@ -63,7 +64,7 @@ func writeMarkdown(w io.Writer, v *view) error {
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "## FlashCore bench results: %s\n\n", v.run.Suite.Name)
 	for _, it := range headerItems(v, codePath) {
-		fmt.Fprintf(&out, "- **%s:** %s\n", it.key, it.value)
+		fmt.Fprintf(&out, "- **%s:** %s\n", it.key, markdownValue(it.value))
 	}
 	for _, c := range v.cases {
 		fmt.Fprintf(&out, "\n### %s\n\n", c.id)
@@ -93,11 +94,11 @@ func writeCaseBody(out *bytes.Buffer, v *view, c caseBlock, markdown bool) error
 	if err := drawGrid(out, caseGrid(v, c), markdown); err != nil {
 		return err
 	}
-	prefix := "  note: "
+	prefix, notes := "  note: ", c.notes
 	if markdown {
-		prefix = "\n> Note: "
+		prefix, notes = "\n> Note: ", mapStrings(notes, untrusted.Markdown)
 	}
-	writeNotes(out, c.notes, prefix)
+	writeNotes(out, notes, prefix)
 	return nil
 }
 
@@ -426,12 +427,13 @@ func drawGrid(out io.Writer, g grid, markdown bool) error {
 	return table.Render()
 }
 
-// escapeMarkdown keeps a "|" inside a cell from ending it.
+// escapeMarkdown keeps a "|" inside a cell from ending it, and any tag a
+// plugin wrote in a name or reason from being markup.
 func escapeMarkdown(g grid) grid {
 	escape := func(cells []string) []string {
 		out := make([]string, len(cells))
 		for i, c := range cells {
-			out[i] = strings.ReplaceAll(c, "|", `\|`)
+			out[i] = untrusted.Markdown(c)
 		}
 		return out
 	}
@@ -451,4 +453,22 @@ func anys(cells []string) []any {
 		out[i] = c
 	}
 	return out
+}
+
+func mapStrings(in []string, f func(string) string) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = f(s)
+	}
+	return out
+}
+
+// markdownValue escapes a header value for Markdown, leaving the
+// `code spans` the header quotes paths in as they are.
+func markdownValue(v string) string {
+	parts := strings.Split(v, "`")
+	for i := 0; i < len(parts); i += 2 {
+		parts[i] = untrusted.Markdown(parts[i])
+	}
+	return strings.Join(parts, "`")
 }

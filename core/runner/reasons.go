@@ -2,7 +2,13 @@ package runner
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/internal/untrusted"
 )
 
 // meaningfulLine picks, from the tail of a plugin's stderr, the line that
@@ -61,4 +67,35 @@ func logMessage(line string) string {
 		return entry.Message + ": " + entry.Error
 	}
 	return entry.Message
+}
+
+// settleText makes a finished row's plugin-supplied text safe to keep: the
+// reason and the stderr tail lose control characters (untrusted.Text), and
+// a reason over untrusted.MaxReason is cut there, its whole text written
+// to a file beside the results file that the row's facts name
+// (full_reason_file). Without a results file the whole text is not kept.
+func (r *runner) settleText(res *results.Result) {
+	res.StderrTail, _ = untrusted.Cap(untrusted.Text(res.StderrTail), untrusted.MaxReason)
+	full := untrusted.Text(res.Reason)
+	capped, cut := untrusted.Cap(full, untrusted.MaxReason)
+	res.Reason = capped
+	if !cut || r.cfg.ResultsPath == "" {
+		return
+	}
+	dir := strings.TrimSuffix(r.cfg.ResultsPath, filepath.Ext(r.cfg.ResultsPath)) + ".reasons"
+	name := fmt.Sprintf("%03d-%s-%s.txt", len(r.run.Results)+1, safeName(res.CaseID), safeName(res.Label))
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(dir, 0o755); err == nil && os.WriteFile(path, []byte(full), 0o644) == nil {
+		addFacts(res, map[string]string{"full_reason_file": path})
+	}
+}
+
+// safeName keeps letters, digits, '-', '_' and '.' of s, for a file name.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 128 && (r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return r
+		}
+		return '_'
+	}, s)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/flashcore/bench/internal/untrusted"
 	"os"
 	"strings"
 	"time"
@@ -372,10 +373,15 @@ func progressLine(done, total int, res results.Result) string {
 		detail = " " + formatDuration(time.Duration(res.Timings[0].Kernel.MedianNs))
 	}
 	if res.Reason != "" {
-		detail += " (" + firstLineOf(res.Reason) + ")"
+		line, _ := untrusted.Cap(untrusted.Line(firstLineOf(res.Reason)), progressReasonBytes)
+		detail += " (" + line + ")"
 	}
 	return fmt.Sprintf("[%d/%d] %s %s: %s%s", done, total, res.CaseID, res.Label, verdict, detail)
 }
+
+// progressReasonBytes bounds the reason a progress line shows; the table
+// and the results file keep more.
+const progressReasonBytes = 300
 
 func firstLineOf(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

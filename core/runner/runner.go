@@ -206,6 +206,7 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 		if res.Status != results.StatusSkip {
 			res.Device = r.cfg.Device
 		}
+		r.settleText(&res)
 		r.run.Results = append(r.run.Results, res)
 		r.rowsDone++
 		r.progress.Done(r.progressPrefix() + progressLine(r.rowsDone, r.rowsPlanned, res))

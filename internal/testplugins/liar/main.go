@@ -29,6 +29,8 @@
 //	cached         keeps each output by its input hash: a timed call on
 //	               inputs it has seen writes the kept output and computes
 //	               nothing
+//	strings        says everything with terminal escapes, a <script> tag
+//	               and a formula, and fails every case with a 12 MiB reason
 //	eighth-rows    computes 1/8 of the rows in timed calls and leaves the
 //	               output the checked call wrote as the timed output
 package main
@@ -103,12 +105,16 @@ func keptOutput(hash string) []byte {
 func (l *liar) name() string { return "test-liar-" + l.lie }
 
 func (l *liar) Describe(context.Context) (sdk.Description, error) {
+	version, device := "test", "test plugin (no device)"
+	if l.lie == "strings" {
+		version, device = "=1+1\x1b]0;owned\x07", "cpu\x1b[31m<script>alert(1)</script>\u202e"
+	}
 	return sdk.Description{
 		Name:      l.name(),
-		Version:   "test",
+		Version:   version,
 		Build:     runtime.Version(),
 		Available: true,
-		Device:    sdk.Device{Kind: "cpu", Name: "test plugin (no device)", Runtime: runtime.Version(), Cores: runtime.NumCPU()},
+		Device:    sdk.Device{Kind: "cpu", Name: device, Runtime: runtime.Version(), Cores: runtime.NumCPU()},
 		Variants: []sdk.Variant{{
 			Name:        l.name(),
 			Description: "test only: correct attention, then the lie " + l.lie,
@@ -181,6 +187,10 @@ func (l *liar) Fetch(_ context.Context, request sdk.FetchRequest) (sdk.Fetched, 
 		return sdk.Fetched{}, os.WriteFile(workspaces, []byte("wrecked"), 0o644)
 	case "rows-only":
 		return sdk.Fetched{}, os.WriteFile(path, rowsOnly(c.tensors), 0o644)
+	case "strings":
+		return sdk.Fetched{Diagnostics: []sdk.Diagnostic{{Severity: sdk.Failure,
+			Summary: "@SUM(1)<script>alert(1)</script>\x1b[2J",
+			Detail:  strings.Repeat("\x1b[31mwrong\x1b[0m ", 12<<20/15)}}}, nil
 	}
 	output := attention(c.tensors)
 	keep(c.tensors.SHA256, output)
