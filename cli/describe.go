@@ -38,6 +38,9 @@ func describeCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		return withCode(ExitUsage, fmt.Errorf("backend %q not found (found: %s)", positional[0], pluginNames(found)))
 	}
 	d := runner.Describe(ctx, found[i], hostOptions(s))
+	one := []sdk.Description{d}
+	runner.RefuseImpostors(found[i:i+1], one)
+	d = one[0]
 	writeDescription(stdout, found[i], withStaticVariants(found[i], d))
 	return nil
 }

@@ -59,6 +59,7 @@ func describeAll(ctx context.Context, plugins []host.Plugin, s *suite.Suite) []s
 		}()
 	}
 	wg.Wait()
+	runner.RefuseImpostors(plugins, out)
 	return out
 }
 

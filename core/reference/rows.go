@@ -46,9 +46,11 @@ func Sampled(s sdk.Shape, settings suite.CheckSettings) bool {
 // in hand, so nothing the backend can see beforehand (the shape, the suite,
 // the command line) predicts the rows. Every (batch, head) gets
 // ceil(SampledRows / (B·H)) draws, at least one, uniform over its Sq rows
-// (a row drawn twice is checked once), and the first and the last row of the output are always among
-// them. The same seed gives the same rows, so a recorded seed re-checks a
-// saved output exactly.
+// (a row drawn twice is checked once). The edges, where kernels go wrong,
+// are always among them (EdgeRows): every head's first and last row, one
+// row drawn from every head's last query block, and the whole last query
+// block of the first and the last head. The same seed gives the same rows,
+// so a recorded seed re-checks a saved output exactly.
 func Rows(s sdk.Shape, settings suite.CheckSettings, seed uint64) []RowIndex {
 	total := s.Batch * s.Heads * s.SeqQ
 	if !Sampled(s, settings) {
@@ -60,7 +62,7 @@ func Rows(s sdk.Shape, settings suite.CheckSettings, seed uint64) []RowIndex {
 	}
 	heads := s.Batch * s.Heads
 	perHead := min(max((settings.SampledRows+heads-1)/heads, 1), s.SeqQ)
-	flat := []int{0, total - 1}
+	flat := edgeRows(s, seed)
 	for head := range heads {
 		random := rand.New(rand.NewPCG(seed, uint64(head)))
 		for range perHead {
@@ -74,4 +76,31 @@ func Rows(s sdk.Shape, settings suite.CheckSettings, seed uint64) []RowIndex {
 		rows[i] = rowAt(s, f)
 	}
 	return rows
+}
+
+// EdgeBlock is the query block whose last instance every sampled check
+// covers: the tile height of most attention kernels (64; 128-row tiles end
+// on the same 64-row boundary). A sequence length that is not a multiple of
+// it leaves a partial last block, where masking and bounds go wrong.
+const EdgeBlock = 64
+
+// edgeRows are the flat indices of the rows a sampled check always takes:
+// every head's first and last row and one row of its last query block
+// (drawn from seed), and every row of the last query block of the first
+// and the last head.
+func edgeRows(s sdk.Shape, seed uint64) []int {
+	heads := s.Batch * s.Heads
+	lastBlock := (s.SeqQ - 1) / EdgeBlock * EdgeBlock
+	random := rand.New(rand.NewPCG(seed, ^uint64(0)))
+	var flat []int
+	for head := range heads {
+		base := head * s.SeqQ
+		flat = append(flat, base, base+s.SeqQ-1, base+lastBlock+random.IntN(s.SeqQ-lastBlock))
+	}
+	for _, head := range []int{0, heads - 1} {
+		for row := lastBlock; row < s.SeqQ; row++ {
+			flat = append(flat, head*s.SeqQ+row)
+		}
+	}
+	return flat
 }

@@ -30,6 +30,12 @@ func (r *runner) startBackends(ctx context.Context) {
 		b := &backend{plugin: p}
 		b.description = r.describe(ctx, b)
 		r.backends = append(r.backends, b)
+	}
+	refuseImpostors(r.backends)
+	for _, b := range r.backends {
+		if !b.description.Available && b.instance != nil {
+			r.stop(b)
+		}
 		r.run.Backends = append(r.run.Backends, backendRecord(b))
 	}
 }
@@ -70,9 +76,7 @@ func Describe(ctx context.Context, p host.Plugin, opts host.Options) sdk.Descrip
 	if err != nil {
 		return unavailable(p.Name, fmt.Errorf("describe: %w", err))
 	}
-	if desc.Name == "" {
-		desc.Name = p.Name
-	}
+	desc.Name = p.Name // the host's name, whatever the plugin says
 	return desc
 }
 

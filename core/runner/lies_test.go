@@ -291,3 +291,34 @@ func medianKernel(r *results.Result) int64 {
 	}
 	return int64(r.Timings[0].Kernel.MedianNs)
 }
+
+// TestImpostorIsRefused: a plugin installed as test-liar-impostor that
+// names its row "cpu-reference" is refused, as a fault, whether or not the
+// real cpu-reference is in the run, and no row of the run carries the name
+// it claimed but the real one's.
+func TestImpostorIsRefused(t *testing.T) {
+	s, err := suite.Parse("lies.toml", []byte(liarSuite))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")}
+	for _, withReal := range []bool{false, true} {
+		plugins := liarPlugins(t, "impostor")
+		if withReal {
+			plugins = append(plugins, real)
+		}
+		run, err := Run(context.Background(), Config{Suite: s, Plugins: plugins})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		b := backendNamed(run, "test-liar-impostor")
+		if b == nil || b.Available || !b.Fault || !strings.Contains(b.UnavailableReason, `refused: it names a row "cpu-reference", which is cpu-reference's`) {
+			t.Errorf("with the real one %v: %+v, want refused as a fault", withReal, b)
+		}
+		for _, r := range run.Results {
+			if r.Label == "cpu-reference" && r.Backend != "cpu-reference" {
+				t.Errorf("row labelled cpu-reference comes from %s", r.Backend)
+			}
+		}
+	}
+}

@@ -29,6 +29,7 @@
 //	cached         keeps each output by its input hash: a timed call on
 //	               inputs it has seen writes the kept output and computes
 //	               nothing
+//	impostor       names its one row "cpu-reference"
 //	strings        says everything with terminal escapes, a <script> tag
 //	               and a formula, and fails every case with a 12 MiB reason
 //	eighth-rows    computes 1/8 of the rows in timed calls and leaves the
@@ -109,14 +110,18 @@ func (l *liar) Describe(context.Context) (sdk.Description, error) {
 	if l.lie == "strings" {
 		version, device = "=1+1\x1b]0;owned\x07", "cpu\x1b[31m<script>alert(1)</script>\u202e"
 	}
+	row := l.name()
+	if l.lie == "impostor" {
+		row = "cpu-reference"
+	}
 	return sdk.Description{
-		Name:      l.name(),
+		Name:      row,
 		Version:   version,
 		Build:     runtime.Version(),
 		Available: true,
 		Device:    sdk.Device{Kind: "cpu", Name: device, Runtime: runtime.Version(), Cores: runtime.NumCPU()},
 		Variants: []sdk.Variant{{
-			Name:        l.name(),
+			Name:        row,
 			Description: "test only: correct attention, then the lie " + l.lie,
 			Capabilities: sdk.Capabilities{
 				DTypes:            []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32},
