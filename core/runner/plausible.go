@@ -2,12 +2,15 @@ package runner
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flashcore/bench/core/stats"
@@ -111,17 +114,41 @@ func ceilingsFor(d sdk.Device, cpu Ceilings) Ceilings {
 	return c
 }
 
-// machineHasGPU reports whether this machine has a GPU's device nodes; a
-// plugin that claims a GPU on a machine without one is held to the CPU's
-// ceiling.
+// machineHasGPU reports whether this machine really has a GPU: the NVIDIA
+// driver answers (nvidia-smi lists a GPU; a device node alone can be an
+// empty file anyone made), or another vendor's device nodes exist. A
+// plugin that claims a GPU the host cannot see is held to the CPU's
+// ceiling. The device's name is not matched: MIG slices and drivers name
+// one GPU in several ways, and an honest row must never be refused for it.
 func machineHasGPU() bool {
-	for _, node := range []string{"/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg"} {
+	if len(nvidiaGPUs()) > 0 {
+		return true
+	}
+	for _, node := range []string{"/dev/kfd", "/dev/dxg"} { // AMD, WSL
 		if _, err := os.Stat(node); err == nil {
 			return true
 		}
 	}
 	return false
 }
+
+// nvidiaGPUs are the names of the GPUs the NVIDIA driver reports, asked
+// once per process; none where nvidia-smi is missing or fails.
+var nvidiaGPUs = sync.OnceValue(func() []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "nvidia-smi", "--query-gpu=name", "--format=csv,noheader").Output()
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if name := strings.TrimSpace(line); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+})
 
 // cpuFLOPPerCycle is a generous bound on a core's dense FLOP per cycle for
 // any floating-point type attention uses: 2048 with AMX tiles (bf16), 128

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +122,26 @@ func TestThrottled(t *testing.T) {
 		if got != tt.want || got && !strings.Contains(note, "SM clock fell from") {
 			t.Errorf("%+v → %+v: throttled %v %q, want %v", tt.before, tt.after, got, note, tt.want)
 		}
+	}
+}
+
+// TestFakeGPUNodeIsNoGPU: an empty /dev/nvidiactl that anyone could make
+// on a machine without the NVIDIA driver does not earn a plugin that
+// claims a GPU the GPU's ceiling: the driver must answer.
+func TestFakeGPUNodeIsNoGPU(t *testing.T) {
+	if len(nvidiaGPUs()) > 0 {
+		t.Skip("this machine has an NVIDIA GPU")
+	}
+	const node = "/dev/nvidiactl"
+	if _, err := os.Stat(node); os.IsNotExist(err) {
+		if err := os.WriteFile(node, nil, 0o644); err != nil {
+			t.Skipf("cannot make an empty %s here (%v)", node, err)
+		}
+		t.Cleanup(func() { os.Remove(node) })
+	}
+	cpu := Ceilings{TFLOPS: 0.5, Source: "cpu"}
+	got := ceilingsFor(sdk.Device{Kind: "gpu", Name: "NVIDIA H100 80GB HBM3", PeakTFLOPS: 989}, cpu)
+	if got != cpu {
+		t.Errorf("a claimed GPU beside a fake device node got %+v, want the CPU's ceiling", got)
 	}
 }
