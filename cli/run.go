@@ -33,6 +33,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	keepGoing := fs.Bool("keep-going", false, "exit 0 even when rows FAIL or plugins fail")
 	seed := fs.String("seed", "", "input seed, overriding the suite's (the same seed gives the same inputs)")
 	shardSpec := fs.String("shard", "", "run slice I/N of the suite's (case, backend) pairs, I from 0 (docs/cluster.md)")
+	yes := fs.Bool("yes", false, fmt.Sprintf("run a suite of more than %d cases without asking", largeSuiteCases))
 	devicesSpec := fs.String("devices", "", "spread the rows over GPUs: all, or indexes such as 0,1 (docs/cluster.md)")
 	if _, err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -60,6 +61,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	plugins, err := choosePlugins(s, splitList(*backends))
 	if err != nil {
 		return withCode(ExitUsage, err)
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintf(stderr, "flashcore: warning: %s: %s\n", s.Path, w)
+	}
+	if len(s.Cases) > largeSuiteCases && !*yes && *shardSpec == "" {
+		return withCode(ExitUsage, largeSuiteError(s, len(plugins)))
 	}
 	cfg := runner.Config{
 		Suite:       s,
@@ -280,4 +287,19 @@ func pluginNameList(ps []host.Plugin) []string {
 		names[i] = p.Name
 	}
 	return names
+}
+
+// largeSuiteCases is the most cases run starts without --yes: a sweep's
+// axes multiply, and a typo in one can make a run of days.
+const largeSuiteCases = 10000
+
+// secondsPerRow is what a row costs around its kernel, measured on the
+// H100 and the CPU (docs/measurement.md): about 1.5 s.
+const secondsPerRow = 1.5
+
+func largeSuiteError(s *suite.Suite, backends int) error {
+	rows := len(s.Cases) * max(backends, 1)
+	hours := float64(rows) * secondsPerRow / 3600
+	return fmt.Errorf("%s expands to %d cases, %d rows with %d backends: about %.0f hours at %.1f s a row; "+
+		"narrow its sweeps, run it in --shard slices, or pass --yes to run it all", s.Path, len(s.Cases), rows, backends, hours, secondsPerRow)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -82,5 +83,24 @@ func TestPluginStringsAreData(t *testing.T) {
 		if err != nil || !strings.Contains(string(full), "[31mwrong[0m [31mwrong") || strings.Contains(string(full), "\x1b") {
 			t.Errorf("full reason file %q: %v, %d bytes", r.Facts["full_reason_file"], err, len(full))
 		}
+	}
+}
+
+// TestLargeSweepAsksFirst: a suite of more than 10,000 cases is not run
+// without --yes; the error gives its size and an estimate of its time.
+func TestLargeSweepAsksFirst(t *testing.T) {
+	var seqs []string
+	for i := 1; i <= 110; i++ {
+		seqs = append(seqs, strconv.Itoa(16*i))
+	}
+	path := filepath.Join(t.TempDir(), "big.toml")
+	text := "name = \"big\"\n[[sweeps]]\nbatch = [1,2,3,4,5,6,7,8,9,10]\nheads = [1,2,3,4,5,6,7,8,9,10]\nseq_q = [" + strings.Join(seqs, ",") + "]\nhead_dim = [32]\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	_, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir}, "run", "--suite", path, "--out", filepath.Join(t.TempDir(), "r.json"))
+	if code != ExitUsage || !strings.Contains(stderr, "expands to 11000 cases, 11000 rows with 1 backends: about 5 hours") || !strings.Contains(stderr, "--yes") {
+		t.Errorf("exit %d: %s", code, stderr)
 	}
 }

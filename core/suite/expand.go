@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/flashcore/bench/sdk"
@@ -12,8 +13,8 @@ const maxElements = math.MaxInt32
 
 // cases validates the sweeps and explicit cases and expands them, in file
 // order: sweeps first, then explicit cases. A case whose ID is already taken
-// is dropped; the first one wins.
-func (d *decoder) cases(sweeps []fileSweep, explicit []fileCase) []Case {
+// is dropped, the first one wins, and a warning says so.
+func (d *decoder) cases(sweeps []fileSweep, explicit []fileCase) ([]Case, []string) {
 	var all []Case
 	for i, sw := range sweeps {
 		all = append(all, d.sweep(i, sw)...)
@@ -30,16 +31,21 @@ func (d *decoder) cases(sweeps []fileSweep, explicit []fileCase) []Case {
 	return unique(all)
 }
 
-func unique(cases []Case) []Case {
-	seen := map[string]bool{}
+func unique(cases []Case) ([]Case, []string) {
+	count := map[string]int{}
 	out := cases[:0]
 	for _, c := range cases {
-		if !seen[c.ID] {
-			seen[c.ID] = true
+		if count[c.ID]++; count[c.ID] == 1 {
 			out = append(out, c)
 		}
 	}
-	return out
+	var warnings []string
+	for _, c := range out {
+		if n := count[c.ID]; n > 1 {
+			warnings = append(warnings, fmt.Sprintf("case %s is defined %d times (its sweeps and cases overlap); it runs once", c.ID, n))
+		}
+	}
+	return out, warnings
 }
 
 // sweep expands one [[sweeps]] entry as the product of its axes, the last

@@ -50,6 +50,9 @@ type Suite struct {
 	// found is used.
 	Backends []BackendSelection
 	Cases    []Case
+	// Warnings are what the suite does that is legal but likely a slip,
+	// such as a case defined twice; run prints them before it starts.
+	Warnings []string
 }
 
 // Case is one attention problem of a suite.

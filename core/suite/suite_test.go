@@ -342,3 +342,25 @@ func TestParseCUDAFileBackend(t *testing.T) {
 		t.Errorf("backends\n got %+v\nwant %+v", s.Backends, want)
 	}
 }
+
+func TestDuplicateCaseWarns(t *testing.T) {
+	s, err := Parse("dup.toml", []byte(`name = "dup"
+[[sweeps]]
+batch = [1]
+heads = [2]
+seq_q = [64, 128]
+head_dim = [32]
+[[cases]]
+batch = 1
+heads = 2
+seq_q = 64
+head_dim = 32
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"case b1-h2-s64-d32-fp16 is defined 2 times (its sweeps and cases overlap); it runs once"}
+	if len(s.Cases) != 2 || !slices.Equal(s.Warnings, want) {
+		t.Errorf("cases %d, warnings %q; want 2 cases and %q", len(s.Cases), s.Warnings, want)
+	}
+}

@@ -44,7 +44,7 @@ func (d *decoder) build(in *decoded) (*Suite, error) {
 	s.Gates = d.gates(f.Gates)
 	s.Ablation = d.ablation(f.Ablation)
 	s.Backends = d.backends(in.backends)
-	s.Cases = d.cases(in.sweeps, in.cases)
+	s.Cases, s.Warnings = d.cases(in.sweeps, in.cases)
 	if len(d.problems) > 0 {
 		return nil, errors.Join(d.problems...)
 	}
