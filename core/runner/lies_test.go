@@ -242,6 +242,7 @@ func TestClockLiesAreCaught(t *testing.T) {
 	}{
 		{"slow-clock", results.StatusError, "clock: the host timed"},
 		{"best-of-8", results.StatusError, "clock: the host timed"},
+		{"watched", results.StatusError, "clock: the backend reported"},
 		// Replaying an output takes nanoseconds here, which the physical
 		// ceiling refuses first; a slower replay meets the host's clock.
 		{"cached", results.StatusError, ""},

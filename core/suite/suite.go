@@ -156,7 +156,7 @@ func DefaultTolerances() map[sdk.DType]Tolerance {
 	return map[sdk.DType]Tolerance{
 		sdk.FP16: {Atol: 2e-3, Rtol: 1e-2, RelL2: 2e-3},
 		sdk.BF16: {Atol: 1.6e-2, Rtol: 3e-2, RelL2: 1.6e-2},
-		sdk.FP32: {Atol: 1e-3, Rtol: 1e-3, RelL2: 1e-3},
+		sdk.FP32: {Atol: 2e-5, Rtol: 2e-5, RelL2: 2e-5},
 	}
 }
 
