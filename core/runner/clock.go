@@ -85,8 +85,10 @@ func slackFor(device sdk.Device) clockSlack {
 		return clockSlack{perCall: 20 * time.Millisecond, perRun: 200 * time.Millisecond, perOutputByte: 10 * time.Nanosecond, maxCalls: 4}
 	}
 	// On a CPU an honest call took the host at most 1.4 ms more than its
-	// kernel time at the default suite's shapes (two cores, loaded).
-	return clockSlack{perCall: 2 * time.Millisecond, perRun: 25 * time.Millisecond, perOutputByte: 10 * time.Nanosecond, maxCalls: 64}
+	// kernel time at the default suite's shapes on two quiet cores; on two
+	// cores shared with a parallel go test, a wake-up of a Python worker can
+	// wait a scheduler slice of several ms, so the slacks are set for that.
+	return clockSlack{perCall: 10 * time.Millisecond, perRun: 100 * time.Millisecond, perOutputByte: 10 * time.Nanosecond, maxCalls: 64}
 }
 
 // batchCalls is N: enough calls to fill batchTarget at the checked call's
@@ -208,9 +210,12 @@ type batchVerdict struct {
 //  1. at the same moment: n calls cannot take the host more than
 //     ClockBound of the kernel time the backend reported for them. Both
 //     figures are taken together, so a machine that is busy slows both;
-//  2. across the row: the batch's kernel time may not exceed
+//  2. across the row, on a GPU: the batch's kernel time may not exceed
 //     driftFactor × the row's reported median (plus the per-call slack): a
 //     backend that is honest only when the host watches is caught here.
+//     Not on a CPU, where a kernel's time is wall time and a busy machine
+//     moves it a hundredfold between two Runs (seen with torch on two
+//     loaded cores), so no factor separates a lie from the load.
 func judgeBatch(n int, wall, batchKernel, reported time.Duration, outputBytes int64, device sdk.Device) batchVerdict {
 	v := batchVerdict{wall: wall, batchKernel: batchKernel, bound: ClockBound(n, batchKernel, outputBytes, device)}
 	v.excess = float64(wall) / float64(v.bound)
@@ -220,7 +225,7 @@ func judgeBatch(n int, wall, batchKernel, reported time.Duration, outputBytes in
 		v.reason = fmt.Sprintf("the host timed %d calls on fresh inputs at %v (%v a call); the backend reported %v a call for them, "+
 			"and %d honest calls take at most %v", n, wall.Round(time.Microsecond), (wall / time.Duration(n)).Round(time.Microsecond),
 			batchKernel, n, v.bound.Round(time.Microsecond))
-	case batchKernel > drift:
+	case device.Kind == "gpu" && batchKernel > drift:
 		v.excess = max(v.excess, float64(batchKernel)/float64(drift))
 		v.reason = fmt.Sprintf("the backend reported %v a call while the host timed its calls on fresh inputs, "+
 			"but %v for the row: more than %.0f× apart", batchKernel, reported, driftFactor)

@@ -211,20 +211,20 @@ func TestWorkDirsOfDeadHostsAreRemoved(t *testing.T) {
 }
 
 // clockSuite has a case large enough that the liar's honest work (the
-// fp64 reference, in Go) takes milliseconds a call, well above the host
-// clock's slacks, so a lie about time shows in the host's own batch.
+// fp64 reference, in Go) takes a few hundred milliseconds a call, above the
+// host clock's CPU slacks, so a lie about time shows in the host's batch.
 const clockSuite = `
 name = "clock-lies"
 [measurement]
 warmup_runs = 1
-min_samples = 6
+min_samples = 3
 time_cap = "200ms"
-call_samples = 2
-call_timeout = "20s"
+call_samples = 1
+call_timeout = "60s"
 [[cases]]
 batch = 1
 heads = 4
-seq_q = 384
+seq_q = 1024
 head_dim = 64
 `
 
@@ -242,7 +242,6 @@ func TestClockLiesAreCaught(t *testing.T) {
 	}{
 		{"slow-clock", results.StatusError, "clock: the host timed"},
 		{"best-of-8", results.StatusError, "clock: the host timed"},
-		{"watched", results.StatusError, "clock: the backend reported"},
 		// Replaying an output takes nanoseconds here, which the physical
 		// ceiling refuses first; a slower replay meets the host's clock.
 		{"cached", results.StatusError, ""},

@@ -145,3 +145,32 @@ func TestFakeGPUNodeIsNoGPU(t *testing.T) {
 		t.Errorf("a claimed GPU beside a fake device node got %+v, want the CPU's ceiling", got)
 	}
 }
+
+// TestJudgeBatch: the host's two rules for its batch, on each device kind.
+func TestJudgeBatch(t *testing.T) {
+	gpu, cpu := sdk.Device{Kind: "gpu"}, sdk.Device{Kind: "cpu"}
+	ms := time.Millisecond
+	tests := []struct {
+		name                        string
+		n                           int
+		wall, batchKernel, reported time.Duration
+		device                      sdk.Device
+		want                        string
+	}{
+		{"cpu honest", 10, 105 * ms, 10 * ms, 10 * ms, cpu, ""},
+		{"cpu busy machine slows both", 10, 900 * ms, 80 * ms, 10 * ms, cpu, ""},
+		{"cpu clock divided by 8", 1, 400 * ms, 50 * ms, 50 * ms, cpu, "the host timed 1 calls"},
+		{"gpu honest, host costs per call", 4, 20 * ms, 10 * time.Microsecond, 10 * time.Microsecond, gpu, ""},
+		{"gpu clock divided by 8", 2, 1000 * ms, 62 * ms, 62 * ms, gpu, "the host timed 2 calls"},
+		{"gpu honest only when watched", 4, 2100 * ms, 500 * ms, 62 * ms, gpu, "more than 4× apart"},
+		{"cpu honest only when watched: not told from load", 4, 2100 * ms, 500 * ms, 62 * ms, cpu, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := judgeBatch(tt.n, tt.wall, tt.batchKernel, tt.reported, 1<<20, tt.device)
+			if (tt.want == "") != (v.reason == "") || !strings.Contains(v.reason, tt.want) {
+				t.Errorf("reason %q, want %q", v.reason, tt.want)
+			}
+		})
+	}
+}
