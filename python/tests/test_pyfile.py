@@ -3,6 +3,7 @@ loads a user's file, reads capabilities() and TUNABLES, and serves the file
 through the worker core; and the examples under examples/python."""
 
 import ast
+import os
 import pathlib
 import sys
 import textwrap
@@ -328,3 +329,21 @@ def test_the_torch_example_matches_the_reference_across_dtypes():
         q, k, v = (torch.randn(d, generator=gen).to(getattr(torch, {"bf16": "bfloat16", "fp32": "float32"}[s.dtype]))
                    for d in (s.q_shape, s.kv_shape, s.kv_shape))
         assert_close(f.attention(q, k, v, causal=s.causal, scale=s.scale), reference(q, k, v, s.causal), s.dtype)
+
+
+def test_a_triton_file_runs_on_the_cpu_without_setting_the_interpreter(tmp_path, monkeypatch):
+    """A py: Triton file that does not set TRITON_INTERPRET itself: with no
+    GPU the worker sets it before the file is imported, so the kernel runs
+    under the interpreter instead of failing for want of a driver."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the interpreter is not used")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setenv(pyfile.FILE_ENV, str(EXAMPLES / "triton_attention.py"))
+    backend = pyfile.Backend(torch.device("cpu"))
+    assert os.environ.get("TRITON_INTERPRET") == "1"
+    s = shape(1, 2, 2, 33, 20, 32, False, "fp16")
+    gen = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(dims, generator=gen).half() for dims in (s.q_shape, s.kv_shape, s.kv_shape))
+    got = backend.file.attention(q, k, v, causal=s.causal, scale=s.scale, config={"BLOCK_M": 16, "BLOCK_N": 16},
+                                 out=torch.empty_like(q))
+    assert_close(got, reference(q, k, v, s.causal), s.dtype)

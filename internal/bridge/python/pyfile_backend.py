@@ -66,6 +66,15 @@ class FileUnavailable(Exception):
 # ---------------------------------------------------------------- loading
 
 
+def use_triton_interpreter(device):
+    """Where there is no GPU, a Triton kernel can only run under Triton's
+    CPU interpreter, which triton.jit chooses when the file is imported: so
+    the worker sets TRITON_INTERPRET=1 before the import, unless the user
+    set it either way."""
+    if device.type != "cuda":
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
 def load_module(path):
     """Imports the file at path as a module. Its folder goes on sys.path, so
     it can import modules that sit beside it."""
@@ -290,6 +299,7 @@ class Backend:
         self.device = device
         self.path = os.path.abspath(path)
         self.name = os.environ.get(NAME_ENV) or os.path.splitext(os.path.basename(path))[0]
+        use_triton_interpreter(device)
         self.file = load_kernel_file(self.path)
         self.sha256 = sha256_of(self.path)
         self.version = str(getattr(self.file.module, "__version__", "") or f"sha256:{self.sha256[:12]}")
