@@ -18,30 +18,36 @@ import (
 func describeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("describe", flag.ContinueOnError)
 	suitePath := fs.String("suite", "", "suite whose plugin_path and python settings apply")
+	backends := fs.String("backends", "", "comma-separated backends to describe, as run takes them (py:FILE.py, cu:SPEC.toml too)")
 	positional, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}
-	if len(positional) != 1 {
-		return withCode(ExitUsage, errors.New("usage: flashcore describe BACKEND"))
+	requested := append(positional, splitList(*backends)...)
+	if len(requested) == 0 {
+		return withCode(ExitUsage, errors.New("usage: flashcore describe BACKEND... | --backends a,b"))
 	}
 	s, err := loadSuite(*suitePath)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	found, names, err := findPlugins(s, positional)
+	found, names, err := findPlugins(s, requested)
 	if err != nil {
 		return withCode(ExitOther, err)
 	}
-	i := slices.IndexFunc(found, func(p host.Plugin) bool { return p.Name == names[0] })
-	if i < 0 {
-		return withCode(ExitUsage, fmt.Errorf("backend %q not found (found: %s)", positional[0], pluginNames(found)))
+	for n, name := range names {
+		i := slices.IndexFunc(found, func(p host.Plugin) bool { return p.Name == name })
+		if i < 0 {
+			return withCode(ExitUsage, fmt.Errorf("backend %q not found (found: %s)", requested[n], pluginNames(found)))
+		}
+		if n > 0 {
+			fmt.Fprintln(stdout)
+		}
+		d := runner.Describe(ctx, found[i], hostOptions(s))
+		one := []sdk.Description{d}
+		runner.RefuseImpostors(found[i:i+1], one)
+		writeDescription(stdout, found[i], withStaticVariants(found[i], one[0]))
 	}
-	d := runner.Describe(ctx, found[i], hostOptions(s))
-	one := []sdk.Description{d}
-	runner.RefuseImpostors(found[i:i+1], one)
-	d = one[0]
-	writeDescription(stdout, found[i], withStaticVariants(found[i], d))
 	return nil
 }
 

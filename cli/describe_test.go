@@ -28,3 +28,21 @@ func TestDescribeWithoutAStartedPlugin(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeTakesBackendsAsRunDoes: describe takes --backends, one or
+// several, as run does, besides the positional name.
+func TestDescribeTakesBackendsAsRunDoes(t *testing.T) {
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	env := map[string]string{"FLASHCORE_PLUGIN_PATH": dir}
+	stdout, stderr, code := runMain(t, env, "describe", "--backends", "cpu-reference")
+	if code != ExitOK || !strings.Contains(stdout, "cpu-reference") {
+		t.Fatalf("describe --backends cpu-reference: exit %d\n%s%s", code, stdout, stderr)
+	}
+	positional, _, _ := runMain(t, env, "describe", "cpu-reference")
+	if stdout != positional {
+		t.Errorf("describe --backends and describe NAME differ:\n%s\n---\n%s", stdout, positional)
+	}
+	if _, stderr, code := runMain(t, env, "describe", "--backends", "cpu-reference,nope"); code != ExitUsage || !strings.Contains(stderr, `backend "nope" not found`) {
+		t.Errorf("an unknown backend: exit %d: %s", code, stderr)
+	}
+}

@@ -25,7 +25,7 @@ Usage:
   flashcore k8s --suite FILE --shards N --image IMG [--claim PVC] [--out DIR]
   flashcore list [--suite FILE]
   flashcore doctor                     what this machine has and lacks for each backend
-  flashcore describe BACKEND [--suite FILE]
+  flashcore describe BACKEND... | --backends a,b [--suite FILE]
   flashcore report FILE [--format F] [--baseline BACKEND]
   flashcore plot FILE [--out DIR] [--baseline BACKEND]
   flashcore compare OLD NEW [NEWER...] [--format F] [--threshold 0.05] [--labels a,b] [--fail-on-regression]
