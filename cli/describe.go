@@ -23,7 +23,7 @@ func describeCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	requested := append(positional, splitList(*backends)...)
+	requested, _ := rowRequests(append(positional, splitList(*backends)...))
 	if len(requested) == 0 {
 		return withCode(ExitUsage, errors.New("usage: flashcore describe BACKEND... | --backends a,b"))
 	}

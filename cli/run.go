@@ -27,7 +27,7 @@ const DefaultResultsPath = "flashcore-results.json"
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	suitePath := fs.String("suite", "", "suite TOML file (default: the embedded default suite)")
-	backends := fs.String("backends", "", "comma-separated backends to run, py:FILE.py for a Python file (default: the suite's, else all found)")
+	backends := fs.String("backends", "", "comma-separated backends to run: NAME, NAME:VARIANT or a row's name (sdpa-flash) for one row, py:FILE.py for a Python file (default: the suite's, else all found)")
 	format := fs.String("format", "table", "table, markdown, csv or json")
 	out := fs.String("out", DefaultResultsPath, "results JSON file, saved after every row")
 	keepGoing := fs.Bool("keep-going", false, "exit 0 even when rows FAIL or plugins fail")
@@ -58,10 +58,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	plugins, err := choosePlugins(s, splitList(*backends))
+	names, variants := rowRequests(splitList(*backends))
+	plugins, err := choosePlugins(s, names)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
+	selectVariants(s, variants)
 	for _, w := range s.Warnings {
 		fmt.Fprintf(stderr, "flashcore: warning: %s: %s\n", s.Path, w)
 	}
@@ -302,4 +304,51 @@ func largeSuiteError(s *suite.Suite, backends int) error {
 	hours := float64(rows) * secondsPerRow / 3600
 	return fmt.Errorf("%s expands to %d cases, %d rows with %d backends: about %.0f hours at %.1f s a row; "+
 		"narrow its sweeps, run it in --shard slices, or pass --yes to run it all", s.Path, len(s.Cases), rows, backends, hours, secondsPerRow)
+}
+
+// rowRequests reads --backends entries that name one row rather than a
+// whole backend: "BACKEND:VARIANT", or a row of this project's own
+// backends by its name ("sdpa-flash" is pytorch-sdpa's). It returns the
+// backends to start, in order and once each, and the variants asked of
+// each; a backend named whole has none (all its rows). py: and cu: entries
+// are files, passed on as they are.
+func rowRequests(requested []string) (names []string, variants map[string][]string) {
+	variants = map[string][]string{}
+	whole := map[string]bool{}
+	for _, r := range requested {
+		backend, variant := r, ""
+		switch prefix, rest, found := strings.Cut(r, ":"); {
+		case found && prefix != "py" && prefix != "cu":
+			backend, variant = prefix, rest
+		case !found:
+			if owner, ok := runner.RowOwner(r); ok && owner != r {
+				backend, variant = owner, r
+			}
+		}
+		if !slices.Contains(names, backend) {
+			names = append(names, backend)
+		}
+		if variant == "" {
+			whole[backend] = true
+		} else if !slices.Contains(variants[backend], variant) {
+			variants[backend] = append(variants[backend], variant)
+		}
+	}
+	for backend := range whole {
+		delete(variants, backend) // named whole too: every row
+	}
+	return names, variants
+}
+
+// selectVariants makes the suite's selection of each backend in variants
+// those variants: the command line wins over the suite.
+func selectVariants(s *suite.Suite, variants map[string][]string) {
+	for backend, vs := range variants {
+		i := slices.IndexFunc(s.Backends, func(b suite.BackendSelection) bool { return b.Name == backend })
+		if i < 0 {
+			s.Backends = append(s.Backends, suite.BackendSelection{Name: backend})
+			i = len(s.Backends) - 1
+		}
+		s.Backends[i].Variants = vs
+	}
 }

@@ -77,3 +77,11 @@ func RefuseImpostors(plugins []host.Plugin, descriptions []sdk.Description) {
 		descriptions[i] = b.description
 	}
 }
+
+// RowOwner names the backend of this project that owns a row name such as
+// "sdpa-flash" (pytorch-sdpa); ok is false for a name that is no built-in
+// row.
+func RowOwner(row string) (backend string, ok bool) {
+	backend, ok = builtinRows[row]
+	return backend, ok
+}
