@@ -40,7 +40,7 @@ endef
 include mk/cuda.mk
 include mk/hopper.mk
 
-.PHONY: all build run test test-go test-python test-slurm setup lint dist gpu-tests clean doctor
+.PHONY: all build run test test-go test-python test-slurm setup lint dist dist-size gpu-tests clean doctor
 
 all: build
 
@@ -115,6 +115,11 @@ dist: cuda-kernels
 	@# every top-level script: the GPU check scripts and the probes they run
 	cp scripts/*.sh scripts/*.py plugins/triton/triton_attention.py dist/scripts/
 	@du -sh dist
+
+# dist-size measures dist/ as it lies and packed with tar -cJ, the figures
+# the README quotes.
+dist-size: dist
+	scripts/dist-size.sh dist
 
 # gpu-tests adds to dist/ the conformance test binaries of the plugins that
 # need a GPU machine to be checked, and the script that runs them there
