@@ -31,9 +31,11 @@ import (
 //  3. it checks the output the last of those calls left against the fp64
 //     reference of the fresh inputs: an output cached from the known
 //     inputs, or a timed path that does less of the work, fails here;
-//  4. it reconciles the two: N calls cannot take the host more than
-//     N × (clockFactor × kernel + per-call slack) + a fixed slack, where
-//     kernel is the median the row reported. A row that breaks this bound
+//  4. it reconciles the figures (judgeBatch): N calls cannot take the host
+//     more than N × (clockFactor × kernel + per-call slack) + a fixed
+//     slack, where kernel is what the backend reported for those calls;
+//     and on a GPU that kernel time may not stray more than driftFactor
+//     from the row's. A row that breaks a rule in each of batchTries tries
 //     is an ERROR ("clock: ..."), never a speedup or a baseline.
 //
 // The bound holds for an honest backend because each of the N calls does
@@ -51,8 +53,8 @@ import (
 const clockFactor = 3.0
 
 // driftFactor is how far the kernel time a backend reports in the host's
-// batch may stray from the row's: a kernel's time moves with clocks and
-// placements by percents, and a busy CPU slows it a few times at most.
+// batch may stray from the row's on a GPU, where a kernel's time is device
+// time and moves with clocks and placements by percents.
 const driftFactor = 4.0
 
 // batchTarget is about how long the host's batch should take: long enough
