@@ -59,7 +59,7 @@ type Report struct {
 func Check(t *inputs.Tensors, output []byte, settings suite.CheckSettings, tol suite.Tolerance) Report {
 	var seed uint64
 	if reference.Sampled(t.Shape, settings) {
-		seed = freshSeed()
+		seed = FreshSeed()
 	}
 	return CheckWithSeed(t, output, settings, tol, seed)
 }
@@ -101,8 +101,10 @@ func CheckWithSeed(t *inputs.Tensors, output []byte, settings suite.CheckSetting
 	return r
 }
 
-// freshSeed is a random seed from the operating system's generator.
-func freshSeed() uint64 {
+// FreshSeed is a random seed from the operating system's generator, which
+// nothing a backend can see predicts: the rows a check samples, the inputs
+// of the host's batch (runner).
+func FreshSeed() uint64 {
 	var b [8]byte
 	if _, err := crand.Read(b[:]); err != nil {
 		panic("check: no system randomness: " + err.Error())

@@ -2,10 +2,7 @@ package runner
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -118,15 +115,6 @@ func ClockBound(n int, kernel time.Duration, outputBytes int64, device sdk.Devic
 	return time.Duration(n)*perCall + s.perRun + time.Duration(outputBytes)*s.perOutputByte
 }
 
-// freshInputSeed is a seed no plugin can know before the host writes the inputs.
-func freshInputSeed() uint64 {
-	var b [8]byte
-	if _, err := crand.Read(b[:]); err != nil {
-		return uint64(time.Now().UnixNano())
-	}
-	return binary.LittleEndian.Uint64(b[:])
-}
-
 // hostClockCheck runs the host's batch on fresh inputs for a row whose
 // timing was accepted, and records what the host saw in the row's facts.
 // checkedCall is the host's time of the checked call (Fetch).
@@ -135,7 +123,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c suite.Case, w
 		return
 	}
 	api := b.instance.Backend()
-	fresh := inputs.Generate(freshInputSeed(), c)
+	fresh := inputs.Generate(check.FreshSeed(), c)
 	files, err := ws.writeFresh(fresh)
 	if err != nil {
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
@@ -265,12 +253,8 @@ func (r *runner) hostBatch(ctx context.Context, b *backend, c suite.Case, ws *wo
 // against the fresh inputs. It fails a row that passed: the backend's timed
 // path is right only on inputs it has seen.
 func (r *runner) checkFreshOutput(c suite.Case, fresh *inputs.Tensors, ws *workspace, res *results.Result) {
-	tol := r.cfg.Suite.Tolerances[c.Shape.DType]
-	output, reason := readOutput(ws.timedOutput, outputBytes(c.Shape),
-		"Run wrote no output file at RunRequest.Output for the host's batch")
-	if reason == "" {
-		report := check.Check(fresh, output, r.cfg.Suite.Check, tol)
-		reason = report.Reason
+	report, reason := r.checkOutputFile(c, fresh, ws.timedOutput, "Run wrote no output file at RunRequest.Output for the host's batch")
+	if report.Verdict != "" { // the output was there to check
 		addFacts(res, map[string]string{"fresh_rel_l2_err": strconv.FormatFloat(report.RelL2Err, 'g', 3, 64)})
 	}
 	if reason != "" && res.Status == results.StatusPass {
@@ -288,16 +272,5 @@ func (w *workspace) writeFresh(t *inputs.Tensors) (sdk.Tensors, error) {
 		V:      filepath.Join(w.dir, "fresh-"+inputs.VFile),
 		Output: w.files.Output,
 	}
-	for _, f := range []struct {
-		path string
-		data []byte
-	}{{files.Q, t.Q}, {files.K, t.K}, {files.V, t.V}} {
-		if err := clearPath(f.path); err != nil {
-			return files, err
-		}
-		if err := os.WriteFile(f.path, f.data, 0o444); err != nil {
-			return files, fmt.Errorf("write fresh inputs: %w", err)
-		}
-	}
-	return files, nil
+	return files, writeInputs(files, t)
 }

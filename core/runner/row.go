@@ -266,19 +266,25 @@ func (r *runner) refuseSamples(shape sdk.Shape, s sdk.Samples, m sdk.Measurement
 // timed output fails a row that passed its checked run: the kernel behaves
 // only when it is being checked.
 func (r *runner) checkTimedOutput(c suite.Case, t *inputs.Tensors, ws *workspace, mode sdk.L2Mode, res *results.Result) {
-	tol := r.cfg.Suite.Tolerances[c.Shape.DType]
-	output, reason := readOutput(ws.timedOutput, outputBytes(c.Shape),
+	report, reason := r.checkOutputFile(c, t, ws.timedOutput,
 		"Run wrote no output file at RunRequest.Output (the sdk contract: the output the last timed call left)")
-	var report check.Report
-	if reason == "" {
-		report = check.Check(t, output, r.cfg.Suite.Check, tol)
-		reason = report.Reason
-	}
-	res.TimedChecks = append(res.TimedChecks, *checkRecord(report, tol))
+	res.TimedChecks = append(res.TimedChecks, *checkRecord(report, r.cfg.Suite.Tolerances[c.Shape.DType]))
 	if reason != "" && res.Status == results.StatusPass {
 		res.Status = results.StatusFail
 		res.Reason = fmt.Sprintf("the output of the last timed call (L2 %s) is wrong, though the checked call's was right: %s", mode, reason)
 	}
+}
+
+// checkOutputFile reads the output a backend left at path and checks it
+// against the reference of t; reason is why it is wrong ("" when right),
+// missing when there is no output to read, and the report is empty then.
+func (r *runner) checkOutputFile(c suite.Case, t *inputs.Tensors, path, missing string) (check.Report, string) {
+	output, reason := readOutput(path, outputBytes(c.Shape), missing)
+	if reason != "" {
+		return check.Report{}, reason
+	}
+	report := check.Check(t, output, r.cfg.Suite.Check, r.cfg.Suite.Tolerances[c.Shape.DType])
+	return report, report.Reason
 }
 
 func (r *runner) release(ctx context.Context, b *backend, caseID string, res *results.Result) {

@@ -61,16 +61,28 @@ func newWorkspace(caseDir string, t *inputs.Tensors) (*workspace, error) {
 		},
 		timedOutput: filepath.Join(dir, TimedOutputFile),
 	}
+	if err := writeInputs(w.files, t); err != nil {
+		w.remove()
+		return nil, err
+	}
+	return w, nil
+}
+
+// writeInputs writes t's inputs, read-only, at the paths files names,
+// replacing whatever is there.
+func writeInputs(files sdk.Tensors, t *inputs.Tensors) error {
 	for _, f := range []struct {
 		path string
 		data []byte
-	}{{w.files.Q, t.Q}, {w.files.K, t.K}, {w.files.V, t.V}} {
+	}{{files.Q, t.Q}, {files.K, t.K}, {files.V, t.V}} {
+		if err := clearPath(f.path); err != nil {
+			return err
+		}
 		if err := os.WriteFile(f.path, f.data, 0o444); err != nil {
-			w.remove()
-			return nil, fmt.Errorf("write inputs: %w", err)
+			return fmt.Errorf("write inputs: %w", err)
 		}
 	}
-	return w, nil
+	return nil
 }
 
 // tampered says which input files no longer hold what the host wrote, with
