@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/internal/bridge"
+	"github.com/flashcore/bench/internal/cudafile"
 )
 
 // doctorCommand says what this machine has and lacks for each backend:
@@ -115,12 +116,9 @@ func nvidiaDriverVersion() string {
 func cudaToolchainFinding(toolchain, cudaBuild string, p machineProbe) finding {
 	f := finding{Area: "CUDA toolchain"}
 	if toolchain == "" {
-		matches, _ := filepath.Glob(filepath.Join(userCacheDir(), "flashcore", "cuda-toolchain-*", ".installed"))
-		if len(matches) > 0 {
-			toolchain = filepath.Dir(matches[len(matches)-1])
-		}
+		toolchain = cudafile.ToolchainDir()
 	}
-	nvcc := filepath.Join(toolchain, "nvidia", "cu13", "bin", "nvcc")
+	nvcc := cudafile.ToolchainNVCC(toolchain)
 	switch {
 	case toolchain == "":
 		f.Found = "not fetched (no ~/.cache/flashcore/cuda-toolchain-*)"
@@ -147,13 +145,6 @@ func cudaToolchainFinding(toolchain, cudaBuild string, p machineProbe) finding {
 		f.Means = "make says: " + cudaBuild
 	}
 	return f
-}
-
-func userCacheDir() string {
-	if dir, err := os.UserCacheDir(); err == nil {
-		return dir
-	}
-	return os.TempDir()
 }
 
 func fileExists(path string) bool {

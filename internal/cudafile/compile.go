@@ -77,9 +77,9 @@ func FindNVCC() (string, error) {
 	return "", errors.New("no nvcc found (looked at $FLASHCORE_NVCC, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin and the toolchain make build fetches): run make cuda-toolchain, install the CUDA toolkit, or give the spec a prebuilt binary = \"kernel.cubin\"")
 }
 
-// toolchainNVCC is the nvcc of the newest complete toolchain under the
-// user's cache (mk/cuda.mk), or "".
-func toolchainNVCC() string {
+// ToolchainDir is the newest complete copy of the build's pinned CUDA
+// toolchain under the user's cache (mk/cuda.mk fetches it there), or "".
+func ToolchainDir() string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return ""
@@ -87,12 +87,24 @@ func toolchainNVCC() string {
 	stamps, _ := filepath.Glob(filepath.Join(dir, "flashcore", "cuda-toolchain-*", ".installed"))
 	newest, best := "", time.Time{}
 	for _, stamp := range stamps {
-		nvcc := filepath.Join(filepath.Dir(stamp), "nvidia", "cu13", "bin", "nvcc")
-		if info, err := os.Stat(stamp); err == nil && isFile(nvcc) && info.ModTime().After(best) {
-			newest, best = nvcc, info.ModTime()
+		if info, err := os.Stat(stamp); err == nil && info.ModTime().After(best) {
+			newest, best = filepath.Dir(stamp), info.ModTime()
 		}
 	}
 	return newest
+}
+
+// ToolchainNVCC is the nvcc inside a toolchain folder.
+func ToolchainNVCC(toolchain string) string {
+	return filepath.Join(toolchain, "nvidia", "cu13", "bin", "nvcc")
+}
+
+// toolchainNVCC is the nvcc of ToolchainDir, or "".
+func toolchainNVCC() string {
+	if dir := ToolchainDir(); dir != "" && isFile(ToolchainNVCC(dir)) {
+		return ToolchainNVCC(dir)
+	}
+	return ""
 }
 
 func isFile(p string) bool {
