@@ -70,11 +70,7 @@ func liarPlugins(t *testing.T, lies ...string) []host.Plugin {
 // backends' rows after it must PASS (nothing a liar did to shared state
 // reaches them), and no plugin process may be left.
 func TestEveryLieIsCaughtAndBlamedOnItsTeller(t *testing.T) {
-	want := []struct {
-		lie    string // the backend is test-liar-<lie>, or cpu-reference for ""
-		status results.Status
-		reason string
-	}{
+	want := []lieVerdict{
 		{"rows-only", results.StatusFail, ""},
 		{"fast-clock", results.StatusError, "implausible"},
 		{"few-samples", results.StatusError, "returned 1 kernel-time samples; the suite asks for at least min_samples = 6"},
@@ -87,41 +83,12 @@ func TestEveryLieIsCaughtAndBlamedOnItsTeller(t *testing.T) {
 		{"honest", results.StatusPass, ""},
 		{"", results.StatusPass, ""},
 	}
-	var lies []string
-	for _, w := range want[:len(want)-1] {
-		lies = append(lies, w.lie)
-	}
-	plugins := liarPlugins(t, append(lies, "no-handshake")...)
-	plugins = append(plugins, host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")})
-	s, err := suite.Parse("lies.toml", []byte(liarSuite))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "results.json")
-	run, err := Run(context.Background(), Config{
-		Suite: s, Plugins: plugins, ResultsPath: out,
-		HostOptions: host.Options{StartTimeout: 3 * time.Second},
-	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	run, s, plugins := runLies(t, "lies.toml", liarSuite, want, "no-handshake")
 	for _, c := range s.Cases {
 		for _, w := range want {
-			name := "cpu-reference"
-			if w.lie != "" {
-				name = "test-liar-" + w.lie
-			}
-			r := find(run, c.ID, name)
-			if r == nil {
-				t.Errorf("%s %s: no row", c.ID, name)
-				continue
-			}
-			t.Logf("%s %-24s %-5s %s", c.ID, name, r.Status, r.Reason)
-			if r.Status != w.status || !strings.Contains(r.Reason, w.reason) {
-				t.Errorf("%s %s: %s %q, want %s containing %q", c.ID, name, r.Status, r.Reason, w.status, w.reason)
-			}
-			if r.Status == results.StatusPass && r.Check != nil && r.Check.Sampled && r.Check.RowSeed == 0 {
-				t.Errorf("%s %s: a sampled check with no recorded row seed", c.ID, name)
+			r := checkLie(t, run, c.ID, w)
+			if r != nil && r.Status == results.StatusPass && r.Check != nil && r.Check.Sampled && r.Check.RowSeed == 0 {
+				t.Errorf("%s %s: a sampled check with no recorded row seed", c.ID, w.backend())
 			}
 		}
 	}
@@ -235,11 +202,7 @@ head_dim = 64
 // caught by the host's batch on fresh inputs; the honest control and
 // cpu-reference PASS with the host's figures in their facts.
 func TestClockLiesAreCaught(t *testing.T) {
-	want := []struct {
-		lie    string
-		status results.Status
-		reason string
-	}{
+	want := []lieVerdict{
 		{"slow-clock", results.StatusError, "clock: the host timed"},
 		{"best-of-8", results.StatusError, "clock: the host timed"},
 		// Replaying an output takes nanoseconds here, which the physical
@@ -249,40 +212,76 @@ func TestClockLiesAreCaught(t *testing.T) {
 		{"honest", results.StatusPass, ""},
 		{"", results.StatusPass, ""},
 	}
-	var lies []string
-	for _, w := range want[:len(want)-1] {
-		lies = append(lies, w.lie)
+	run, s, _ := runLies(t, "clock.toml", clockSuite, want)
+	c := s.Cases[0]
+	for _, w := range want {
+		r := checkLie(t, run, c.ID, w)
+		if r == nil {
+			continue
+		}
+		t.Logf("%-24s kernel %v, host batch %s calls in %s ns (bound %s)", w.backend(),
+			time.Duration(medianKernel(r)), r.Facts["host_batch_calls"], r.Facts["host_batch_wall_ns"], r.Facts["host_batch_bound_ns"])
+		if w.status == results.StatusPass && (r.Facts["host_batch_wall_ns"] == "" || r.Facts["fresh_input_sha256"] == "") {
+			t.Errorf("%s: passed without the host's batch: facts %v", w.backend(), r.Facts)
+		}
 	}
-	plugins := liarPlugins(t, lies...)
+}
+
+// lieVerdict is how one liar's rows must end: the backend is
+// test-liar-<lie>, or cpu-reference for "".
+type lieVerdict struct {
+	lie    string
+	status results.Status
+	reason string // a part of the row's reason
+}
+
+func (w lieVerdict) backend() string {
+	if w.lie == "" {
+		return "cpu-reference"
+	}
+	return "test-liar-" + w.lie
+}
+
+// runLies runs the suite text on a liar per verdict (and per extra lie,
+// which has no rows to judge) and cpu-reference.
+func runLies(t *testing.T, name, text string, want []lieVerdict, extra ...string) (*results.Run, *suite.Suite, []host.Plugin) {
+	t.Helper()
+	var lies []string
+	for _, w := range want {
+		if w.lie != "" {
+			lies = append(lies, w.lie)
+		}
+	}
+	plugins := liarPlugins(t, append(lies, extra...)...)
 	plugins = append(plugins, host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")})
-	s, err := suite.Parse("clock.toml", []byte(clockSuite))
+	s, err := suite.Parse(name, []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := Run(context.Background(), Config{Suite: s, Plugins: plugins, ResultsPath: filepath.Join(t.TempDir(), "results.json")})
+	run, err := Run(context.Background(), Config{
+		Suite: s, Plugins: plugins, ResultsPath: filepath.Join(t.TempDir(), "results.json"),
+		HostOptions: host.Options{StartTimeout: 3 * time.Second},
+	})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	c := s.Cases[0]
-	for _, w := range want {
-		name := "cpu-reference"
-		if w.lie != "" {
-			name = "test-liar-" + w.lie
-		}
-		r := find(run, c.ID, name)
-		if r == nil {
-			t.Errorf("%s: no row", name)
-			continue
-		}
-		t.Logf("%-24s %-5s kernel %v, host batch %s calls in %s ns (bound %s): %s", name, r.Status,
-			time.Duration(medianKernel(r)), r.Facts["host_batch_calls"], r.Facts["host_batch_wall_ns"], r.Facts["host_batch_bound_ns"], r.Reason)
-		if r.Status != w.status || !strings.Contains(r.Reason, w.reason) {
-			t.Errorf("%s: %s %q, want %s containing %q", name, r.Status, r.Reason, w.status, w.reason)
-		}
-		if w.status == results.StatusPass && (r.Facts["host_batch_wall_ns"] == "" || r.Facts["fresh_input_sha256"] == "") {
-			t.Errorf("%s: passed without the host's batch: facts %v", name, r.Facts)
-		}
+	return run, s, plugins
+}
+
+// checkLie finds the row of w's backend on case id and checks its status
+// and reason; nil when there is no row (an error then).
+func checkLie(t *testing.T, run *results.Run, id string, w lieVerdict) *results.Result {
+	t.Helper()
+	r := find(run, id, w.backend())
+	if r == nil {
+		t.Errorf("%s %s: no row", id, w.backend())
+		return nil
 	}
+	t.Logf("%s %-24s %-5s %s", id, w.backend(), r.Status, r.Reason)
+	if r.Status != w.status || !strings.Contains(r.Reason, w.reason) {
+		t.Errorf("%s %s: %s %q, want %s containing %q", id, w.backend(), r.Status, r.Reason, w.status, w.reason)
+	}
+	return r
 }
 
 func medianKernel(r *results.Result) int64 {
