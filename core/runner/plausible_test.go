@@ -2,6 +2,9 @@ package runner
 
 import (
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +175,41 @@ func TestJudgeBatch(t *testing.T) {
 				t.Errorf("reason %q, want %q", v.reason, tt.want)
 			}
 		})
+	}
+}
+
+// TestBuiltinRowsMatchThePlugins keeps the host's list of this project's
+// row names (names.go) true: every plugin folder that is a backend is in
+// it, and pytorch-sdpa's rows are the variants its worker declares.
+func TestBuiltinRowsMatchThePlugins(t *testing.T) {
+	mains, _ := filepath.Glob("../../plugins/*/main.go")
+	for _, m := range mains {
+		name := filepath.Base(filepath.Dir(m))
+		if name == "python-file" || name == "cuda-file" { // no backend of their own
+			continue
+		}
+		if owner, ok := RowOwner(name); !ok || owner != name {
+			t.Errorf("plugin %s: builtinRows has no row %q of its own", name, name)
+		}
+	}
+	worker, err := os.ReadFile("../../plugins/pytorch-sdpa/sdpa_backend.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := regexp.MustCompile(`(?m)^    "(sdpa[a-z-]*)": \(`).FindAllStringSubmatch(string(worker), -1)
+	if len(declared) < 5 {
+		t.Fatalf("found %d variants in sdpa_backend.py's VARIANTS", len(declared))
+	}
+	var names []string
+	for _, d := range declared {
+		names = append(names, d[1])
+		if owner, _ := RowOwner(d[1]); owner != "pytorch-sdpa" {
+			t.Errorf("pytorch-sdpa declares %q; builtinRows gives it to %q", d[1], owner)
+		}
+	}
+	for row, owner := range builtinRows {
+		if owner == "pytorch-sdpa" && row != "pytorch-sdpa" && !slices.Contains(names, row) {
+			t.Errorf("builtinRows names %q, which pytorch-sdpa no longer declares", row)
+		}
 	}
 }
