@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -266,11 +265,6 @@ func (r *runner) checkFreshOutput(c suite.Case, fresh *inputs.Tensors, ws *works
 // writeFresh writes the fresh inputs beside the row's own, read-only, and
 // names them with the row's output files.
 func (w *workspace) writeFresh(t *inputs.Tensors) (sdk.Tensors, error) {
-	files := sdk.Tensors{
-		Q:      filepath.Join(w.dir, "fresh-"+inputs.QFile),
-		K:      filepath.Join(w.dir, "fresh-"+inputs.KFile),
-		V:      filepath.Join(w.dir, "fresh-"+inputs.VFile),
-		Output: w.files.Output,
-	}
+	files := inputFiles(w.dir, "fresh-", w.files.Output)
 	return files, writeInputs(files, t)
 }

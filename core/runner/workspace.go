@@ -52,13 +52,8 @@ func newWorkspace(caseDir string, t *inputs.Tensors) (*workspace, error) {
 		return nil, fmt.Errorf("row workspace: %w", err)
 	}
 	w := &workspace{
-		dir: dir,
-		files: sdk.Tensors{
-			Q:      filepath.Join(dir, inputs.QFile),
-			K:      filepath.Join(dir, inputs.KFile),
-			V:      filepath.Join(dir, inputs.VFile),
-			Output: filepath.Join(dir, inputs.OutputFile),
-		},
+		dir:         dir,
+		files:       inputFiles(dir, "", filepath.Join(dir, inputs.OutputFile)),
 		timedOutput: filepath.Join(dir, TimedOutputFile),
 	}
 	if err := writeInputs(w.files, t); err != nil {
@@ -66,6 +61,17 @@ func newWorkspace(caseDir string, t *inputs.Tensors) (*workspace, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// inputFiles names a set of input files in dir, each file's name after
+// prefix, with output as the output file.
+func inputFiles(dir, prefix, output string) sdk.Tensors {
+	return sdk.Tensors{
+		Q:      filepath.Join(dir, prefix+inputs.QFile),
+		K:      filepath.Join(dir, prefix+inputs.KFile),
+		V:      filepath.Join(dir, prefix+inputs.VFile),
+		Output: output,
+	}
 }
 
 // writeInputs writes t's inputs, read-only, at the paths files names,
