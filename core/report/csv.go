@@ -3,7 +3,6 @@ package report
 import (
 	"encoding/csv"
 	"fmt"
-	"github.com/flashcore/bench/internal/untrusted"
 	"io"
 	"maps"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/internal/untrusted"
 	"github.com/flashcore/bench/sdk"
 )
 

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"github.com/flashcore/bench/internal/untrusted"
 	"io"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/stats"
+	"github.com/flashcore/bench/internal/untrusted"
 	"github.com/flashcore/bench/sdk"
 )
 

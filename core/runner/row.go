@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/flashcore/bench/internal/untrusted"
 	"os"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/internal/untrusted"
 	"github.com/flashcore/bench/sdk"
 )
 
