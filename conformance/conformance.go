@@ -205,7 +205,7 @@ func (k *kit) checkVariant(t *testing.T, device sdk.Device, v sdk.Variant) {
 		}
 		sampled[combo] = true
 		t.Run(c.Name(), func(t *testing.T) {
-			skip, err := k.checkCase(t.TempDir(), v, c, modes)
+			skip, err := k.checkCase(v, c, modes)
 			switch {
 			case err != nil:
 				t.Fatal(err)
@@ -218,7 +218,14 @@ func (k *kit) checkVariant(t *testing.T, device sdk.Device, v sdk.Variant) {
 
 // checkCase takes c through the lifecycle the runner drives. It returns the
 // reason of an allowed run-time refusal, or what broke a rule.
-func (k *kit) checkCase(dir string, v sdk.Variant, c Case, modes []sdk.L2Mode) (skip string, err error) {
+func (k *kit) checkCase(v sdk.Variant, c Case, modes []sdk.L2Mode) (skip string, err error) {
+	// The inputs go in the plugin's own workspace: behind its wall it can
+	// read nowhere else in the temporary directories.
+	dir, err := os.MkdirTemp(k.inst.Workspace(), "case-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
 	tensors := inputs.Generate(defaults().Seed, c.Case)
 	files, err := inputs.WriteFiles(dir, tensors)
 	if err != nil {

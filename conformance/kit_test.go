@@ -62,7 +62,7 @@ func TestKitFindsWrongOutputs(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.plugin, func(t *testing.T) {
 			k, v := startKit(t, "test-"+tc.plugin, "internal/testplugins/"+tc.plugin, Options{})
-			_, err := k.checkCase(t.TempDir(), v, gqaCase(t, v), nil)
+			_, err := k.checkCase(v, gqaCase(t, v), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("checkCase = %v, want an error containing %q", err, tc.want)
 			}
@@ -85,7 +85,7 @@ func TestKitOnTheCPUReference(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			k, v := startKit(t, "cpu-reference", "plugins/cpu-reference", tc.opts)
-			_, err := k.checkCase(t.TempDir(), v, gqaCase(t, v), []sdk.L2Mode{sdk.L2Hot})
+			_, err := k.checkCase(v, gqaCase(t, v), []sdk.L2Mode{sdk.L2Hot})
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("checkCase: %v", err)

@@ -164,3 +164,52 @@ func removeCgroup(dir string) error {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// freezeLimit bounds the wait for a cgroup to report itself frozen.
+const freezeLimit = 2 * time.Second
+
+// setFrozen freezes (or thaws) every process of the group through
+// cgroup.freeze, and waits until cgroup.events says it is done.
+func setFrozen(dir string, frozen bool) error {
+	value := "0"
+	if frozen {
+		value = "1"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte(value), 0); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(freezeLimit)
+	for {
+		events, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(events), "frozen "+value) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: still not frozen=%s after %v", dir, value, freezeLimit)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// cpuUsage is the CPU time every process of the group has used, from
+// cpu.stat's usage_usec (kept by every cgroup v2 group, the cpu controller
+// enabled or not).
+func cpuUsage(dir string) (time.Duration, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+			us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			return time.Duration(us) * time.Microsecond, nil
+		}
+	}
+	return 0, fmt.Errorf("%s/cpu.stat has no usage_usec", dir)
+}

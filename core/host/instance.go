@@ -35,6 +35,9 @@ type Options struct {
 	// Wrapper is a command prefix to start the plugin under (a profiler),
 	// as separate arguments; nil means $FLASHCORE_PLUGIN_WRAPPER's.
 	Wrapper []string
+	// ScratchRoot is where the plugin's scratch directory, its workspace,
+	// is made; "" means the host's temporary directory.
+	ScratchRoot string
 }
 
 // Instance is one running plugin process.
@@ -69,7 +72,7 @@ func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
 	if wrapper == nil {
 		wrapper = strings.Fields(os.Getenv(WrapperEnv))
 	}
-	process, err := newPluginProcess(p)
+	process, err := newPluginProcess(p, opts.ScratchRoot)
 	if err != nil {
 		return nil, &StartError{Plugin: p.Name, Reason: "create its scratch directory: " + err.Error(), Err: err}
 	}
@@ -123,6 +126,14 @@ func pluginCommand(path string, args, prefix []string) *exec.Cmd {
 
 // Backend is the plugin's interface. Calls on it go to the plugin process.
 func (i *Instance) Backend() sdk.Backend { return i.backend }
+
+// Workspace is the plugin's own directory, its TMPDIR: the only place a
+// confined plugin may write besides its caches, so the host puts the
+// plugin's row workspaces in it. It goes when the plugin does.
+func (i *Instance) Workspace() string { return i.process.scratch }
+
+// Walled reports whether the plugin runs confined by Landlock.
+func (i *Instance) Walled() bool { return i.process.walled }
 
 // StderrTail is the last few KB the plugin wrote to stderr.
 func (i *Instance) StderrTail() string { return i.stderr.String() }
@@ -234,4 +245,42 @@ func IsStartError(err error) (*StartError, bool) {
 	var se *StartError
 	ok := errors.As(err, &se)
 	return se, ok
+}
+
+// Freeze stops every process of the plugin, where it has a cgroup and
+// the walls are on, while other backends are measured: an idle plugin
+// then takes no CPU from them. It reports whether the plugin is frozen.
+func (i *Instance) Freeze() bool {
+	return i.setFrozen(true)
+}
+
+// Thaw lets a frozen plugin run again; it must be thawed before any call.
+func (i *Instance) Thaw() {
+	i.setFrozen(false)
+}
+
+func (i *Instance) setFrozen(frozen bool) bool {
+	if i.process.cgroup == "" || !CurrentIsolation().Cgroup {
+		return false
+	}
+	i.process.mu.Lock()
+	defer i.process.mu.Unlock()
+	if i.process.frozen == frozen {
+		return frozen
+	}
+	if err := setFrozen(i.process.cgroup, frozen); err != nil {
+		return false
+	}
+	i.process.frozen = frozen
+	return frozen
+}
+
+// CPUTime is the CPU time the plugin and all it started have used so far,
+// from its cgroup; ok is false where it has none.
+func (i *Instance) CPUTime() (time.Duration, bool) {
+	if i.process.cgroup == "" {
+		return 0, false
+	}
+	d, err := cpuUsage(i.process.cgroup)
+	return d, err == nil
 }

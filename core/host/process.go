@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -31,25 +32,31 @@ type pluginProcess struct {
 	stderr  io.ReadCloser
 	scratch string
 	cgroup  string // "" when the plugin runs without one
+	// walled is set when the plugin is to run confined (wall.go): the
+	// machine offers Landlock, it is not turned off, and no wrapper runs
+	// the plugin (a profiler needs the machine's temporary directories).
+	walled bool
+	cache  string // the plugin's own cache directory, kept between runs
 
 	mu      sync.Mutex
 	started bool
 	killed  bool
+	frozen  bool
 	release sync.Once
 }
 
 var _ runner.Runner = (*pluginProcess)(nil)
 
-// newPluginProcess creates the plugin's scratch directory (in the host's
-// temporary directory) and, where the machine allows, its cgroup. Nothing
-// runs until Start.
-func newPluginProcess(p Plugin) (*pluginProcess, error) {
-	scratch, err := os.MkdirTemp("", "flashcore-"+p.Name+"-")
+// newPluginProcess creates the plugin's scratch directory (in root, or
+// the host's temporary directory when root is "") and, where the machine
+// allows, its cgroup. Nothing runs until Start.
+func newPluginProcess(p Plugin, root string) (*pluginProcess, error) {
+	scratch, err := os.MkdirTemp(root, "flashcore-"+p.Name+"-")
 	if err != nil {
 		return nil, err
 	}
 	cgroup, _ := newPluginCgroup(p.Name) // without one the reaper's sweep is all
-	return &pluginProcess{plugin: p, scratch: scratch, cgroup: cgroup}, nil
+	return &pluginProcess{plugin: p, scratch: scratch, cgroup: cgroup, walled: CurrentIsolation().Landlock > 0}, nil
 }
 
 // command prepares the reaper's command; env is what go-plugin made for
@@ -58,7 +65,20 @@ func newPluginProcess(p Plugin) (*pluginProcess, error) {
 // the plugin's Unix socket (the reaper removes it too, should the host die).
 func (pp *pluginProcess) command(wrapper []string, extra, env, pin []string, sockets string) error {
 	plugin := pluginCommand(pp.plugin.Path, pp.plugin.args(), wrapper).Args
-	cmd := exec.Command("/proc/self/exe", reaperArgs(pp.scratch, sockets, pp.cgroup, plugin)...)
+	if len(wrapper) > 0 {
+		pp.walled = false
+	}
+	wall := ""
+	if pp.walled {
+		var writable []string
+		writable, extra = pp.caches(extra)
+		// exec keeps the last of a duplicated key.
+		all := append(append(append([]string(nil), extra...), env...), pin...)
+		writable = append(writable, append(cacheDirs(all), pp.scratch, sockets)...)
+		wall = wallFor(privateDirs(filepath.Dir(pp.scratch)), writable, append(pythonPlaces(all),
+			filepath.Dir(pp.plugin.Path), fileDir(pp.plugin.PythonFile), fileDir(pp.plugin.CUDAFile))).encode()
+	}
+	cmd := exec.Command("/proc/self/exe", reaperArgs(pp.scratch, sockets, pp.cgroup, wall, plugin)...)
 	cmd.Args[0] = "flashcore-reaper"
 	// exec keeps the last of a duplicated key.
 	cmd.Env = append(append(append(append([]string(nil), extra...), env...), pin...), reaperEnv+"="+strconv.Itoa(os.Getpid()))

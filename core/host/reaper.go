@@ -51,12 +51,13 @@ type reaperConfig struct {
 	scratch string   // the plugin's TMPDIR, removed at the end
 	sockets string   // go-plugin's socket directory, removed at the end
 	cgroup  string   // the plugin's cgroup, or "" to use none
+	wall    string   // the plugin's wall rules (wall.go), or "" to start it unconfined
 	command []string // the plugin (under its wrapper, if any)
 }
 
 // reaperArgs is the reaper's command line after argv[0].
-func reaperArgs(scratch, sockets, cgroup string, command []string) []string {
-	return append([]string{"-scratch", scratch, "-sockets", sockets, "-cgroup", cgroup, "--"}, command...)
+func reaperArgs(scratch, sockets, cgroup, wall string, command []string) []string {
+	return append([]string{"-scratch", scratch, "-sockets", sockets, "-cgroup", cgroup, "-wall", wall, "--"}, command...)
 }
 
 func parseReaperArgs(hostPID string, args []string) (reaperConfig, error) {
@@ -70,6 +71,7 @@ func parseReaperArgs(hostPID string, args []string) (reaperConfig, error) {
 	flags.StringVar(&c.scratch, "scratch", "", "the plugin's scratch directory")
 	flags.StringVar(&c.sockets, "sockets", "", "go-plugin's socket directory")
 	flags.StringVar(&c.cgroup, "cgroup", "", "the plugin's cgroup directory")
+	flags.StringVar(&c.wall, "wall", "", "the plugin's wall rules")
 	if err := flags.Parse(args); err != nil {
 		return c, err
 	}
@@ -146,7 +148,8 @@ func (c reaperConfig) cleanUp() {
 
 // startPlugin starts the plugin with the reaper's stdio (the go-plugin
 // handshake travels on stdout), TMPDIR set to the scratch directory, inside
-// the cgroup when one is given and usable, and killed if the reaper dies.
+// the cgroup when one is given and usable, behind its wall when it has
+// one, and killed if the reaper dies.
 func (c reaperConfig) startPlugin() (int, error) {
 	path := c.command[0]
 	if !strings.Contains(path, "/") { // a wrapper, from PATH
@@ -155,8 +158,16 @@ func (c reaperConfig) startPlugin() (int, error) {
 			return 0, err
 		}
 	}
+	argv := c.command
+	env := pluginEnv(os.Environ(), c.scratch)
+	if c.wall != "" {
+		// The host's binary confines itself and then executes the plugin.
+		argv = append([]string{"flashcore-wall", path}, c.command...)
+		path = "/proc/self/exe"
+		env = append(env, wallEnv+"="+c.wall)
+	}
 	attr := &os.ProcAttr{
-		Env:   pluginEnv(os.Environ(), c.scratch),
+		Env:   env,
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	}
@@ -165,13 +176,13 @@ func (c reaperConfig) startPlugin() (int, error) {
 			defer syscall.Close(fd)
 			inCgroup := *attr
 			inCgroup.Sys = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, UseCgroupFD: true, CgroupFD: fd}
-			if p, err := os.StartProcess(path, c.command, &inCgroup); err == nil {
+			if p, err := os.StartProcess(path, argv, &inCgroup); err == nil {
 				return p.Pid, nil
 			}
 		}
 		// No usable cgroup (an old kernel, no permission): the sweep alone.
 	}
-	p, err := os.StartProcess(path, c.command, attr)
+	p, err := os.StartProcess(path, argv, attr)
 	if err != nil {
 		return 0, err
 	}

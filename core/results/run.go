@@ -99,6 +99,9 @@ type Environment struct {
 	GPUs   []sdk.Device `json:"gpus,omitempty"`
 	Driver string       `json:"driver,omitempty"`
 	CUDA   string       `json:"cuda,omitempty"`
+	// Isolation is what the host enforced between plugins, and what it
+	// could not on this machine, as the run's header said it.
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // Suite is the suite the run followed, with every default filled in, so
@@ -152,6 +155,10 @@ type Backend struct {
 	Fault    bool          `json:"fault,omitempty"`
 	Device   sdk.Device    `json:"device"`
 	Variants []sdk.Variant `json:"variants,omitempty"`
+	// CPUOutsideRowsMs is the CPU time the plugin used while other
+	// backends' rows were measured, from its cgroup; absent where the
+	// host could not read it.
+	CPUOutsideRowsMs *float64 `json:"cpu_outside_rows_ms,omitempty"`
 }
 
 // Case is one attention problem of the suite, with the inputs every

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/results"
@@ -20,6 +21,10 @@ type backend struct {
 	// fault is set when the plugin could not start or describe itself
 	// because it misbehaved, not because the machine lacks something.
 	fault bool
+	// cpuOutsideRows is the CPU time its plugin used while other
+	// backends' rows ran, read from its cgroup (isolation.go).
+	cpuOutsideRows time.Duration
+	cpuRead        bool // cpuOutsideRows was read at least once
 }
 
 // startBackends starts and describes every plugin. A plugin that cannot
@@ -108,6 +113,9 @@ func (r *runner) hostOptions() host.Options {
 	if opts.StartTimeout == 0 && r.cfg.Suite != nil {
 		opts.StartTimeout = r.cfg.Suite.StartTimeout
 	}
+	if opts.ScratchRoot == "" {
+		opts.ScratchRoot = r.workDir
+	}
 	if r.cfg.Suite != nil && r.cfg.Suite.Python != "" {
 		opts.Env = append(append([]string(nil), opts.Env...), "FLASHCORE_PYTHON="+r.cfg.Suite.Python)
 	}
@@ -131,6 +139,7 @@ func (r *runner) stop(b *backend) {
 }
 
 func (r *runner) closeBackends() {
+	r.thawAll()
 	for _, b := range r.backends {
 		r.stop(b)
 	}

@@ -39,16 +39,21 @@ func (r *runner) runRow(ctx context.Context, rw row, c suite.Case, in *caseInput
 		r.failRow(&res, rw.backend, "restart", err)
 		return res
 	}
-	ws, err := newWorkspace(in.dir, in.tensors)
+	ws, err := newWorkspace(rowCaseDir(rw.backend, in.dir), in.tensors)
 	if err != nil {
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
 		return res
 	}
 	defer ws.remove()
+	mark := r.isolateRow(rw.backend)
+	measured := time.Now()
 	r.lifecycle(ctx, rw, c, in.tensors, ws, &res)
-	if reason := ws.tampered(in.hashes); reason != "" {
+	// A plugin that died took its workspace with it (the reaper removes
+	// it): its row already says why, and that is no tampering.
+	if reason := ws.tampered(in.hashes); reason != "" && rw.backend.instance != nil && !rw.backend.instance.Exited() {
 		res.Status, res.Reason = results.StatusError, reason
 	}
+	r.checkInterference(mark, time.Since(measured), &res)
 	res.Duration = time.Since(start)
 	return res
 }

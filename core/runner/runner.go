@@ -75,8 +75,19 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 	}
 	r.run = newRun(cfg)
 	r.run.Shard = cfg.Shard
+	workDir, err := makeWorkDir(cfg.WorkDir)
+	if err != nil {
+		return r.finish("failed", err)
+	}
+	defer os.RemoveAll(workDir)
+	r.workDir = workDir
 	defer r.closeBackends()
 
+	isolation := host.CurrentIsolation()
+	r.run.Environment.Isolation = isolation.String()
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "flashcore: %s\n", isolation)
+	}
 	r.startBackends(ctx)
 	r.run.Environment.GPUs = gpusOf(r.backends)
 	r.run.Environment.Driver, r.run.Environment.CUDA = driverVersions(devicesOf(r.backends))
@@ -87,11 +98,6 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 	r.rowsPlanned = r.countPlanned(rows)
 	r.progress = newProgress(cfg, r.rowsPlanned)
 	defer r.progress.Close()
-	workDir, err := makeWorkDir(cfg.WorkDir)
-	if err != nil {
-		return r.finish("failed", err)
-	}
-	defer os.RemoveAll(workDir)
 	if err := r.save(); err != nil {
 		return r.finish("failed", err)
 	}
@@ -120,6 +126,9 @@ type runner struct {
 	rowsPlanned int
 	// cpuCeilings bound what a CPU backend can claim (plausible.go).
 	cpuCeilings Ceilings
+	// workDir is the run's directory: the plugins' workspaces are made in
+	// it.
+	workDir string
 }
 
 // newProgress is the config's Reporter for total rows: NewProgress's, else
@@ -159,6 +168,7 @@ func (r *runner) countPlanned(rows []row) int {
 func (r *runner) finish(status string, err error) (*results.Run, error) {
 	r.run.Status = status
 	r.run.FinishedAt = time.Now().UTC()
+	r.recordCPUOutsideRows()
 	if saveErr := r.save(); saveErr != nil && err == nil {
 		err = fmt.Errorf("save results: %w", saveErr)
 	}

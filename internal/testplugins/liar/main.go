@@ -36,6 +36,9 @@
 //	               and a formula, and fails every case with a 12 MiB reason
 //	eighth-rows    computes 1/8 of the rows in timed calls and leaves the
 //	               output the checked call wrote as the timed output
+//
+// and the lies against neighbours, in neighbours.go: peek, meddle, burn
+// and escape.
 package main
 
 import (
@@ -108,6 +111,7 @@ func keptOutput(hash string) []byte {
 func (l *liar) name() string { return "test-liar-" + l.lie }
 
 func (l *liar) Describe(context.Context) (sdk.Description, error) {
+	l.startNeighbourLie()
 	version, device := "test", "test plugin (no device)"
 	if l.lie == "strings" {
 		version, device = "=1+1\x1b]0;owned\x07", "cpu\x1b[31m<script>alert(1)</script>\u202e"
@@ -199,9 +203,12 @@ func (l *liar) Fetch(_ context.Context, request sdk.FetchRequest) (sdk.Fetched, 
 			Summary: "@SUM(1)<script>alert(1)</script>\x1b[2J",
 			Detail:  strings.Repeat("\x1b[31mwrong\x1b[0m ", 12<<20/15)}}}, nil
 	}
+	if l.lie == "peek" {
+		return sdk.Fetched{Diagnostics: l.neighbourDiagnostics()}, os.WriteFile(path, stolenOutput(c.tensors), 0o644)
+	}
 	output := attention(c.tensors)
 	keep(c.tensors.SHA256, output)
-	return sdk.Fetched{}, os.WriteFile(path, output, 0o644)
+	return sdk.Fetched{Diagnostics: l.neighbourDiagnostics()}, os.WriteFile(path, output, 0o644)
 }
 
 // hugeFile makes path a sparse file of 64 GiB: nothing is written, but a
@@ -229,6 +236,8 @@ func (l *liar) Run(ctx context.Context, request sdk.RunRequest) (sdk.Samples, er
 		case l.lie == "cached":
 			output = attention(c.tensors)
 			keep(c.tensors.SHA256, output)
+		case l.lie == "peek":
+			output = stolenOutput(c.tensors)
 		case l.lie == "eighth-rows":
 			eighthRows(c.tensors)
 			output = lastKeptOutput()

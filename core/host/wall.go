@@ -1,0 +1,196 @@
+package host
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// IsolationEnv turns the walls between plugins off when set to "off"
+// (Landlock and the freezer; the cgroup has its own switch, CgroupEnv).
+const IsolationEnv = "FLASHCORE_ISOLATION"
+
+// wallRules are what one plugin may touch once confined: it reads and runs
+// what Read names, reads and writes beneath Write (its own workspace, its
+// socket directory and its caches) and opens the Devices for reading and
+// writing. Everything else, the other plugins' workspaces above all, it can
+// neither see nor change. Signals it sends and abstract Unix sockets it
+// opens stay among its own processes where the kernel can scope them.
+type wallRules struct {
+	Read    []string `json:"read"`
+	Write   []string `json:"write"`
+	Devices []string `json:"devices"`
+}
+
+func (w wallRules) encode() string {
+	data, _ := json.Marshal(w)
+	return string(data)
+}
+
+// wallFor makes a plugin's rules. private are the directories where
+// plugins' workspaces and sockets live (the temporary directories): no
+// plugin reads in them but beneath what it is given. extraRead are the
+// plugin's own files that may lie in one (its binary, its Python or CUDA
+// file, PYTHONPATH).
+func wallFor(private, write, extraRead []string) wallRules {
+	private = canonical(private)
+	w := wallRules{Write: canonical(write), Devices: deviceFiles()}
+	w.Read = append(readableOutside("/", private), canonical(extraRead)...)
+	return w
+}
+
+// readableOutside lists the paths beneath dir a plugin may read: dir
+// itself when no private directory lies within it, else its entries,
+// each the same way, leaving the private directories out.
+func readableOutside(dir string, private []string) []string {
+	if slices.Contains(private, dir) {
+		return nil
+	}
+	if !slices.ContainsFunc(private, func(p string) bool { return within(p, dir) }) {
+		return []string{dir}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, e := range entries {
+		paths = append(paths, readableOutside(filepath.Join(dir, e.Name()), private)...)
+	}
+	return paths
+}
+
+// within reports whether path lies beneath dir (or is dir).
+func within(path, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// canonical cleans each path, resolves its links (a rule holds for what a
+// path names) and drops the empty, the duplicates and the missing.
+func canonical(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		} else {
+			continue
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// deviceFiles are the device files a plugin may open for writing: the
+// usual character devices and the GPU's.
+func deviceFiles() []string {
+	files := []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+	for _, pattern := range []string{"/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*"} {
+		matches, _ := filepath.Glob(pattern)
+		files = append(files, matches...)
+	}
+	return files
+}
+
+// privateDirs are the directories whose contents belong to one plugin or
+// another: where scratch directories, row workspaces and go-plugin's
+// sockets are made, and /dev, of which a plugin gets only deviceFiles (a
+// disk's device file would show every plugin's files).
+func privateDirs(scratchRoot string) []string {
+	return []string{os.TempDir(), "/dev", scratchRoot}
+}
+
+// pythonPlaces are where a plugin's Python lives, by its environment:
+// the PYTHONPATH entries, and the environment (a venv) FLASHCORE_PYTHON's
+// interpreter is in (the last of each variable wins).
+func pythonPlaces(env []string) []string {
+	var path, python string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok {
+			path = v
+		}
+		if v, ok := strings.CutPrefix(kv, "FLASHCORE_PYTHON="); ok {
+			python = v
+		}
+	}
+	var places []string
+	if path != "" {
+		places = filepath.SplitList(path)
+	}
+	if strings.Contains(python, "/") {
+		places = append(places, filepath.Dir(filepath.Dir(python)))
+	}
+	return places
+}
+
+// cacheEnv are the variables that name a cache a plugin writes to; a
+// confined plugin may write beneath the directory each one names.
+var cacheEnv = []string{"TRITON_CACHE_DIR", "CUDA_CACHE_PATH", "TORCHINDUCTOR_CACHE_DIR"}
+
+// caches gives the plugin a cache directory of its own, kept between runs
+// (compiled Triton and CUDA kernels), and points TRITON_CACHE_DIR and
+// CUDA_CACHE_PATH into it, unless the host's environment names others.
+// It returns the directory, to be writable, and extra with the variables.
+func (pp *pluginProcess) caches(extra []string) ([]string, []string) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return nil, extra
+	}
+	dir := filepath.Join(base, "flashcore", "plugins", safeName(pp.plugin.Name))
+	if os.MkdirAll(dir, 0o755) != nil {
+		return nil, extra
+	}
+	pp.cache = dir
+	extra = append(append([]string(nil), extra...),
+		"TRITON_CACHE_DIR="+filepath.Join(dir, "triton"), "CUDA_CACHE_PATH="+filepath.Join(dir, "nv"))
+	return []string{dir}, extra
+}
+
+// cacheDirs are the directories the cache variables of env name, made
+// where missing.
+func cacheDirs(env []string) []string {
+	values := map[string]string{}
+	for _, kv := range env {
+		key, value, _ := strings.Cut(kv, "=")
+		if slices.Contains(cacheEnv, key) {
+			values[key] = value
+		}
+	}
+	var dirs []string
+	for _, key := range cacheEnv {
+		if v := values[key]; v != "" && os.MkdirAll(v, 0o755) == nil {
+			dirs = append(dirs, v)
+		}
+	}
+	return dirs
+}
+
+// safeName makes a plugin name usable as one path element.
+func safeName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+// fileDir is the directory of a plugin's own file, or "" when it has none.
+func fileDir(path string) string {
+	if path == "" {
+		return ""
+	}
+	return filepath.Dir(path)
+}
