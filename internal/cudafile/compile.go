@@ -293,7 +293,7 @@ func (c *Compiler) run(nvcc string, spec *Spec, arch string, tunables map[string
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return nil, nil, fmt.Errorf("compile %s for %s failed (%v): %s\nnvcc %s\n%s",
-			filepath.Base(spec.Source), arch, err, firstError(out.String()), strings.Join(args[:len(args)-3], " "), tail(out.Bytes(), 30))
+			filepath.Base(spec.Source), arch, err, firstError(out.String(), filepath.Dir(spec.Source)), strings.Join(args[:len(args)-3], " "), tail(out.Bytes(), 30))
 	}
 	data, err := os.ReadFile(tmp.Name())
 	if err != nil {
@@ -311,11 +311,13 @@ func (c *Compiler) run(nvcc string, spec *Spec, arch string, tunables map[string
 // nvccError is a line of nvcc's where it reports an error: file(line): error: ...
 var nvccError = regexp.MustCompile(`(?m)^(.+)\((\d+)\): (?:catastrophic )?error: (.*)$`)
 
-// firstError is nvcc's first error as file:line: message, or its first
-// line that says error.
-func firstError(log string) string {
+// firstError is nvcc's first error as file:line: message, the file
+// relative to dir (the source's folder) where it is inside, or else nvcc's
+// first line that says error.
+func firstError(log, dir string) string {
 	if m := nvccError.FindStringSubmatch(log); m != nil {
-		return fmt.Sprintf("%s:%s: %s", m[1], m[2], strings.TrimSpace(m[3]))
+		file := strings.TrimPrefix(m[1], dir+string(filepath.Separator))
+		return fmt.Sprintf("%s:%s: %s", file, m[2], strings.TrimSpace(m[3]))
 	}
 	for _, line := range strings.Split(log, "\n") {
 		if strings.Contains(line, "error") {
