@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/runner"
@@ -47,6 +48,9 @@ func describeCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		one := []sdk.Description{d}
 		runner.RefuseImpostors(found[i:i+1], one)
 		writeDescription(stdout, found[i], withStaticVariants(found[i], one[0]))
+		if found[i].CUDAFile != "" {
+			writeCompiled(stdout, found[i].CUDAFile, one[0].Device, &cudafile.Compiler{})
+		}
 	}
 	return nil
 }
@@ -186,4 +190,38 @@ func limit(n int) string {
 		return "none"
 	}
 	return fmt.Sprint(n)
+}
+
+// writeCompiled shows, for a CUDA-file backend with a source, what ptxas
+// reports of each kernel compiled for the device there (sm_90 where there
+// is none): no GPU is needed, so a spec is checked down to its compile on
+// any machine with nvcc.
+func writeCompiled(w io.Writer, specPath string, device sdk.Device, compiler *cudafile.Compiler) {
+	spec, err := cudafile.Load(specPath)
+	if err != nil || spec.Source == "" {
+		return
+	}
+	arch := "sm_90"
+	if major, minor, ok := strings.Cut(device.ComputeCapability, "."); ok {
+		arch = "sm_" + major + minor
+	}
+	report, err := compiler.Resources(spec, arch)
+	if err != nil {
+		fmt.Fprintf(w, "\ncompiled:  no: %s\n", firstLine(err.Error()))
+		return
+	}
+	fmt.Fprintf(w, "\ncompiled:  for %s with nvcc (%s); ptxas reports, per kernel:\n", report.Arch, report.Compiler)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  kernel\tregisters\tstatic smem B\tspill stores B\tspill loads B\tstack B")
+	for _, k := range report.Kernels {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\n", k.Kernel, k.Registers, k.SharedBytes, k.SpillStores, k.SpillLoads, k.StackBytes)
+	}
+	tw.Flush()
+}
+
+// firstLine is the first line of a message, for an error whose detail (a
+// compiler's log) is too long for describe.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }

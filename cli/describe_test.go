@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/internal/cudafile"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -44,5 +46,81 @@ func TestDescribeTakesBackendsAsRunDoes(t *testing.T) {
 	}
 	if _, stderr, code := runMain(t, env, "describe", "--backends", "cpu-reference,nope"); code != ExitUsage || !strings.Contains(stderr, `backend "nope" not found`) {
 		t.Errorf("an unknown backend: exit %d: %s", code, stderr)
+	}
+}
+
+// describe of a cu: spec compiles its source with the pinned toolchain's
+// nvcc, no GPU needed, and shows ptxas's report of every template
+// instance; the golden file holds nvcc 13.5's numbers, so the test needs
+// that toolchain (make cuda-toolchain) and skips without it.
+func TestDescribeCompilesTheSpec(t *testing.T) {
+	toolchain := cudafile.ToolchainDir()
+	if toolchain == "" {
+		t.Skip("no pinned CUDA toolchain (make cuda-toolchain fetches it)")
+	}
+	var b strings.Builder
+	compiler := &cudafile.Compiler{NVCC: cudafile.ToolchainNVCC(toolchain), CacheDir: t.TempDir()}
+	writeCompiled(&b, "../examples/cuda/templated_causal.toml", sdk.Device{}, compiler)
+	golden(t, "describe-cu-templated-causal", b.String())
+}
+
+// End to end: flashcore describe cu:FILE, on this machine, shows each
+// instance of the example with its registers.
+func TestDescribeCUFileEndToEnd(t *testing.T) {
+	if _, err := cudafile.FindNVCC(); err != nil {
+		t.Skip(err)
+	}
+	dir := pluginDir(t, map[string]string{"cuda-file": "plugins/cuda-file"})
+	env := map[string]string{"FLASHCORE_PLUGIN_PATH": dir, "FLASHCORE_CACHE_DIR": t.TempDir()}
+	stdout, stderr, code := runMain(t, env, "describe", "cu:../examples/cuda/templated_causal.toml")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	rows := 0
+	for _, line := range strings.Split(stdout, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 5 || !strings.HasPrefix(fields[0], "attn_fwd<") {
+			continue
+		}
+		rows++
+		if registers, err := strconv.Atoi(fields[3]); err != nil || registers <= 0 {
+			t.Errorf("no register count in %q", line)
+		}
+	}
+	if rows != 8 {
+		t.Errorf("%d instances shown, want 8 (2 dtypes x 2 head dims x 2 maskings):\n%s", rows, stdout)
+	}
+}
+
+// Without any nvcc, describe says so and how to get one.
+func TestDescribeWithoutNVCC(t *testing.T) {
+	var b strings.Builder
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("FLASHCORE_NVCC", "")
+	t.Setenv("CUDA_HOME", t.TempDir())
+	t.Setenv("CUDA_PATH", "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	if _, err := cudafile.FindNVCC(); err == nil {
+		t.Skip("an nvcc outside the places this test empties (/usr/local/cuda)")
+	}
+	writeCompiled(&b, "../examples/cuda/templated_causal.toml", sdk.Device{}, &cudafile.Compiler{})
+	if !strings.Contains(b.String(), "compiled:  no: no nvcc found") || !strings.Contains(b.String(), "make cuda-toolchain") {
+		t.Errorf("describe without nvcc:\n%s", b.String())
+	}
+}
+
+// A source that does not compile is shown with nvcc's first error, file
+// and line.
+func TestDescribeShowsTheCompileError(t *testing.T) {
+	nvcc, err := cudafile.FindNVCC()
+	if err != nil {
+		t.Skip(err)
+	}
+	var b strings.Builder
+	writeCompiled(&b, "../internal/cudafile/testdata/broken.toml", sdk.Device{}, &cudafile.Compiler{NVCC: nvcc, CacheDir: t.TempDir()})
+	if !strings.Contains(b.String(), "compiled:  no: compile broken.cu for sm_90 failed (exit status 1): broken.cu:2: ") ||
+		!strings.Contains(b.String(), `identifier "undefined_name" is undefined`) {
+		t.Errorf("describe of a broken source:\n%s", b.String())
 	}
 }

@@ -433,7 +433,7 @@ func (b *Backend) steps(img *Image, l Launch) ([]step, map[string]string, string
 	var steps []step
 	facts := map[string]string{}
 	for i, sl := range l.Steps() {
-		k, err := b.kernel(module, key, sl.Function)
+		k, err := b.kernel(module, key, img.Symbol(sl.Function))
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -49,6 +49,17 @@ type Image struct {
 	// Facts replace the facts an embedded fatbin's manifest gives: source
 	// hash, compiler, flags and target (FactKernelSourceHash, ...).
 	Facts map[string]string
+	// Symbols maps a launch's Function to the symbol it is in the image,
+	// where they differ: a template-id to its instance's mangled name.
+	Symbols map[string]string
+}
+
+// Symbol is the symbol of function in the image.
+func (img *Image) Symbol(function string) string {
+	if img != nil && img.Symbols[function] != "" {
+		return img.Symbols[function]
+	}
+	return function
 }
 
 // KernelFiles are the embedded build outputs and sources of a plugin.

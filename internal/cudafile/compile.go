@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -139,14 +140,17 @@ func prebuilt(path string) (cudabackend.Image, error) {
 	}}, nil
 }
 
-// Args are nvcc's arguments for spec at arch with tunables, writing out.
-func Args(spec *Spec, arch string, tunables map[string]string, out string) []string {
-	args := []string{"-cubin", "-arch=" + arch, "-O3", "-I", filepath.Dir(spec.Source)}
+// Args are nvcc's arguments for spec at arch with tunables, compiling
+// source (the spec's, or the file of its template instances) to out.
+// --resource-usage makes ptxas report each kernel's registers, spills and
+// shared memory, which describe shows (Resources).
+func Args(spec *Spec, arch string, tunables map[string]string, source, out string) []string {
+	args := []string{"-cubin", "-arch=" + arch, "-O3", "--resource-usage", "-I", filepath.Dir(spec.Source)}
 	for _, name := range slices.Sorted(maps.Keys(tunables)) {
 		args = append(args, fmt.Sprintf("-D%s=%s", name, tunables[name]))
 	}
 	args = append(args, spec.Options...)
-	return append(args, "-o", out, spec.Source)
+	return append(args, "-o", out, source)
 }
 
 // sourceHash hashes the source and the headers beside it.
@@ -173,19 +177,40 @@ func sourceHash(source string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// compiled is a source compiled for one architecture and set of tunables.
+type compiled struct {
+	image cudabackend.Image
+	log   string // nvcc's output: ptxas's resource report
+}
+
 func (c *Compiler) compile(spec *Spec, arch string, tunables map[string]string) (cudabackend.Image, error) {
+	out, err := c.build(spec, arch, tunables)
+	return out.image, err
+}
+
+// build compiles spec into the cache, or takes it from there, with the
+// template instances' symbols and ptxas's report.
+func (c *Compiler) build(spec *Spec, arch string, tunables map[string]string) (compiled, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	nvcc, version, err := c.compiler()
 	if err != nil {
-		return cudabackend.Image{}, err
+		return compiled{}, err
 	}
 	src, err := sourceHash(spec.Source)
 	if err != nil {
-		return cudabackend.Image{}, err
+		return compiled{}, err
 	}
-	flags := Args(spec, arch, tunables, "OUT")
-	key := sha256Hex([]byte(strings.Join(append([]string{src, version}, flags...), "\x00")))
+	ids, err := spec.instances(tunables)
+	if err != nil {
+		return compiled{}, err
+	}
+	generated := ""
+	if len(ids) > 0 {
+		generated = instanceSource(spec.Source, ids)
+	}
+	flags := Args(spec, arch, tunables, "SOURCE", "OUT")
+	key := sha256Hex([]byte(strings.Join(append([]string{src, version, generated}, flags...), "\x00")))
 	dir := c.CacheDir
 	if dir == "" {
 		dir = CacheDir()
@@ -200,13 +225,18 @@ func (c *Compiler) compile(spec *Spec, arch string, tunables map[string]string) 
 		cudabackend.FactKernelCacheHit:    "true",
 	}
 	data, err := os.ReadFile(cached)
-	if err != nil {
+	log, logErr := os.ReadFile(cached + ".log")
+	if err != nil || logErr != nil {
 		facts[cudabackend.FactKernelCacheHit] = "false"
-		if data, err = c.run(nvcc, spec, arch, tunables, dir, cached); err != nil {
-			return cudabackend.Image{}, err
+		if data, log, err = c.run(nvcc, spec, arch, tunables, generated, dir, cached); err != nil {
+			return compiled{}, err
 		}
 	}
-	return cudabackend.Image{Key: key, Data: data, Facts: facts}, nil
+	symbols, err := instanceSymbols(data, ids)
+	if err != nil {
+		return compiled{}, fmt.Errorf("%s: %w", filepath.Base(spec.Source), err)
+	}
+	return compiled{image: cudabackend.Image{Key: key, Data: data, Facts: facts, Symbols: symbols}, log: string(log)}, nil
 }
 
 // compiler finds nvcc and reads its version once.
@@ -232,37 +262,69 @@ func (c *Compiler) compiler() (nvcc, version string, err error) {
 	return c.NVCC, c.version, nil
 }
 
-// run compiles into the cache, atomically; on failure the error holds the
-// command and the tail of nvcc's log.
-func (c *Compiler) run(nvcc string, spec *Spec, arch string, tunables map[string]string, dir, cached string) ([]byte, error) {
+// run compiles into the cache, atomically, keeping nvcc's output beside
+// the cubin; on failure the error holds the first error, the command and
+// the tail of nvcc's log. generated, when set, is the file of the template
+// instances, compiled in place of the source.
+func (c *Compiler) run(nvcc string, spec *Spec, arch string, tunables map[string]string, generated, dir, cached string) (cubin, log []byte, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("kernel cache: %w", err)
+		return nil, nil, fmt.Errorf("kernel cache: %w", err)
 	}
 	tmp, err := os.CreateTemp(dir, ".compile-*.cubin")
 	if err != nil {
-		return nil, fmt.Errorf("kernel cache: %w", err)
+		return nil, nil, fmt.Errorf("kernel cache: %w", err)
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
+	source := spec.Source
+	if generated != "" {
+		source = strings.TrimSuffix(tmp.Name(), ".cubin") + ".cu"
+		if err := os.WriteFile(source, []byte(generated), 0o644); err != nil {
+			return nil, nil, fmt.Errorf("kernel cache: %w", err)
+		}
+		defer os.Remove(source)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), compileTimeout)
 	defer cancel()
-	args := Args(spec, arch, tunables, tmp.Name())
+	args := Args(spec, arch, tunables, source, tmp.Name())
 	cmd := exec.CommandContext(ctx, nvcc, args...)
 	cmd.Dir = filepath.Dir(spec.Source)
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("compile %s for %s failed (%v): nvcc %s\n%s",
-			filepath.Base(spec.Source), arch, err, strings.Join(args[:len(args)-3], " "), tail(log.Bytes(), 30))
+		return nil, nil, fmt.Errorf("compile %s for %s failed (%v): %s\nnvcc %s\n%s",
+			filepath.Base(spec.Source), arch, err, firstError(out.String(), filepath.Dir(spec.Source)), strings.Join(args[:len(args)-3], " "), tail(out.Bytes(), 30))
 	}
 	data, err := os.ReadFile(tmp.Name())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if err := os.WriteFile(cached+".log", out.Bytes(), 0o644); err != nil {
+		return nil, nil, fmt.Errorf("kernel cache: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), cached); err != nil {
-		return nil, fmt.Errorf("kernel cache: %w", err)
+		return nil, nil, fmt.Errorf("kernel cache: %w", err)
 	}
-	return data, nil
+	return data, out.Bytes(), nil
+}
+
+// nvccError is a line of nvcc's where it reports an error: file(line): error: ...
+var nvccError = regexp.MustCompile(`(?m)^(.+)\((\d+)\): (?:catastrophic )?error: (.*)$`)
+
+// firstError is nvcc's first error as file:line: message, the file
+// relative to dir (the source's folder) where it is inside, or else nvcc's
+// first line that says error.
+func firstError(log, dir string) string {
+	if m := nvccError.FindStringSubmatch(log); m != nil {
+		file := strings.TrimPrefix(m[1], dir+string(filepath.Separator))
+		return fmt.Sprintf("%s:%s: %s", file, m[2], strings.TrimSpace(m[3]))
+	}
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "error") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return "no error line in nvcc's output"
 }
 
 // tail is the last n lines of out.

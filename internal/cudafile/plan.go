@@ -1,7 +1,9 @@
 package cudafile
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -169,22 +171,30 @@ func (s *Spec) plan(shape sdk.Shape, tunables map[string]string) (cudabackend.La
 	return first, nil
 }
 
-// Symbol is the kernel's entry with {dtype}, {D} and the tunables filled in.
+// Symbol is the kernel's entry with the case's parameters and the
+// tunables filled in (render): "attn_fp16_d64", or for a template entry
+// the template-id of its instance, "attn<half, 64, true>".
 func (k Kernel) Symbol(shape sdk.Shape, tunables map[string]string) string {
-	return placeholders.ReplaceAllStringFunc(k.Entry, func(m string) string {
-		switch name := m[1 : len(m)-1]; name {
-		case "dtype":
-			return string(shape.DType)
-		case "D":
-			return strconv.Itoa(shape.HeadDim)
-		default:
-			return tunables[name]
+	vars, _ := shapeVars(shape, tunables) // tunables are integers: the spec's validation says so
+	return render(k.Entry, shape, vars)
+}
+
+// instantiated says why a template entry has no instance for the case,
+// or "".
+func (k Kernel) instantiated(vars map[string]int64) string {
+	for _, name := range slices.Sorted(maps.Keys(k.Instances)) {
+		if !slices.Contains(k.Instances[name], vars[name]) {
+			return fmt.Sprintf("%s = %d is not instantiated (kernels.instances.%s lists %v)", name, vars[name], name, k.Instances[name])
 		}
-	})
+	}
+	return ""
 }
 
 func (k Kernel) launch(shape sdk.Shape, tunables map[string]string, vars map[string]int64) (cudabackend.Launch, error) {
-	l := cudabackend.Launch{Function: k.Symbol(shape, tunables)}
+	l := cudabackend.Launch{Function: render(k.Entry, shape, vars)}
+	if why := k.instantiated(vars); why != "" {
+		return l, errors.New(why)
+	}
 	var dims [6]int
 	for i, f := range append(k.Grid[:], k.Block[:]...) {
 		n, err := f.Eval(vars)

@@ -3,6 +3,7 @@ package cudafile
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -45,9 +46,12 @@ type Scratch struct {
 
 // Kernel is one [[kernels]] launch, in order.
 type Kernel struct {
-	Entry       string     // the symbol, with {dtype}, {D} and tunables filled in
-	Grid, Block [3]Formula // x, y, z
-	SharedBytes Formula    // dynamic shared memory
+	// Entry is the symbol, or a template-id ("attn<{T}, {D}, {causal}>"),
+	// with case parameters and tunables as placeholders (Symbol).
+	Entry       string
+	Instances   map[string][]int64 // values to instantiate a template entry for, by name
+	Grid, Block [3]Formula         // x, y, z
+	SharedBytes Formula            // dynamic shared memory
 	Params      []Param
 }
 
@@ -82,11 +86,12 @@ type file struct {
 		Reset *string `toml:"reset"`
 	} `toml:"scratch"`
 	Kernels []struct {
-		Entry       string   `toml:"entry"`
-		Grid        []any    `toml:"grid"`
-		Block       []any    `toml:"block"`
-		SharedBytes any      `toml:"shared_bytes"`
-		Params      []string `toml:"params"`
+		Entry       string             `toml:"entry"`
+		Instances   map[string][]int64 `toml:"instances"`
+		Grid        []any              `toml:"grid"`
+		Block       []any              `toml:"block"`
+		SharedBytes any                `toml:"shared_bytes"`
+		Params      []string           `toml:"params"`
 	} `toml:"kernels"`
 }
 
@@ -360,11 +365,8 @@ func (v *validator) kernels(f *file, s *Spec) []Kernel {
 		if k.Entry == "" {
 			v.problem("kernels.entry", i, "required: the kernel's symbol, e.g. \"attn_{dtype}_d{D}\"")
 		}
-		for _, placeholder := range placeholders.FindAllStringSubmatch(k.Entry, -1) {
-			if p := placeholder[1]; p != "dtype" && p != "D" && !slices.ContainsFunc(s.Tunables, func(t sdk.Tunable) bool { return t.Name == p }) {
-				v.problem("kernels.entry", i, "{%s} is not {dtype}, {D} or a tunable", p)
-			}
-		}
+		v.entry(i, k.Entry, k.Instances, s)
+		kern.Instances = k.Instances
 		kern.Grid = v.dims("kernels.grid", i, k.Grid)
 		kern.Block = v.dims("kernels.block", i, k.Block)
 		kern.SharedBytes, _ = v.formula("kernels.shared_bytes", i, k.SharedBytes, false)
@@ -382,6 +384,52 @@ func (v *validator) kernels(f *file, s *Spec) []Kernel {
 		out = append(out, kern)
 	}
 	return out
+}
+
+// entry checks an entry's placeholders and, for a template-id, that each
+// has values to instantiate it for: the capabilities' dtypes, head dims and
+// masking, the tunables, or the kernel's instances table.
+func (v *validator) entry(i int, entry string, instances map[string][]int64, s *Spec) {
+	names := entryNames(entry)
+	for _, name := range names {
+		if !placeholderKnown(name, s.Tunables) {
+			v.problem("kernels.entry", i, "{%s} is not a case parameter (dtype, T, D, causal, H_kv, kv_heads, ...; docs/cuda.md) or a tunable", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(instances)) {
+		values := instances[name]
+		switch {
+		case !isTemplate(entry):
+			v.problem("kernels.instances", i, "instances are for a template entry (\"attn<{T}, {D}, {causal}>\"); %q is a symbol", entry)
+			return
+		case !slices.Contains(shapeNames, name):
+			v.problem("kernels.instances", i, "%q is not an integer case parameter (H_kv, group, ...)", name)
+		case name == "D" || name == "causal":
+			v.problem("kernels.instances", i, "%s comes from the capabilities (head_dims, causal); it needs no instances", name)
+		case len(values) == 0:
+			v.problem("kernels.instances", i, "%s: list at least one value", name)
+		}
+	}
+	if !isTemplate(entry) {
+		return
+	}
+	for _, written := range names {
+		name := written
+		if formula, ok := caseNames[name]; ok {
+			name = formula
+		}
+		switch {
+		case !placeholderKnown(name, s.Tunables):
+		case name == "dtype" || name == "T" || name == "causal" || name == "elem" || instances[name] != nil ||
+			slices.ContainsFunc(s.Tunables, func(t sdk.Tunable) bool { return t.Name == name }):
+		case name == "D":
+			if len(s.Capabilities.HeadDims) == 0 {
+				v.problem("kernels.entry", i, "{D} in a template entry needs capabilities.head_dims: the head dims to instantiate it for")
+			}
+		default:
+			v.problem("kernels.entry", i, "{%s} in a template entry needs the values to instantiate it for: instances = { %s = [...] }", written, name)
+		}
+	}
 }
 
 // placeholders are the {name} parts of an entry.

@@ -1,0 +1,208 @@
+package cudafile
+
+import (
+	"bytes"
+	"debug/elf"
+	byteorder "encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+// An entry is a symbol, or a template-id such as "attn<{T}, {D}, {causal}>"
+// for a __global__ function template used as it is written. A template
+// cannot be given an extern "C" name in CUDA C++, so the compiler
+// instantiates each combination the spec can ask for in a generated file
+// that includes the source, and finds each instance's mangled symbol in
+// the cubin (instanceSymbols).
+
+// caseNames are the case parameters' own names (a suite's [[cases]] keys),
+// which an entry may use besides the formula names they stand for.
+var caseNames = map[string]string{
+	"batch": "B", "heads": "H", "kv_heads": "H_kv", "seq_q": "Sq", "seq_k": "Sk", "head_dim": "D",
+}
+
+// cTypes are the element types a {T} placeholder renders, by dtype.
+var cTypes = map[sdk.DType]string{sdk.FP16: "half", sdk.BF16: "__nv_bfloat16", sdk.FP32: "float"}
+
+// isTemplate says whether an entry is a template-id.
+func isTemplate(entry string) bool { return strings.Contains(entry, "<") }
+
+// entryNames are the placeholders of an entry, in order, once each.
+func entryNames(entry string) []string {
+	var names []string
+	for _, m := range placeholders.FindAllStringSubmatch(entry, -1) {
+		if !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+// placeholderKnown says whether name may be a placeholder of an entry.
+func placeholderKnown(name string, tunables []sdk.Tunable) bool {
+	_, alias := caseNames[name]
+	return name == "dtype" || name == "T" || alias || slices.Contains(shapeNames, name) ||
+		slices.ContainsFunc(tunables, func(t sdk.Tunable) bool { return t.Name == name })
+}
+
+// render fills the placeholders of an entry in: {dtype} as fp16, bf16 or
+// fp32, {T} as the C++ element type, {causal} as true or false (a bool
+// template argument), every other name as the decimal integer of its
+// formula name or tunable.
+func render(entry string, shape sdk.Shape, vars map[string]int64) string {
+	return placeholders.ReplaceAllStringFunc(entry, func(m string) string {
+		switch name := m[1 : len(m)-1]; name {
+		case "dtype":
+			return string(shape.DType)
+		case "T":
+			return cTypes[shape.DType]
+		case "causal":
+			return strconv.FormatBool(shape.Causal)
+		default:
+			if formula, ok := caseNames[name]; ok {
+				name = formula
+			}
+			return strconv.FormatInt(vars[name], 10)
+		}
+	})
+}
+
+// instances are the template-ids of every kernel of the spec that a case
+// may ask for with these tunables: each declared dtype, head dim and
+// masking, and each value of the kernel's instances table.
+func (s *Spec) instances(tunables map[string]string) ([]string, error) {
+	var out []string
+	for _, k := range s.Kernels {
+		if !isTemplate(k.Entry) {
+			continue
+		}
+		for _, shape := range s.instanceShapes() {
+			vars, err := shapeVars(shape, tunables)
+			if err != nil {
+				return nil, err
+			}
+			for _, extra := range combinations(k.Instances) {
+				maps.Copy(vars, extra)
+				if id := render(k.Entry, shape, vars); !slices.Contains(out, id) {
+					out = append(out, id)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// instanceShapes are the dtypes, head dims and maskings the spec declares.
+func (s *Spec) instanceShapes() []sdk.Shape {
+	c := s.Capabilities
+	heads := c.HeadDims
+	if len(heads) == 0 {
+		heads = []int{0} // the spec's validation requires head_dims where {D} is used
+	}
+	var maskings []bool
+	if c.NonCausal {
+		maskings = append(maskings, false)
+	}
+	if c.Causal {
+		maskings = append(maskings, true)
+	}
+	var out []sdk.Shape
+	for _, dt := range c.DTypes {
+		for _, d := range heads {
+			for _, causal := range maskings {
+				out = append(out, sdk.Shape{Batch: 1, Heads: 1, KVHeads: 1, SeqQ: 1, SeqK: 1, HeadDim: d, Causal: causal, DType: dt})
+			}
+		}
+	}
+	return out
+}
+
+// combinations are every choice of one value per name of sets.
+func combinations(sets map[string][]int64) []map[string]int64 {
+	out := []map[string]int64{{}}
+	for _, name := range slices.Sorted(maps.Keys(sets)) {
+		var next []map[string]int64
+		for _, partial := range out {
+			for _, value := range sets[name] {
+				m := maps.Clone(partial)
+				m[name] = value
+				next = append(next, m)
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// instanceVar is the device variable that holds instance i's address: the
+// reference that makes nvcc instantiate it, and, through its relocation in
+// the cubin, the way to the instance's mangled symbol.
+func instanceVar(i int) string { return fmt.Sprintf("__flashcore_instance_%d", i) }
+
+// instanceSource is the file nvcc compiles for a spec with template
+// entries: the source, then one reference to each instance.
+func instanceSource(source string, ids []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "// Generated by flashcore: the instances of the spec's template entries.\n#include %q\n", source)
+	for i, id := range ids {
+		fmt.Fprintf(&b, "__device__ void* %s = (void*)(%s);\n", instanceVar(i), id)
+	}
+	return b.String()
+}
+
+// instanceSymbols maps each template-id of ids to the mangled symbol of
+// its instance in cubin: the function that instanceVar(i) points to.
+func instanceSymbols(cubin []byte, ids []string) (map[string]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	f, err := elf.NewFile(bytes.NewReader(cubin))
+	if err != nil {
+		return nil, fmt.Errorf("read cubin: %w", err)
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, fmt.Errorf("read cubin symbols: %w", err)
+	}
+	type place struct {
+		section int
+		offset  uint64
+	}
+	target := map[place]string{} // where a pointer is stored -> the function it points to
+	for _, sec := range f.Sections {
+		if sec.Type != elf.SHT_RELA || f.Class != elf.ELFCLASS64 {
+			continue
+		}
+		data, err := sec.Data()
+		if err != nil {
+			return nil, fmt.Errorf("read cubin %s: %w", sec.Name, err)
+		}
+		for rel := data; len(rel) >= 24; rel = rel[24:] {
+			offset, info := byteorder.LittleEndian.Uint64(rel), byteorder.LittleEndian.Uint64(rel[8:])
+			if i := int(info>>32) - 1; i >= 0 && i < len(syms) && elf.ST_TYPE(syms[i].Info) == elf.STT_FUNC {
+				target[place{int(sec.Info), offset}] = syms[i].Name
+			}
+		}
+	}
+	out := map[string]string{}
+	for _, sym := range syms {
+		var i int
+		if _, err := fmt.Sscanf(sym.Name, "__flashcore_instance_%d", &i); err != nil || i < 0 || i >= len(ids) {
+			continue
+		}
+		if fn, ok := target[place{int(sym.Section), sym.Value}]; ok {
+			out[ids[i]] = fn
+		}
+	}
+	for _, id := range ids {
+		if out[id] == "" {
+			return nil, fmt.Errorf("the cubin has no instance of %s", id)
+		}
+	}
+	return out, nil
+}
