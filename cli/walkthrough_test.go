@@ -160,6 +160,28 @@ func TestRunPythonFileExample(t *testing.T) {
 	}
 }
 
+// TestRunAutotunedTritonFile runs examples/python/triton_autotuned_attention.py,
+// a file with triton.autotune and a driver query at import, through the
+// real host, plugin and worker. Without a GPU the worker puts Triton under
+// its interpreter, where autotune launches the first config untimed: every
+// row must pass, not fail for want of a driver.
+func TestRunAutotunedTritonFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins and runs Triton")
+	}
+	bridgetest.RequireTorch(t)
+	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file"})
+	out := filepath.Join(t.TempDir(), "r.json")
+	stdout, stderr, code := runMain(t, quietTorch(plugins), "run", "--suite", "testdata/triton-autotuned.toml",
+		"--out", out, "--format", "markdown")
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if got := strings.Count(stdout, "| PASS"); got != 4 {
+		t.Errorf("%d PASS rows, want one per case (4):\n%s", got, stdout)
+	}
+}
+
 // The python-file plugin is no backend by itself: list leaves it out and
 // shows the suite's Python files, describe finds them by name.
 func TestListAndDescribePythonFiles(t *testing.T) {
