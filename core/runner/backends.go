@@ -20,6 +20,9 @@ type backend struct {
 	// fault is set when the plugin could not start or describe itself
 	// because it misbehaved, not because the machine lacks something.
 	fault bool
+	// stderrMark is how much the plugin had written to stderr when the
+	// current row began: what it writes after is that row's.
+	stderrMark int64
 }
 
 // startBackends starts and describes every plugin. A plugin that cannot

@@ -120,6 +120,9 @@ type runner struct {
 	rowsPlanned int
 	// cpuCeilings bound what a CPU backend can claim (plausible.go).
 	cpuCeilings Ceilings
+	// rowStderr is the whole stderr of the plugin whose call failed the
+	// row being finished, for settleText to keep in a file; "" otherwise.
+	rowStderr string
 }
 
 // newProgress is the config's Reporter for total rows: NewProgress's, else
