@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/internal/bridge/bridgetest"
 )
 
@@ -158,6 +159,74 @@ func TestRunPythonFileExample(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunAutotunedTritonFile runs examples/python/triton_autotuned_attention.py,
+// a file with triton.autotune and a driver query at import, through the
+// real host, plugin and worker. Without a GPU the worker puts Triton under
+// its interpreter, where autotune launches the first config untimed: every
+// row must pass, not fail for want of a driver.
+func TestRunAutotunedTritonFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins and runs Triton")
+	}
+	bridgetest.RequireTorch(t)
+	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file"})
+	out := filepath.Join(t.TempDir(), "r.json")
+	stdout, stderr, code := runMain(t, quietTorch(plugins), "run", "--suite", "testdata/triton-autotuned.toml",
+		"--out", out, "--format", "markdown")
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if got := strings.Count(stdout, "| PASS"); got != 4 {
+		t.Errorf("%d PASS rows, want one per case (4):\n%s", got, stdout)
+	}
+}
+
+// TestTritonCompileErrorKeepsItsCause runs testdata/triton-compile-error,
+// a Triton file whose tl.dot cannot work, through the real host and
+// worker. The row is an ERROR whose reason names the error, not the
+// traceback around it, and the plugin's whole stderr is kept in the file
+// the row names (full_reason_file). Without a GPU the interpreter rejects
+// the dot; on one, Triton's compiler does.
+func TestTritonCompileErrorKeepsItsCause(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins and runs Triton")
+	}
+	bridgetest.RequireTorch(t)
+	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file"})
+	out := filepath.Join(t.TempDir(), "r.json")
+	_, stderr, code := runMain(t, quietTorch(plugins), "run", "--suite", "testdata/triton-compile-error/suite.toml", "--out", out)
+	if code != ExitFailures {
+		t.Fatalf("exit %d, want %d (an ERROR row):\n%s", code, ExitFailures, stderr)
+	}
+	row := onlyRow(t, out)
+	if !strings.Contains(row.Reason, "reduction dimensions") && !strings.Contains(row.Reason, "not compatible for matmul") ||
+		strings.Contains(row.Reason, "Traceback") {
+		t.Errorf("reason %q: want the dot's error, not a traceback", row.Reason)
+	}
+	full, err := os.ReadFile(row.Facts["full_reason_file"])
+	if err != nil {
+		t.Fatalf("full_reason_file %q: %v", row.Facts["full_reason_file"], err)
+	}
+	for _, want := range []string{row.Reason, "the plugin's stderr, whole", "Traceback (most recent call last)", "bad_dot.py"} {
+		if !strings.Contains(string(full), want) {
+			t.Errorf("%s lacks %q:\n%s", row.Facts["full_reason_file"], want, full)
+		}
+	}
+}
+
+// onlyRow is the one row of the results file at path.
+func onlyRow(t *testing.T, path string) results.Result {
+	t.Helper()
+	run, err := results.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Results) != 1 {
+		t.Fatalf("%d rows, want 1", len(run.Results))
+	}
+	return run.Results[0]
 }
 
 // The python-file plugin is no backend by itself: list leaves it out and

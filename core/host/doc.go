@@ -13,8 +13,10 @@
 // plugin exits, is killed, or the host dies, the reaper kills every
 // descendant, even those that called setsid or double-forked, and removes
 // the cgroup and the scratch directory; pluginProcess (process.go) is the
-// host's side of it, as go-plugin's runner. The plugin's stderr is kept in
-// a ring buffer so a crash becomes a reason with the tail of what it said;
+// host's side of it, as go-plugin's runner. The plugin's stderr is kept
+// whole in a file of the host's and its tail in a ring buffer
+// (stderrlog.go), so a crash becomes a reason with the tail of what it said
+// and a failed row can keep all of it;
 // and a plugin that fails to start is classified into a reason a user can
 // act on ("no CUDA device", "wrote to stdout before the handshake", ...).
 package host

@@ -46,7 +46,7 @@ type Instance struct {
 	client  *plugin.Client
 	process *pluginProcess
 	backend sdk.Backend
-	stderr  *tailBuffer
+	stderr  *stderrLog
 }
 
 // StartError is a plugin that could not be started. Reason is a short
@@ -76,7 +76,7 @@ func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
 	if err != nil {
 		return nil, &StartError{Plugin: p.Name, Reason: "create its scratch directory: " + err.Error(), Err: err}
 	}
-	stderr := newTailBuffer(stderrTailBytes)
+	stderr := newStderrLog()
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
@@ -138,6 +138,15 @@ func (i *Instance) Walled() bool { return i.process.walled }
 // StderrTail is the last few KB the plugin wrote to stderr.
 func (i *Instance) StderrTail() string { return i.stderr.String() }
 
+// StderrWritten is how many bytes the plugin has written to stderr so far:
+// a marker to read what one call wrote with StderrSince.
+func (i *Instance) StderrWritten() int64 { return i.stderr.Written() }
+
+// StderrSince is what the plugin wrote to stderr from marker on (0: all of
+// it since it started), whole up to 64 MiB. It is kept until the plugin is
+// killed or closed.
+func (i *Instance) StderrSince(marker int64) string { return i.stderr.Since(marker) }
+
 // Exited reports whether the plugin process has ended.
 func (i *Instance) Exited() bool { return i.client.Exited() }
 
@@ -148,6 +157,7 @@ func (i *Instance) Kill() {
 	_ = i.process.Kill(context.Background())
 	i.client.Kill()
 	i.process.cleanUp()
+	i.stderr.remove()
 }
 
 // Close asks the plugin to exit gracefully (so it can release its device
@@ -156,6 +166,7 @@ func (i *Instance) Kill() {
 func (i *Instance) Close() {
 	i.client.Kill()
 	i.process.cleanUp()
+	i.stderr.remove()
 }
 
 // classifyStart turns go-plugin's start errors into reasons a user can act

@@ -25,6 +25,9 @@ type backend struct {
 	// backends' rows ran, read from its cgroup (isolation.go).
 	cpuOutsideRows time.Duration
 	cpuRead        bool // cpuOutsideRows was read at least once
+	// stderrMark is how much the plugin had written to stderr when the
+	// current row began: what it writes after is that row's.
+	stderrMark int64
 }
 
 // startBackends starts and describes every plugin. A plugin that cannot

@@ -17,6 +17,7 @@
 //
 // Findings and failures stay apart: a wrong output is a "fail" row with a
 // reason; a plugin that crashes, hangs or breaks the protocol is an "error"
-// row with the tail of its stderr, the plugin is restarted for the next
-// case, and the run goes on.
+// row with the tail of its stderr (its first compiler error line leading
+// the reason, its whole stderr in the row's full_reason_file), the plugin
+// is restarted for the next case, and the run goes on.
 package runner

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/flashcore/bench/core/results"
@@ -69,18 +70,43 @@ func logMessage(line string) string {
 	return entry.Message
 }
 
+// compilerError is the first compiler error line in a plugin's stderr:
+// "error: ...", "FILE:LINE[:COL]: error: ..." or "FILE(LINE): error: ...", as
+// MLIR (under Triton's compiler), gcc and nvcc print them. "" when there is none.
+func compilerError(stderr string) string {
+	for _, line := range strings.Split(stderr, "\n") {
+		line = strings.TrimSpace(line)
+		if compilerErrorLine.MatchString(line) {
+			return line
+		}
+	}
+	return ""
+}
+
+var compilerErrorLine = regexp.MustCompile(`^(error: |\S[^ ]*(:\d+(:\d+)?|\(\d+\)): error: )\S`)
+
+// stderrHeading separates a row's whole reason from the plugin's whole
+// stderr in the row's full_reason_file.
+const stderrHeading = "\n\n--- the plugin's stderr, whole, from its start to the failure ---\n"
+
 // settleText makes a finished row's plugin-supplied text safe to keep: the
 // reason and the stderr tail lose control characters (untrusted.Text), and
-// a reason over untrusted.MaxReason is cut there, its whole text written
-// to a file beside the results file that the row's facts name
+// a reason over untrusted.MaxReason is cut there. The whole reason, and
+// for a row whose plugin call failed the plugin's whole stderr, go to a
+// file beside the results file that the row's facts name
 // (full_reason_file). Without a results file the whole text is not kept.
 func (r *runner) settleText(res *results.Result) {
+	stderr := r.rowStderr
+	r.rowStderr = ""
 	res.StderrTail, _ = untrusted.Cap(untrusted.Text(res.StderrTail), untrusted.MaxReason)
 	full := untrusted.Text(res.Reason)
 	capped, cut := untrusted.Cap(full, untrusted.MaxReason)
 	res.Reason = capped
-	if !cut || r.cfg.ResultsPath == "" {
+	if !cut && stderr == "" || r.cfg.ResultsPath == "" {
 		return
+	}
+	if stderr != "" {
+		full += stderrHeading + untrusted.Text(stderr)
 	}
 	dir := strings.TrimSuffix(r.cfg.ResultsPath, filepath.Ext(r.cfg.ResultsPath)) + ".reasons"
 	name := fmt.Sprintf("%03d-%s-%s.txt", len(r.run.Results)+1, safeName(res.CaseID), safeName(res.Label))

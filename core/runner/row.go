@@ -39,6 +39,7 @@ func (r *runner) runRow(ctx context.Context, rw row, c suite.Case, in *caseInput
 		r.failRow(&res, rw.backend, "restart", err)
 		return res
 	}
+	rw.backend.stderrMark = rw.backend.instance.StderrWritten()
 	ws, err := newWorkspace(rowCaseDir(rw.backend, in.dir), in.tensors)
 	if err != nil {
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
@@ -306,16 +307,27 @@ func (r *runner) release(ctx context.Context, b *backend, caseID string, res *re
 }
 
 // failRow records a plugin failure: the call that failed, the error, and
-// the tail of the plugin's stderr. The plugin is killed; the next row
-// starts it again with a fresh process (and, for CUDA, a fresh context).
+// the tail of the plugin's stderr. When the plugin's stderr during the row
+// holds a compiler's error line, the reason starts with it: the exception
+// ("PassManager::run failed") says less, and the IR a compiler dumps after
+// it can push it out of the tail. The plugin's whole stderr is kept for
+// settleText. The plugin is killed; the next row starts it again with a
+// fresh process (and, for CUDA, a fresh context).
 func (r *runner) failRow(res *results.Result, b *backend, step string, err error) {
+	rowStderr := ""
 	if b.instance != nil {
 		// Give a dying process a moment to flush stderr before reading it.
 		time.Sleep(20 * time.Millisecond)
 		res.StderrTail = b.instance.StderrTail()
+		rowStderr = b.instance.StderrSince(b.stderrMark)
+		r.rowStderr = b.instance.StderrSince(0)
 	}
 	res.Status = results.StatusError
 	res.Reason = step + ": " + describeError(err, r.cfg.Suite.CallTimeout, res.StderrTail)
+	if diagnostic := compilerError(rowStderr); diagnostic != "" && !strings.Contains(res.Reason, diagnostic) &&
+		!errors.Is(err, context.DeadlineExceeded) {
+		res.Reason = step + ": " + diagnostic + "; " + res.Reason
+	}
 	r.restart(b)
 }
 

@@ -129,6 +129,9 @@ type runner struct {
 	// workDir is the run's directory: the plugins' workspaces are made in
 	// it.
 	workDir string
+	// rowStderr is the whole stderr of the plugin whose call failed the
+	// row being finished, for settleText to keep in a file; "" otherwise.
+	rowStderr string
 }
 
 // newProgress is the config's Reporter for total rows: NewProgress's, else

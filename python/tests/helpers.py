@@ -60,3 +60,15 @@ def assert_close(got, want, dtype):
     assert not torch.isnan(got.double()).any(), "output has NaN (poison left?)"
     err = (got.double() - want).abs().max().item()
     assert err <= TOLERANCE[dtype], f"max error {err:.3g} > {TOLERANCE[dtype]}"
+
+
+def restore_triton_autotune(monkeypatch):
+    """Has monkeypatch put triton's autotune back (where triton is there)."""
+    try:
+        import triton
+        import triton.runtime.autotuner as autotuner
+    except ImportError:
+        return
+    for module in (triton, triton.runtime, autotuner):
+        monkeypatch.setattr(module, "autotune", module.autotune)
+

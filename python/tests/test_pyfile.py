@@ -15,7 +15,7 @@ import torch
 import flashcore_worker as core
 import pyfile_backend as pyfile
 import worker_main
-from helpers import assert_close, make_case, read_output, reference, shape
+from helpers import assert_close, make_case, read_output, reference, restore_triton_autotune, shape
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
 QUICK = {"warmup_runs": 1, "warmup_time": 0, "min_samples": 3, "max_samples": 6, "target_noise": 0.5,
@@ -41,6 +41,7 @@ def served(monkeypatch, path, name="my-kernel"):
     """A worker serving the file at path, as the python-file plugin starts it."""
     monkeypatch.setenv(pyfile.FILE_ENV, path)
     monkeypatch.setenv(pyfile.NAME_ENV, name)
+    restore_triton_autotune(monkeypatch)  # the backend replaces it under the interpreter
     return core.Worker(pyfile.Backend(CPU), CPU)
 
 
@@ -251,7 +252,8 @@ def test_the_plain_torch_example_is_under_30_lines():
     assert len((EXAMPLES / "torch_attention.py").read_text().splitlines()) < 30
 
 
-@pytest.mark.parametrize("name", ["torch_attention.py", "triton_attention.py", "flash_attn_wrapper.py"])
+@pytest.mark.parametrize("name", ["torch_attention.py", "triton_attention.py", "triton_autotuned_attention.py",
+                                  "flash_attn_wrapper.py"])
 def test_every_example_parses_and_defines_attention(name):
     tree = ast.parse((EXAMPLES / name).read_text(), filename=name)
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
@@ -331,7 +333,7 @@ def test_the_torch_example_matches_the_reference_across_dtypes():
         assert_close(f.attention(q, k, v, causal=s.causal, scale=s.scale), reference(q, k, v, s.causal), s.dtype)
 
 
-def test_a_triton_file_runs_on_the_cpu_without_setting_the_interpreter(tmp_path, monkeypatch):
+def test_a_triton_file_runs_on_the_cpu_without_setting_the_interpreter(tmp_path, monkeypatch, keep_triton_autotune):
     """A py: Triton file that does not set TRITON_INTERPRET itself: with no
     GPU the worker sets it before the file is imported, so the kernel runs
     under the interpreter instead of failing for want of a driver."""
@@ -347,3 +349,23 @@ def test_a_triton_file_runs_on_the_cpu_without_setting_the_interpreter(tmp_path,
     got = backend.file.attention(q, k, v, causal=s.causal, scale=s.scale, config={"BLOCK_M": 16, "BLOCK_N": 16},
                                  out=torch.empty_like(q))
     assert_close(got, reference(q, k, v, s.causal), s.dtype)
+
+
+@pytest.mark.parametrize("s", [shape(1, 2, 1, 40, 24, 16, True, "fp16"), shape(2, 2, 2, 33, 33, 32, False, "fp16")])
+def test_the_autotuned_triton_example_runs_through_the_worker_core_on_the_cpu(tmp_path, monkeypatch,
+                                                                           keep_triton_autotune, s):
+    """An autotuned kernel, unchanged: under the interpreter the worker
+    launches its first config untimed (flashcore_triton_interpreter), and
+    its guard keeps the driver out of the import."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the interpreter is not used")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    worker = served(monkeypatch, str(EXAMPLES / "triton_autotuned_attention.py"))
+    params, (q, k, v), digest = make_case(tmp_path, s, "my-kernel")
+    prepared = worker.prepare(params)
+    assert prepared["loaded_sha256"] == digest and "diagnostics" not in prepared
+    assert prepared["facts"]["output_poison"].startswith("applied")
+    worker.fetch({"case_id": "case"})
+    assert_close(read_output(params["files"]["Output"], s), reference(q, k, v, s.causal), s.dtype)
+    module = worker.backend.file.module
+    assert module._attention_forward.best_config is module.CONFIGS[0]

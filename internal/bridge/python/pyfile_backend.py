@@ -28,6 +28,7 @@ import sys
 import traceback
 import types
 
+import flashcore_triton_interpreter
 import flashcore_worker as core
 
 FILE_ENV = "FLASHCORE_PYTHON_FILE"
@@ -70,9 +71,13 @@ def use_triton_interpreter(device):
     """Where there is no GPU, a Triton kernel can only run under Triton's
     CPU interpreter, which triton.jit chooses when the file is imported: so
     the worker sets TRITON_INTERPRET=1 before the import, unless the user
-    set it either way."""
+    set it either way. Under the interpreter triton.autotune runs one
+    configuration without timing (flashcore_triton_interpreter), since its
+    benchmarking needs a GPU driver."""
     if device.type != "cuda":
         os.environ.setdefault("TRITON_INTERPRET", "1")
+    if flashcore_triton_interpreter.interpreting():
+        flashcore_triton_interpreter.install()
 
 
 def load_module(path):
