@@ -54,7 +54,7 @@ for suite in ${SUITES:-default}; do
   tail -n 15 "$OUT_DIR/$suite-compare-off-on.txt" "$OUT_DIR/$suite-compare-off-off.txt"
 done
 for extra in ${EXTRA_SUITES:-}; do
-  run "$(basename "$extra" .toml)" --suite "$DIST/$extra"
+  run "$(echo "${extra%.toml}" | tr / -)" --suite "$DIST/$extra"
 done
 "$FLASHCORE_PYTHON" - "$OUT_DIR"/*.json <<'PY' | tee -a "$OUT_DIR/summary.txt"
 import json, sys

@@ -36,7 +36,12 @@ func (w wallRules) encode() string {
 // file, PYTHONPATH).
 func wallFor(private, write, extraRead []string) wallRules {
 	private = canonical(private)
-	w := wallRules{Write: canonical(write), Devices: deviceFiles()}
+	// /proc is writable because the CUDA driver names its threads through
+	// /proc/self/task/<tid>/comm, and cuInit fails without it (measured on
+	// an H100); Landlock cannot grant each process of a plugin its own
+	// /proc entry only. Another plugin's entries stay out of reach where
+	// they need ptrace access, which Landlock denies across domains.
+	w := wallRules{Write: canonical(append(write, "/proc")), Devices: deviceFiles()}
 	w.Read = append(readableOutside("/", private), canonical(extraRead)...)
 	return w
 }
@@ -137,11 +142,13 @@ func pythonPlaces(env []string) []string {
 
 // cacheEnv are the variables that name a cache a plugin writes to; a
 // confined plugin may write beneath the directory each one names.
-var cacheEnv = []string{"TRITON_CACHE_DIR", "CUDA_CACHE_PATH", "TORCHINDUCTOR_CACHE_DIR"}
+var cacheEnv = []string{"TRITON_CACHE_DIR", "CUDA_CACHE_PATH", "TORCHINDUCTOR_CACHE_DIR", "FLASHCORE_CACHE_DIR"}
 
 // caches gives the plugin a cache directory of its own, kept between runs
-// (compiled Triton and CUDA kernels), and points TRITON_CACHE_DIR and
-// CUDA_CACHE_PATH into it, unless the host's environment names others.
+// (compiled Triton and CUDA kernels, cu: files' cubins), and points
+// TRITON_CACHE_DIR, CUDA_CACHE_PATH and FLASHCORE_CACHE_DIR into it,
+// unless the host's environment names others. No plugin can then leave a
+// compiled kernel where another would load it.
 // It returns the directory, to be writable, and extra with the variables.
 func (pp *pluginProcess) caches(extra []string) ([]string, []string) {
 	base, err := os.UserCacheDir()
@@ -154,7 +161,8 @@ func (pp *pluginProcess) caches(extra []string) ([]string, []string) {
 	}
 	pp.cache = dir
 	extra = append(append([]string(nil), extra...),
-		"TRITON_CACHE_DIR="+filepath.Join(dir, "triton"), "CUDA_CACHE_PATH="+filepath.Join(dir, "nv"))
+		"TRITON_CACHE_DIR="+filepath.Join(dir, "triton"), "CUDA_CACHE_PATH="+filepath.Join(dir, "nv"),
+		"FLASHCORE_CACHE_DIR="+dir)
 	return []string{dir}, extra
 }
 

@@ -155,6 +155,30 @@ def test_error_payload_names_the_exception_and_place():
     assert payload["message"].startswith("ValueError: bad shape (test_worker.py:")
 
 
+class CompilationError(Exception):
+    """Shaped as Triton's: "at LINE:COL:", the kernel's source, the diagnostic
+    last (the text below is as Triton 3.6 printed it on an H100)."""
+
+
+def test_error_payload_puts_a_compile_errors_diagnostic_first():
+    text = (
+        "at 5:8:\n"
+        "def _scores(Q, K, O, BLOCK: tl.constexpr):\n"
+        "    s = tl.dot(q, k)\n"
+        "        ^\n"
+        "input and other must have equal reduction dimensions"
+    )
+    try:
+        raise CompilationError(text)
+    except CompilationError as exc:
+        payload = core.error_payload(exc)
+    first, _, rest = payload["message"].partition("\n")
+    assert first.startswith(
+        "CompilationError: input and other must have equal reduction dimensions (at 5:8 of the kernel; test_worker.py:"
+    )
+    assert rest == text
+
+
 def test_describe_reports_variants_and_device(worker):
     described = worker.handle("describe", {})
     assert described["version"] == "probe-1"

@@ -33,6 +33,7 @@ import json
 import math
 import os
 import platform
+import re
 import struct
 import sys
 import time
@@ -1128,14 +1129,30 @@ class Worker:
 
 
 def error_payload(exc):
-    """The error frame for an exception: kind "oom" for out of memory."""
-    message = f"{type(exc).__name__}: {exc}".strip()
-    kind = "oom" if _is_out_of_memory(exc) else "error"
+    """The error frame for an exception: kind "oom" for out of memory.
+
+    The first line says what went wrong and where, as rows show only it.
+    A Triton compile error's message is "at LINE:COL:", the kernel's source
+    and, last, the diagnostic: the diagnostic comes first here, the source
+    after it."""
+    text = str(exc).strip()
+    where = []
+    lines = text.splitlines()
+    detail = ""
+    if len(lines) > 1 and re.fullmatch(r"at \d+:\d+:", lines[0].strip()):
+        diagnostic = next(line.strip() for line in reversed(lines) if line.strip())
+        where.append(lines[0].strip().rstrip(":") + " of the kernel")
+        detail = "\n" + text
+        text = diagnostic
     frames = traceback.extract_tb(exc.__traceback__)
     if frames:
         last = frames[-1]
-        message += f" ({os.path.basename(last.filename)}:{last.lineno} in {last.name})"
-    return {"kind": kind, "message": message}
+        where.append(f"{os.path.basename(last.filename)}:{last.lineno} in {last.name}")
+    message = f"{type(exc).__name__}: {text}".strip()
+    if where:
+        message += f" ({'; '.join(where)})"
+    kind = "oom" if _is_out_of_memory(exc) else "error"
+    return {"kind": kind, "message": message + detail}
 
 
 def _is_out_of_memory(exc):
