@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/flashcore/bench/core/suite"
 )
 
 func TestRowRequests(t *testing.T) {
@@ -27,6 +29,41 @@ func TestRowRequests(t *testing.T) {
 		if !reflect.DeepEqual(names, tt.names) || !reflect.DeepEqual(variants, tt.variants) {
 			t.Errorf("rowRequests(%q) = %q %v, want %q %v", tt.in, names, variants, tt.names, tt.variants)
 		}
+	}
+}
+
+// TestSuiteRows: a suite's [[backends]] names rows as --backends does.
+func TestSuiteRows(t *testing.T) {
+	tests := []struct {
+		name string
+		toml string
+		want []suite.BackendSelection
+	}{
+		{"a row's own name", "[[backends]]\nname = \"sdpa-math\"\n",
+			[]suite.BackendSelection{{Name: "pytorch-sdpa", Line: 2, Variants: []string{"sdpa-math"}}}},
+		{"backend:variant, merged with a row's name", "[[backends]]\nname = \"pytorch-sdpa:sdpa\"\n[[backends]]\nname = \"sdpa-flash\"\n",
+			[]suite.BackendSelection{{Name: "pytorch-sdpa", Line: 2, Variants: []string{"sdpa", "sdpa-flash"}}}},
+		{"a whole backend wins over its rows", "[[backends]]\nname = \"sdpa\"\n[[backends]]\nname = \"pytorch-sdpa\"\n",
+			[]suite.BackendSelection{{Name: "pytorch-sdpa", Line: 2}}},
+		{"a plugin's own name stays", "[[backends]]\nname = \"cuda-v8\"\n",
+			[]suite.BackendSelection{{Name: "cuda-v8", Line: 2}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := suite.Parse("rows.toml", []byte("name = \"rows\"\n"+tt.toml+"[[cases]]\nbatch = 1\nheads = 1\nseq_q = 8\nhead_dim = 16\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			suiteRows(s)
+			var got []suite.BackendSelection
+			for _, b := range s.Backends {
+				// The name's line, counted from the suite's first line.
+				got = append(got, suite.BackendSelection{Name: b.Name, Line: b.Line - 1, Variants: b.Variants})
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -203,7 +203,59 @@ func loadSuite(path string) (*suite.Suite, error) {
 	if err != nil {
 		return nil, err
 	}
+	suiteRows(s)
 	return s, checkCUDASpecs(s)
+}
+
+// suiteRows reads each [[backends]] entry of a plugin's name the way
+// --backends reads its words: a row's own name ("sdpa-math") or
+// "backend:variant" ("pytorch-sdpa:sdpa") becomes its backend with that
+// variant, and entries of one backend merge, so a suite and the command
+// line select rows alike.
+func suiteRows(s *suite.Suite) {
+	var kept []suite.BackendSelection
+	for _, b := range s.Backends {
+		if b.Python == "" && b.CUDA == "" && b.Path == "" {
+			if backend, variant := splitRow(b.Name); variant != "" {
+				b.Name = backend
+				if len(b.Variants) == 0 {
+					b.Variants = []string{variant}
+				}
+			}
+		}
+		i := slices.IndexFunc(kept, func(k suite.BackendSelection) bool {
+			return k.Name == b.Name && k.Python == "" && k.CUDA == "" && len(k.Tunables) == 0 && len(b.Tunables) == 0
+		})
+		switch {
+		case i < 0:
+			kept = append(kept, b)
+		case len(kept[i].Variants) == 0 || len(b.Variants) == 0:
+			kept[i].Variants = nil // one of them asks for every row
+		default:
+			for _, v := range b.Variants {
+				if !slices.Contains(kept[i].Variants, v) {
+					kept[i].Variants = append(kept[i].Variants, v)
+				}
+			}
+		}
+	}
+	s.Backends = kept
+}
+
+// splitRow reads one row request: "backend", "backend:variant", or a row's
+// own name, which stands for the backend that owns it and that row
+// ("sdpa-math" is pytorch-sdpa's). variant is "" for a whole backend; the
+// py: and cu: prefixes name files, not rows.
+func splitRow(r string) (backend, variant string) {
+	switch prefix, rest, found := strings.Cut(r, ":"); {
+	case found && prefix != "py" && prefix != "cu":
+		return prefix, rest
+	case !found:
+		if owner, ok := runner.RowOwner(r); ok && owner != r {
+			return owner, r
+		}
+	}
+	return r, ""
 }
 
 // pluginPlaces is where plugins are looked for, first match wins: paths the
@@ -316,15 +368,7 @@ func rowRequests(requested []string) (names []string, variants map[string][]stri
 	variants = map[string][]string{}
 	whole := map[string]bool{}
 	for _, r := range requested {
-		backend, variant := r, ""
-		switch prefix, rest, found := strings.Cut(r, ":"); {
-		case found && prefix != "py" && prefix != "cu":
-			backend, variant = prefix, rest
-		case !found:
-			if owner, ok := runner.RowOwner(r); ok && owner != r {
-				backend, variant = owner, r
-			}
-		}
+		backend, variant := splitRow(r)
 		if !slices.Contains(names, backend) {
 			names = append(names, backend)
 		}
