@@ -75,8 +75,10 @@ func (pp *pluginProcess) command(wrapper []string, extra, env, pin []string, soc
 		// exec keeps the last of a duplicated key.
 		all := append(append(append([]string(nil), extra...), env...), pin...)
 		writable = append(writable, append(cacheDirs(all), pp.scratch, sockets)...)
+		// The plugin's binary may be a link (a multicall binary's name):
+		// canonical grants what it points to.
 		wall = wallFor(privateDirs(filepath.Dir(pp.scratch)), writable, append(pythonPlaces(all),
-			filepath.Dir(pp.plugin.Path), fileDir(pp.plugin.PythonFile), fileDir(pp.plugin.CUDAFile))).encode()
+			pp.plugin.Path, filepath.Dir(pp.plugin.Path), fileDir(pp.plugin.PythonFile), fileDir(pp.plugin.CUDAFile))).encode()
 	}
 	cmd := exec.Command("/proc/self/exe", reaperArgs(pp.scratch, sockets, pp.cgroup, wall, plugin)...)
 	cmd.Args[0] = "flashcore-reaper"

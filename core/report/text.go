@@ -123,6 +123,7 @@ func headerItems(v *view, quote func(string) string) []item {
 		{"Tool", toolLine(run.Tool)},
 		{"Host", hostLine(run.Environment)},
 		{"Devices", devicesLine(run.Environment)},
+		{"Isolation", strings.TrimPrefix(run.Environment.Isolation, "isolation: ")},
 		{"GPUs", rowGPUsLine(v.gpus)},
 		{"Baseline", baselineLine(v.baseline)},
 		{"Timing", timingLine(v)},

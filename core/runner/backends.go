@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flashcore/bench/core/host"
@@ -30,15 +31,23 @@ type backend struct {
 	stderrMark int64
 }
 
-// startBackends starts and describes every plugin. A plugin that cannot
-// start or describe itself is recorded as unavailable with the reason; it
-// never stops the run.
+// startBackends starts and describes every plugin, all at once: a
+// plugin's start is mostly its own waiting (a Python worker importing
+// torch, a CUDA context), which overlaps. A plugin that cannot start or
+// describe itself is recorded as unavailable with the reason; it never
+// stops the run.
 func (r *runner) startBackends(ctx context.Context) {
+	var wg sync.WaitGroup
 	for _, p := range r.cfg.Plugins {
 		b := &backend{plugin: p}
-		b.description = r.describe(ctx, b)
 		r.backends = append(r.backends, b)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.description = r.describe(ctx, b)
+		}()
 	}
+	wg.Wait()
 	refuseImpostors(r.backends)
 	for _, b := range r.backends {
 		if !b.description.Available && b.instance != nil {

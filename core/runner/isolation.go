@@ -23,8 +23,8 @@ const interferenceShare = 0.05
 // rowCaseDir is the directory a row's workspace goes in: the case's
 // directory inside the plugin's own workspace, the one place a confined
 // plugin may write, so that no plugin can see another's rows.
-func rowCaseDir(b *backend, caseDir string) string {
-	return filepath.Join(b.instance.Workspace(), "rows", filepath.Base(caseDir))
+func rowCaseDir(b *backend, caseName string) string {
+	return filepath.Join(b.instance.Workspace(), "rows", caseName)
 }
 
 // cpuMark is what each other started backend had used of the CPU when a

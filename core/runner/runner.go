@@ -36,8 +36,9 @@ type Config struct {
 	NewProgress func(total int) progress.Reporter
 	// HostOptions are passed to every plugin start.
 	HostOptions host.Options
-	// WorkDir holds the per-run tensor files; "" picks /dev/shm when it
-	// exists, else the system temp directory.
+	// WorkDir holds the plugins' workspaces, with the per-run tensor files;
+	// "" picks $TMPDIR when it is set, else /dev/shm when it exists, else
+	// the system temp directory.
 	WorkDir string
 	// Select, when set, keeps only the (case, backend) pairs it returns
 	// true for: a shard's slice, or one GPU's queue. A case with no pair
@@ -75,19 +76,10 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 	}
 	r.run = newRun(cfg)
 	r.run.Shard = cfg.Shard
-	workDir, err := makeWorkDir(cfg.WorkDir)
-	if err != nil {
-		return r.finish("failed", err)
-	}
-	defer os.RemoveAll(workDir)
-	r.workDir = workDir
+	r.workDir = workRoot(cfg.WorkDir)
 	defer r.closeBackends()
 
-	isolation := host.CurrentIsolation()
-	r.run.Environment.Isolation = isolation.String()
-	if cfg.Progress != nil {
-		fmt.Fprintf(cfg.Progress, "flashcore: %s\n", isolation)
-	}
+	r.run.Environment.Isolation = host.CurrentIsolation().String()
 	r.startBackends(ctx)
 	r.run.Environment.GPUs = gpusOf(r.backends)
 	r.run.Environment.Driver, r.run.Environment.CUDA = driverVersions(devicesOf(r.backends))
@@ -105,7 +97,7 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		if err := r.runCase(ctx, c, filepath.Join(workDir, fmt.Sprintf("case-%03d", i)), rows); err != nil {
+		if err := r.runCase(ctx, c, fmt.Sprintf("case-%03d", i), rows); err != nil {
 			return r.finish("failed", err)
 		}
 	}
@@ -126,8 +118,10 @@ type runner struct {
 	rowsPlanned int
 	// cpuCeilings bound what a CPU backend can claim (plausible.go).
 	cpuCeilings Ceilings
-	// workDir is the run's directory: the plugins' workspaces are made in
-	// it.
+	// workDir is where the plugins' workspaces are made, each with the
+	// row workspaces in it: nothing of the run is anywhere else, so a
+	// host killed by SIGKILL leaves nothing (the reapers remove the
+	// workspaces).
 	workDir string
 	// rowStderr is the whole stderr of the plugin whose call failed the
 	// row being finished, for settleText to keep in a file; "" otherwise.
@@ -179,7 +173,8 @@ func (r *runner) finish(status string, err error) (*results.Run, error) {
 }
 
 // caseInputs are one case's inputs as the host generated them, and the
-// directory the rows' workspaces go in.
+// name of the directory its rows' workspaces go in, in each plugin's
+// workspace (rowCaseDir).
 type caseInputs struct {
 	tensors *inputs.Tensors
 	hashes  inputHashes
@@ -207,7 +202,6 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 			if in, err = prepareInputs(r.cfg.Suite.Seed, c, dir); err != nil {
 				return err
 			}
-			defer os.RemoveAll(dir)
 			r.run.Cases[len(r.run.Cases)-1].InputSHA256 = in.tensors.SHA256
 		}
 		r.progress.Begin(c.ID + " · " + rw.label)
@@ -235,29 +229,30 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, dir string, rows []r
 	return nil
 }
 
-// prepareInputs generates a case's inputs and makes its directory.
-func prepareInputs(seed uint64, c suite.Case, dir string) (*caseInputs, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("case %s: %w", c.ID, err)
-	}
+// prepareInputs generates a case's inputs; name is the case's directory
+// name in each plugin's workspace.
+func prepareInputs(seed uint64, c suite.Case, name string) (*caseInputs, error) {
 	tensors := inputs.Generate(seed, c)
-	return &caseInputs{tensors: tensors, hashes: hashTensors(tensors), dir: dir}, nil
+	return &caseInputs{tensors: tensors, hashes: hashTensors(tensors), dir: name}, nil
 }
 
-func makeWorkDir(dir string) (string, error) {
+// workRoot is the directory the plugins' workspaces go in: dir, else
+// $TMPDIR when it is set, else /dev/shm (memory) where it exists, else the
+// system's temporary directory.
+func workRoot(dir string) string {
 	if dir == "" {
 		dir = os.TempDir()
-		if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() && os.Getenv("TMPDIR") == "" {
 			dir = "/dev/shm"
 		}
 	}
 	removeAbandonedWorkDirs(dir)
-	return os.MkdirTemp(dir, fmt.Sprintf("flashcore-run-%d-", os.Getpid()))
+	return dir
 }
 
-// removeAbandonedWorkDirs removes the work directories of earlier runs
-// whose host is gone (killed before it could clean up: SIGKILL leaves no
-// chance). A directory's name carries its host's process ID.
+// removeAbandonedWorkDirs removes the work directories that runs of
+// earlier versions left when their host was killed (SIGKILL leaves no
+// chance to clean up). A directory's name carries its host's process ID.
 func removeAbandonedWorkDirs(dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
