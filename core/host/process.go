@@ -77,8 +77,8 @@ func (pp *pluginProcess) command(wrapper []string, extra, env, pin []string, soc
 		writable = append(writable, append(cacheDirs(all), pp.scratch, sockets)...)
 		// The plugin's binary may be a link (a multicall binary's name):
 		// canonical grants what it points to.
-		wall = wallFor(privateDirs(filepath.Dir(pp.scratch)), writable, append(pythonPlaces(all),
-			pp.plugin.Path, filepath.Dir(pp.plugin.Path), fileDir(pp.plugin.PythonFile), fileDir(pp.plugin.CUDAFile))).encode()
+		wall = wallFor(privateDirs(), sharedDirs(filepath.Dir(pp.scratch)), writable, append(pythonPlaces(all),
+			pp.plugin.Path, filepath.Dir(pp.plugin.Path), linkedDir(pp.plugin.Path), fileDir(pp.plugin.PythonFile), fileDir(pp.plugin.CUDAFile))).encode()
 	}
 	cmd := exec.Command("/proc/self/exe", reaperArgs(pp.scratch, sockets, pp.cgroup, wall, plugin)...)
 	cmd.Args[0] = "flashcore-reaper"

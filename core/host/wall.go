@@ -29,31 +29,35 @@ func (w wallRules) encode() string {
 	return string(data)
 }
 
-// wallFor makes a plugin's rules. private are the directories where
-// plugins' workspaces and sockets live (the temporary directories): no
-// plugin reads in them but beneath what it is given. extraRead are the
-// plugin's own files that may lie in one (its binary, its Python or CUDA
-// file, PYTHONPATH).
-func wallFor(private, write, extraRead []string) wallRules {
-	private = canonical(private)
+// wallFor makes a plugin's rules. private are directories no plugin reads
+// in (but beneath what it is given); shared are those where plugins'
+// workspaces and sockets are made among other things (the temporary
+// directories): a plugin reads what is there when it starts, but no
+// workspace's or socket directory's name (ownedByAPlugin), nor what is
+// made there later. extraRead are the plugin's own files that may lie in
+// either (its binary, its Python or CUDA file, PYTHONPATH).
+func wallFor(private, shared, write, extraRead []string) wallRules {
+	private, shared = canonical(private), canonical(shared)
 	// /proc is writable because the CUDA driver names its threads through
 	// /proc/self/task/<tid>/comm, and cuInit fails without it (measured on
 	// an H100); Landlock cannot grant each process of a plugin its own
 	// /proc entry only. Another plugin's entries stay out of reach where
 	// they need ptrace access, which Landlock denies across domains.
 	w := wallRules{Write: canonical(append(write, "/proc")), Devices: deviceFiles()}
-	w.Read = append(readableOutside("/", private), canonical(extraRead)...)
+	w.Read = append(readableOutside("/", private, shared), canonical(extraRead)...)
 	return w
 }
 
 // readableOutside lists the paths beneath dir a plugin may read: dir
-// itself when no private directory lies within it, else its entries,
-// each the same way, leaving the private directories out.
-func readableOutside(dir string, private []string) []string {
+// itself when no private or shared directory lies within it, else its
+// entries, each the same way, leaving out the private directories and, in
+// a shared one, what a plugin owns.
+func readableOutside(dir string, private, shared []string) []string {
 	if slices.Contains(private, dir) {
 		return nil
 	}
-	if !slices.ContainsFunc(private, func(p string) bool { return within(p, dir) }) {
+	isShared := slices.Contains(shared, dir)
+	if !isShared && !slices.ContainsFunc(append(slices.Clone(private), shared...), func(p string) bool { return within(p, dir) }) {
 		return []string{dir}
 	}
 	entries, err := os.ReadDir(dir)
@@ -62,9 +66,19 @@ func readableOutside(dir string, private []string) []string {
 	}
 	var paths []string
 	for _, e := range entries {
-		paths = append(paths, readableOutside(filepath.Join(dir, e.Name()), private)...)
+		if isShared && ownedByAPlugin(e.Name()) {
+			continue
+		}
+		paths = append(paths, readableOutside(filepath.Join(dir, e.Name()), private, shared)...)
 	}
 	return paths
+}
+
+// ownedByAPlugin tells a plugin's scratch directory (flashcore-<name>-*,
+// and the work directories of older versions, flashcore-run-*) and
+// go-plugin's socket directories (plugin*) by their names.
+func ownedByAPlugin(name string) bool {
+	return strings.HasPrefix(name, "flashcore-") || strings.HasPrefix(name, "plugin")
 }
 
 // within reports whether path lies beneath dir (or is dir).
@@ -109,12 +123,16 @@ func deviceFiles() []string {
 	return files
 }
 
-// privateDirs are the directories whose contents belong to one plugin or
-// another: where scratch directories, row workspaces and go-plugin's
-// sockets are made, and /dev, of which a plugin gets only deviceFiles (a
-// disk's device file would show every plugin's files).
-func privateDirs(scratchRoot string) []string {
-	return []string{os.TempDir(), "/dev", scratchRoot}
+// privateDirs are the directories a plugin reads nothing in but what it
+// is given: /dev, of which it gets only deviceFiles (a disk's device file
+// would show every plugin's files).
+func privateDirs() []string { return []string{"/dev"} }
+
+// sharedDirs are where scratch directories, row workspaces and go-plugin's
+// sockets are made, among other things: the temporary directory and the
+// run's work directory.
+func sharedDirs(scratchRoot string) []string {
+	return []string{os.TempDir(), scratchRoot}
 }
 
 // pythonPlaces are where a plugin's Python lives, by its environment:
@@ -201,4 +219,13 @@ func fileDir(path string) string {
 		return ""
 	}
 	return filepath.Dir(path)
+}
+
+// linkedDir is the directory of the file path links to, or "".
+func linkedDir(path string) string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return ""
+	}
+	return filepath.Dir(real)
 }
