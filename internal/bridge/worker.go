@@ -134,7 +134,7 @@ func (w *worker) call(ctx context.Context, method string, params, result any) er
 		w.kill()
 		return fmt.Errorf("python worker answered request %d, want %d", r.ID, id)
 	case r.Error != nil:
-		return r.Error.asError(method)
+		return r.Error.asError()
 	case result == nil:
 		return nil
 	}
@@ -237,11 +237,13 @@ func (w *worker) stop() {
 	w.kill()
 }
 
-func (e *workerError) asError(method string) error {
+func (e *workerError) asError() error {
 	if e.Kind == "oom" {
 		return fmt.Errorf("out of memory: %s", e.Message)
 	}
-	return fmt.Errorf("%s: %s", method, e.Message)
+	// The host names the step ("prepare: ..."); saying it here as well
+	// made reasons read "prepare: prepare: ...".
+	return errors.New(e.Message)
 }
 
 func closeAll(files ...*os.File) {
