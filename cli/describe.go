@@ -34,7 +34,7 @@ func describeCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	found, names, err := findPlugins(s, requested)
 	if err != nil {
-		return withCode(ExitOther, err)
+		return withCode(ExitUsage, err) // a bad spec or file, as run says
 	}
 	for n, name := range names {
 		i := slices.IndexFunc(found, func(p host.Plugin) bool { return p.Name == name })

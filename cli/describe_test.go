@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,6 +48,16 @@ func TestDescribeTakesBackendsAsRunDoes(t *testing.T) {
 	}
 	if _, stderr, code := runMain(t, env, "describe", "--backends", "cpu-reference,nope"); code != ExitUsage || !strings.Contains(stderr, `backend "nope" not found`) {
 		t.Errorf("an unknown backend: exit %d: %s", code, stderr)
+	}
+	// A spec with a mistake is a usage error, for describe as for run.
+	spec := filepath.Join(t.TempDir(), "typo.toml")
+	if err := os.WriteFile(spec, []byte("name = \"typo\"\nsource = \"typo.cu\"\n[[kernels]]\nentry = \"k<{nosuch}>\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"describe", "run"} {
+		if _, stderr, code := runMain(t, env, cmd, "--backends", "cu:"+spec); code != ExitUsage || !strings.Contains(stderr, "typo.toml:") {
+			t.Errorf("%s of a spec with a mistake: exit %d, want %d: %s", cmd, code, ExitUsage, stderr)
+		}
 	}
 }
 
