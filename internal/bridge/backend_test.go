@@ -140,8 +140,8 @@ func TestFindingsAndErrors(t *testing.T) {
 		{variant: "refuse", dtype: sdk.FP32, wantSkip: "probe refuses this case"},
 		{variant: "math", dtype: sdk.BF16, wantSkip: "math: dtype bf16 not supported (supports fp32, fp16)"},
 		{variant: "oom", dtype: sdk.FP32, wantError: "out of memory: OutOfMemoryError: CUDA out of memory. Tried to allocate 80.00 GiB"},
-		{variant: "raise", dtype: sdk.FP32, wantError: "prepare: ValueError: probe raised (probe_backend.py:"},
-		{variant: "nonesuch", dtype: sdk.FP32, wantError: "prepare: ValueError: unknown variant 'nonesuch'"},
+		{variant: "raise", dtype: sdk.FP32, wantError: "ValueError: probe raised (probe_backend.py:"},
+		{variant: "nonesuch", dtype: sdk.FP32, wantError: "ValueError: unknown variant 'nonesuch'"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.variant+"/"+string(tc.dtype), func(t *testing.T) {
