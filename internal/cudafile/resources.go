@@ -19,6 +19,9 @@ type Resources struct {
 	SharedBytes int    // static shared memory per block
 	ConstBytes  int    // constant memory (cmem[0], the parameters and the like)
 	Barriers    int
+	// Framed and Counted say that ptxas gave the kernel's stack-frame line
+	// and its register line: a report without them says nothing of it.
+	Framed, Counted bool
 }
 
 // ptxas's lines for a kernel, as nvcc --resource-usage prints them:
@@ -58,9 +61,10 @@ func ParseResources(report string) []Resources {
 		}
 		if m := ptxasFrame.FindStringSubmatch(line); m != nil && props == cur.Symbol {
 			cur.StackBytes, cur.SpillStores, cur.SpillLoads = atoi(m[1]), atoi(m[2]), atoi(m[3])
+			cur.Framed = true
 		}
 		if m := ptxasUsed.FindStringSubmatch(line); m != nil {
-			cur.Registers = atoi(m[1])
+			cur.Registers, cur.Counted = atoi(m[1]), true
 			for _, part := range ptxasPart.FindAllStringSubmatch(line, -1) {
 				switch part[2] {
 				case "barriers":

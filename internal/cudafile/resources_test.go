@@ -14,11 +14,11 @@ func TestParseResources(t *testing.T) {
 		count int
 		want  Resources // one of the kernels
 	}{
-		{"splitkv-sm_90.txt", 8, Resources{Kernel: "splitkv_fp16_d128", Symbol: "splitkv_fp16_d128", Registers: 40}},
+		{"splitkv-sm_90.txt", 8, Resources{Kernel: "splitkv_fp16_d128", Symbol: "splitkv_fp16_d128", Registers: 40, Framed: true, Counted: true}},
 		{"templated-sm_90.txt", 2, Resources{
 			Kernel: "_Z8attn_fwdI13__nv_bfloat16Li128ELb0EEvPKT_S3_S3_PS1_iiiif", Symbol: "_Z8attn_fwdI13__nv_bfloat16Li128ELb0EEvPKT_S3_S3_PS1_iiiif",
-			Registers: 69, Barriers: 1, SharedBytes: 34944}},
-		{"spill-sm_90.txt", 1, Resources{Kernel: "spill", Symbol: "spill", Registers: 24, StackBytes: 472, SpillStores: 672, SpillLoads: 780}},
+			Registers: 69, Barriers: 1, SharedBytes: 34944, Framed: true, Counted: true}},
+		{"spill-sm_90.txt", 1, Resources{Kernel: "spill", Symbol: "spill", Registers: 24, StackBytes: 472, SpillStores: 672, SpillLoads: 780, Framed: true, Counted: true}},
 	} {
 		data, err := os.ReadFile("testdata/ptxas/" + tc.file)
 		if err != nil {

@@ -4,74 +4,38 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/flashcore/bench/internal/cudabackend/cudatest"
+	"github.com/flashcore/bench/internal/cudafile"
 )
 
-// ptxasEntry is what ptxas -v reports about one kernel.
-type ptxasEntry struct {
-	name                    string
-	registers               int
-	stack, spillSt, spillLd int
-}
-
-var (
-	ptxasCompiling = regexp.MustCompile(`Compiling entry function '(\w+)'`)
-	ptxasFrame     = regexp.MustCompile(`(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads`)
-	ptxasUsed      = regexp.MustCompile(`Used (\d+) registers`)
-)
-
-// parsePtxas reads a ptxas -v report into one entry per kernel, in order.
-func parsePtxas(report string) []ptxasEntry {
-	var entries []ptxasEntry
-	for _, line := range strings.Split(report, "\n") {
-		if m := ptxasCompiling.FindStringSubmatch(line); m != nil {
-			entries = append(entries, ptxasEntry{name: m[1], registers: -1, stack: -1})
-			continue
-		}
-		if len(entries) == 0 {
-			continue
-		}
-		e := &entries[len(entries)-1]
-		if m := ptxasFrame.FindStringSubmatch(line); m != nil {
-			e.stack, e.spillSt, e.spillLd = atoi(m[1]), atoi(m[2]), atoi(m[3])
-		}
-		if m := ptxasUsed.FindStringSubmatch(line); m != nil {
-			e.registers = atoi(m[1])
-		}
-	}
-	return entries
-}
-
-func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
-
-// ptxasProblems lists what the gate refuses in a report: a kernel missing
+// ptxasProblems lists what the gate refuses in a report (read by
+// cudafile.ParseResources, which describe uses too): a kernel missing
 // from it, a stack frame or spills (the accumulators went to local memory),
 // more registers than 384 threads can have at one block per SM (setmaxnreg
 // then moves them), and the warnings ptxas gives when it ignores setmaxnreg
 // (C7508) or serialises wgmma.
 func ptxasProblems(report string, kernels []string) []string {
 	var problems []string
-	entries := parsePtxas(report)
+	entries := cudafile.ParseResources(report)
 	for _, k := range kernels {
-		if !slices.ContainsFunc(entries, func(e ptxasEntry) bool { return e.name == k }) {
+		if !slices.ContainsFunc(entries, func(e cudafile.Resources) bool { return e.Symbol == k }) {
 			problems = append(problems, k+": not in the ptxas report")
 		}
 	}
 	for _, e := range entries {
 		switch {
-		case e.registers < 0 || e.stack < 0:
-			problems = append(problems, e.name+": no resource lines")
-		case e.stack != 0 || e.spillSt != 0 || e.spillLd != 0:
-			problems = append(problems, e.name+": "+strconv.Itoa(e.stack)+" bytes stack, "+
-				strconv.Itoa(e.spillSt)+"/"+strconv.Itoa(e.spillLd)+" bytes spilled")
-		case e.registers > 65536/threads/8*8:
-			problems = append(problems, e.name+": "+strconv.Itoa(e.registers)+" registers")
+		case !e.Counted || !e.Framed:
+			problems = append(problems, e.Symbol+": no resource lines")
+		case e.StackBytes != 0 || e.SpillStores != 0 || e.SpillLoads != 0:
+			problems = append(problems, e.Symbol+": "+strconv.Itoa(e.StackBytes)+" bytes stack, "+
+				strconv.Itoa(e.SpillStores)+"/"+strconv.Itoa(e.SpillLoads)+" bytes spilled")
+		case e.Registers > 65536/threads/8*8:
+			problems = append(problems, e.Symbol+": "+strconv.Itoa(e.Registers)+" registers")
 		}
 	}
 	for _, warning := range []string{"C7508", "setmaxnreg' ignored", "serialized"} {
