@@ -132,9 +132,6 @@ func (i *Instance) Backend() sdk.Backend { return i.backend }
 // plugin's row workspaces in it. It goes when the plugin does.
 func (i *Instance) Workspace() string { return i.process.scratch }
 
-// Walled reports whether the plugin runs confined by Landlock.
-func (i *Instance) Walled() bool { return i.process.walled }
-
 // StderrTail is the last few KB the plugin wrote to stderr.
 func (i *Instance) StderrTail() string { return i.stderr.String() }
 
@@ -260,30 +257,22 @@ func IsStartError(err error) (*StartError, bool) {
 
 // Freeze stops every process of the plugin, where it has a cgroup and
 // the walls are on, while other backends are measured: an idle plugin
-// then takes no CPU from them. It reports whether the plugin is frozen.
-func (i *Instance) Freeze() bool {
-	return i.setFrozen(true)
-}
+// then takes no CPU from them (and what it would take is counted,
+// CPUTime, where it cannot be frozen).
+func (i *Instance) Freeze() { i.setFrozen(true) }
 
 // Thaw lets a frozen plugin run again; it must be thawed before any call.
-func (i *Instance) Thaw() {
-	i.setFrozen(false)
-}
+func (i *Instance) Thaw() { i.setFrozen(false) }
 
-func (i *Instance) setFrozen(frozen bool) bool {
+func (i *Instance) setFrozen(frozen bool) {
 	if i.process.cgroup == "" || !CurrentIsolation().Cgroup {
-		return false
+		return
 	}
 	i.process.mu.Lock()
 	defer i.process.mu.Unlock()
-	if i.process.frozen == frozen {
-		return frozen
+	if i.process.frozen != frozen && setFrozen(i.process.cgroup, frozen) == nil {
+		i.process.frozen = frozen
 	}
-	if err := setFrozen(i.process.cgroup, frozen); err != nil {
-		return false
-	}
-	i.process.frozen = frozen
-	return frozen
 }
 
 // CPUTime is the CPU time the plugin and all it started have used so far,

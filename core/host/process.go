@@ -36,7 +36,6 @@ type pluginProcess struct {
 	// machine offers Landlock, it is not turned off, and no wrapper runs
 	// the plugin (a profiler needs the machine's temporary directories).
 	walled bool
-	cache  string // the plugin's own cache directory, kept between runs
 
 	mu      sync.Mutex
 	started bool
@@ -68,22 +67,22 @@ func (pp *pluginProcess) command(wrapper []string, extra, env, pin []string, soc
 	if len(wrapper) > 0 {
 		pp.walled = false
 	}
+	if pp.walled {
+		extra = pp.caches(extra)
+	}
+	// exec keeps the last of a duplicated key.
+	all := append(append(append([]string(nil), extra...), env...), pin...)
 	wall := ""
 	if pp.walled {
-		var writable []string
-		writable, extra = pp.caches(extra)
-		// exec keeps the last of a duplicated key.
-		all := append(append(append([]string(nil), extra...), env...), pin...)
-		writable = append(writable, append(cacheDirs(all), pp.scratch, sockets)...)
 		// The plugin's binary may be a link (a multicall binary's name):
 		// canonical grants what it points to.
-		wall = wallFor(privateDirs(), sharedDirs(filepath.Dir(pp.scratch)), writable, append(pythonPlaces(all),
-			pp.plugin.Path, filepath.Dir(pp.plugin.Path), linkedDir(pp.plugin.Path), fileDir(pp.plugin.PythonFile), fileDir(pp.plugin.CUDAFile))).encode()
+		wall = wallFor(privateDirs(), sharedDirs(filepath.Dir(pp.scratch)), append(cacheDirs(all), pp.scratch, sockets),
+			append(pythonPlaces(all), pp.plugin.Path, filepath.Dir(pp.plugin.Path), linkedDir(pp.plugin.Path),
+				fileDir(pp.plugin.PythonFile), fileDir(pp.plugin.CUDAFile))).encode()
 	}
 	cmd := exec.Command("/proc/self/exe", reaperArgs(pp.scratch, sockets, pp.cgroup, wall, plugin)...)
 	cmd.Args[0] = "flashcore-reaper"
-	// exec keeps the last of a duplicated key.
-	cmd.Env = append(append(append(append([]string(nil), extra...), env...), pin...), reaperEnv+"="+strconv.Itoa(os.Getpid()))
+	cmd.Env = append(all, reaperEnv+"="+strconv.Itoa(os.Getpid()))
 	cmd.Stdin = os.Stdin
 	// Its own process group keeps a terminal's Ctrl-C for the host, which
 	// then ends the plugins in order; SIGTERM on the host's death lets the

@@ -137,25 +137,28 @@ func sharedDirs(scratchRoot string) []string {
 
 // pythonPlaces are where a plugin's Python lives, by its environment:
 // the PYTHONPATH entries, and the environment (a venv) FLASHCORE_PYTHON's
-// interpreter is in (the last of each variable wins).
+// interpreter is in.
 func pythonPlaces(env []string) []string {
-	var path, python string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok {
-			path = v
-		}
-		if v, ok := strings.CutPrefix(kv, "FLASHCORE_PYTHON="); ok {
-			python = v
-		}
-	}
 	var places []string
-	if path != "" {
+	if path := envValue(env, "PYTHONPATH"); path != "" {
 		places = filepath.SplitList(path)
 	}
-	if strings.Contains(python, "/") {
+	if python := envValue(env, "FLASHCORE_PYTHON"); strings.Contains(python, "/") {
 		places = append(places, filepath.Dir(filepath.Dir(python)))
 	}
 	return places
+}
+
+// envValue is key's value in env, the last one where it is set twice (as
+// exec takes it).
+func envValue(env []string, key string) string {
+	value := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			value = v
+		}
+	}
+	return value
 }
 
 // cacheEnv are the variables that name a cache a plugin writes to; a
@@ -163,40 +166,28 @@ func pythonPlaces(env []string) []string {
 var cacheEnv = []string{"TRITON_CACHE_DIR", "CUDA_CACHE_PATH", "TORCHINDUCTOR_CACHE_DIR", "FLASHCORE_CACHE_DIR"}
 
 // caches gives the plugin a cache directory of its own, kept between runs
-// (compiled Triton and CUDA kernels, cu: files' cubins), and points
-// TRITON_CACHE_DIR, CUDA_CACHE_PATH and FLASHCORE_CACHE_DIR into it,
-// unless the host's environment names others. No plugin can then leave a
+// (compiled Triton and CUDA kernels, cu: files' cubins): it returns extra
+// with TRITON_CACHE_DIR, CUDA_CACHE_PATH and FLASHCORE_CACHE_DIR pointing
+// into it, which lose to the host's environment where it names others
+// (cacheDirs makes whichever wins writable). No plugin can then leave a
 // compiled kernel where another would load it.
-// It returns the directory, to be writable, and extra with the variables.
-func (pp *pluginProcess) caches(extra []string) ([]string, []string) {
+func (pp *pluginProcess) caches(extra []string) []string {
 	base, err := os.UserCacheDir()
 	if err != nil {
-		return nil, extra
+		return extra
 	}
 	dir := filepath.Join(base, "flashcore", "plugins", safeName(pp.plugin.Name))
-	if os.MkdirAll(dir, 0o755) != nil {
-		return nil, extra
-	}
-	pp.cache = dir
-	extra = append(append([]string(nil), extra...),
+	return append(append([]string(nil), extra...),
 		"TRITON_CACHE_DIR="+filepath.Join(dir, "triton"), "CUDA_CACHE_PATH="+filepath.Join(dir, "nv"),
 		"FLASHCORE_CACHE_DIR="+dir)
-	return []string{dir}, extra
 }
 
 // cacheDirs are the directories the cache variables of env name, made
 // where missing.
 func cacheDirs(env []string) []string {
-	values := map[string]string{}
-	for _, kv := range env {
-		key, value, _ := strings.Cut(kv, "=")
-		if slices.Contains(cacheEnv, key) {
-			values[key] = value
-		}
-	}
 	var dirs []string
 	for _, key := range cacheEnv {
-		if v := values[key]; v != "" && os.MkdirAll(v, 0o755) == nil {
+		if v := envValue(env, key); v != "" && os.MkdirAll(v, 0o755) == nil {
 			dirs = append(dirs, v)
 		}
 	}

@@ -40,7 +40,7 @@ func (r *runner) runRow(ctx context.Context, rw row, c suite.Case, in *caseInput
 		return res
 	}
 	rw.backend.stderrMark = rw.backend.instance.StderrWritten()
-	ws, err := newWorkspace(rowCaseDir(rw.backend, in.dir), in.tensors)
+	ws, err := newWorkspace(rowCaseDir(rw.backend, in.name), in.tensors)
 	if err != nil {
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
 		return res
