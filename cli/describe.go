@@ -13,6 +13,7 @@ import (
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/internal/cudafile"
+	"github.com/flashcore/bench/internal/untrusted"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -207,14 +208,14 @@ func writeCompiled(w io.Writer, specPath string, device sdk.Device, compiler *cu
 	}
 	report, err := compiler.Resources(spec, arch)
 	if err != nil {
-		fmt.Fprintf(w, "\ncompiled:  no: %s\n", firstLine(err.Error()))
+		fmt.Fprintf(w, "\ncompiled:  no: %s\n", untrusted.Line(firstLine(err.Error()))) // nvcc quotes the source
 		return
 	}
 	fmt.Fprintf(w, "\ncompiled:  for %s with nvcc (%s); ptxas reports, per kernel:\n", report.Arch, report.Compiler)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  kernel\tregisters\tstatic smem B\tspill stores B\tspill loads B\tstack B")
 	for _, k := range report.Kernels {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\n", k.Kernel, k.Registers, k.SharedBytes, k.SpillStores, k.SpillLoads, k.StackBytes)
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\n", untrusted.Line(k.Kernel), k.Registers, k.SharedBytes, k.SpillStores, k.SpillLoads, k.StackBytes)
 	}
 	tw.Flush()
 }
