@@ -14,6 +14,7 @@ import (
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -80,7 +81,7 @@ func ablateCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if !ok {
 			return withCode(ExitUsage, fmt.Errorf("case %q is not in suite %s (cases: %s)", *caseID, s.Name, caseIDs(s)))
 		}
-		s.Cases = []suite.Case{c}
+		s.Cases = []op.Case{c}
 	}
 	run, err := runChain(ctx, s, chain, *out, stderr)
 	if run != nil && len(run.Results) > 0 {

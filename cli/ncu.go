@@ -14,6 +14,7 @@ import (
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/internal/bridge"
 	"github.com/flashcore/bench/internal/ncu"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -97,7 +98,7 @@ func sessionCalls(ctx context.Context, tool ncu.Tool, s ncuSession, report strin
 // checked against, is taken over placements rather than in one
 // (docs/measurement.md#placements). The run's own figures are not used;
 // ncu's are.
-func underNcu(s *suite.Suite, l2 sdk.L2Mode, cases []suite.Case, backends []suite.BackendSelection) *suite.Suite {
+func underNcu(s *suite.Suite, l2 sdk.L2Mode, cases []op.Case, backends []suite.BackendSelection) *suite.Suite {
 	cut := *s
 	cut.Cases = cases
 	cut.Backends = backends
@@ -131,13 +132,13 @@ func rowSelection(r results.Result) suite.BackendSelection {
 
 func rowKey(r results.Result) ncu.RowKey { return ncu.RowKey{CaseID: r.CaseID, Label: r.Label} }
 
-func caseOf(s *suite.Suite, id string) (suite.Case, bool) {
+func caseOf(s *suite.Suite, id string) (op.Case, bool) {
 	for _, c := range s.Cases {
 		if c.ID == id {
 			return c, true
 		}
 	}
-	return suite.Case{}, false
+	return op.Case{}, false
 }
 
 var unsafeInName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

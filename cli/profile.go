@@ -17,6 +17,7 @@ import (
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/internal/ncu"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -110,8 +111,8 @@ func findRow(ctx context.Context, s *suite.Suite, name string) (host.Plugin, sui
 
 // findTimedRow runs the case briefly, unprofiled, to learn the row's label
 // and how it is timed, which says how ncu reaches it.
-func findTimedRow(ctx context.Context, s *suite.Suite, c suite.Case, p host.Plugin, sel suite.BackendSelection) (results.Result, ncu.Reach, error) {
-	probe := underNcu(s, sdk.L2Hot, []suite.Case{c}, []suite.BackendSelection{sel})
+func findTimedRow(ctx context.Context, s *suite.Suite, c op.Case, p host.Plugin, sel suite.BackendSelection) (results.Result, ncu.Reach, error) {
+	probe := underNcu(s, sdk.L2Hot, []op.Case{c}, []suite.BackendSelection{sel})
 	probe.Measurement.MinSamples, probe.Measurement.MaxSamples = 3, 3
 	run, err := runner.Run(ctx, runner.Config{Suite: probe, Plugins: []host.Plugin{p}})
 	if err != nil {
@@ -138,7 +139,7 @@ func findTimedRow(ctx context.Context, s *suite.Suite, c suite.Case, p host.Plug
 
 // profileRow runs the row under ncu with the profile's sections, around
 // its timed calls only, and prints the first call's kernels.
-func profileRow(ctx context.Context, tool ncu.Tool, s *suite.Suite, c suite.Case, p host.Plugin, res results.Result,
+func profileRow(ctx context.Context, tool ncu.Tool, s *suite.Suite, c op.Case, p host.Plugin, res results.Result,
 	reach ncu.Reach, dir string, stdout io.Writer) error {
 	set := ncuSettings{measure: ncu.ProfileMeasure(), limit: ncu.Limit{Count: profileCallKernels}}
 	if !reach.NVTX {
@@ -146,7 +147,7 @@ func profileRow(ctx context.Context, tool ncu.Tool, s *suite.Suite, c suite.Case
 		set.limit = ncu.Limit{Skip: 1, Count: 1}
 	}
 	sess := ncuSession{name: fileName(res.Label, c.ID), plugin: p, reach: reach, rows: []ncu.RowKey{rowKey(res)},
-		suite: underNcu(s, sdk.L2Hot, []suite.Case{c}, []suite.BackendSelection{rowSelection(res)})}
+		suite: underNcu(s, sdk.L2Hot, []op.Case{c}, []suite.BackendSelection{rowSelection(res)})}
 	outcome, err := runNcuSession(ctx, tool, sess, set, dir)
 	calls, report := outcome.calls, outcome.report
 	if err != nil {

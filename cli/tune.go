@@ -15,6 +15,7 @@ import (
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/core/tune"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -201,13 +202,13 @@ func chooseTuneVariant(d sdk.Description, name string) (sdk.Variant, error) {
 }
 
 // chooseCases keeps the suite's cases named in list, all when it is empty.
-func chooseCases(s *suite.Suite, list string) ([]suite.Case, error) {
+func chooseCases(s *suite.Suite, list string) ([]op.Case, error) {
 	if list == "" {
 		return s.Cases, nil
 	}
-	var out []suite.Case
+	var out []op.Case
 	for _, id := range splitList(list) {
-		i := slices.IndexFunc(s.Cases, func(c suite.Case) bool { return c.ID == id })
+		i := slices.IndexFunc(s.Cases, func(c op.Case) bool { return c.ID == id })
 		if i < 0 {
 			return nil, fmt.Errorf("--cases: the suite %s has no case %q (%d cases; flashcore run names them)", s.Path, id, len(s.Cases))
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/internal/ncu"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -329,7 +330,7 @@ func timingSessions(s *suite.Suite, mode sdk.L2Mode, rows []*timedRow) []timingS
 		if r.reach.OneRowPerSession() {
 			sessions = append(sessions, timingSession{ncuSession: ncuSession{
 				name: fileName("ncu", r.result.Label, r.result.CaseID), plugin: r.plugin, reach: r.reach,
-				suite: underNcu(s, mode, []suite.Case{c}, []suite.BackendSelection{rowSelection(r.result)}),
+				suite: underNcu(s, mode, []op.Case{c}, []suite.BackendSelection{rowSelection(r.result)}),
 				rows:  []ncu.RowKey{r.row.Row}}, members: []*timedRow{r}})
 			continue
 		}
@@ -376,7 +377,7 @@ func selectionFor(s *suite.Suite, backend string) suite.BackendSelection {
 	return suite.BackendSelection{Name: backend}
 }
 
-func containsCase(cases []suite.Case, id string) bool {
+func containsCase(cases []op.Case, id string) bool {
 	_, ok := caseOf(&suite.Suite{Cases: cases}, id)
 	return ok
 }

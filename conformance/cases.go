@@ -5,14 +5,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
 // Case is one conformance case: a suite case (its ID keys the inputs, as in
 // flashcore run) run with one set of tunables.
 type Case struct {
-	suite.Case
+	op.Case
 	// Tunables are the values sent with Prepare; nil for the defaults.
 	Tunables map[string]string
 }
@@ -87,7 +88,7 @@ func Cases(v sdk.Variant) []Case {
 		if !ok {
 			return
 		}
-		c := Case{Case: suite.NewCase(s, suite.Normal), Tunables: tunables}
+		c := Case{Case: attention.NewCase(s, op.Normal), Tunables: tunables}
 		if !seen[c.Name()] {
 			seen[c.Name()] = true
 			cases = append(cases, c)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -48,7 +49,7 @@ func TestCasesStayInsideAndCoverTheDeclaration(t *testing.T) {
 			cases := Cases(v)
 			seen := map[string]bool{}
 			for _, c := range cases {
-				if reason := caps.Unsupported(c.Shape); reason != "" {
+				if reason := caps.Unsupported(attention.ShapeOf(c.Case)); reason != "" {
 					t.Errorf("%s lies outside the declaration: %s", c.Name(), reason)
 				}
 				if seen[c.Name()] {
@@ -79,29 +80,31 @@ func wantedFeatures(v sdk.Variant) []feature {
 	var want []feature
 	add := func(name string, in func(Case) bool) { want = append(want, feature{name, in}) }
 	for _, dtype := range caps.DTypes {
-		add("dtype "+string(dtype), func(c Case) bool { return c.Shape.DType == dtype })
+		add("dtype "+string(dtype), func(c Case) bool { return attention.ShapeOf(c.Case).DType == dtype })
 	}
 	for _, d := range caps.HeadDims {
-		add(fmt.Sprint("head dim ", d), func(c Case) bool { return c.Shape.HeadDim == d })
+		add(fmt.Sprint("head dim ", d), func(c Case) bool { return attention.ShapeOf(c.Case).HeadDim == d })
 	}
 	if caps.Causal {
-		add("causal masking", func(c Case) bool { return c.Shape.Causal })
+		add("causal masking", func(c Case) bool { return attention.ShapeOf(c.Case).Causal })
 	}
 	if caps.NonCausal {
-		add("no masking", func(c Case) bool { return !c.Shape.Causal })
+		add("no masking", func(c Case) bool { return !attention.ShapeOf(c.Case).Causal })
 	}
 	if caps.GroupedQueryHeads {
-		add("grouped-query heads", func(c Case) bool { return c.Shape.KVHeads < c.Shape.Heads })
+		add("grouped-query heads", func(c Case) bool { return attention.ShapeOf(c.Case).KVHeads < attention.ShapeOf(c.Case).Heads })
 	}
 	if caps.UnequalSeqLens {
-		add("Sq < Sk", func(c Case) bool { return c.Shape.SeqQ < c.Shape.SeqK })
-		add("Sq > Sk causal", func(c Case) bool { return c.Shape.SeqQ > c.Shape.SeqK && c.Shape.Causal == caps.Causal })
-		add("one query row", func(c Case) bool { return c.Shape.SeqQ == 1 })
+		add("Sq < Sk", func(c Case) bool { return attention.ShapeOf(c.Case).SeqQ < attention.ShapeOf(c.Case).SeqK })
+		add("Sq > Sk causal", func(c Case) bool {
+			return attention.ShapeOf(c.Case).SeqQ > attention.ShapeOf(c.Case).SeqK && attention.ShapeOf(c.Case).Causal == caps.Causal
+		})
+		add("one query row", func(c Case) bool { return attention.ShapeOf(c.Case).SeqQ == 1 })
 	}
 	if m := caps.SeqMultiple; m > 1 {
-		add(fmt.Sprint("a length of more than one tile of ", m), func(c Case) bool { return c.Shape.SeqQ > m })
+		add(fmt.Sprint("a length of more than one tile of ", m), func(c Case) bool { return attention.ShapeOf(c.Case).SeqQ > m })
 	} else {
-		add("a length no tile of 16 divides", func(c Case) bool { return c.Shape.SeqQ%16 != 0 })
+		add("a length no tile of 16 divides", func(c Case) bool { return attention.ShapeOf(c.Case).SeqQ%16 != 0 })
 	}
 	for _, tun := range v.Tunables {
 		for _, value := range tun.Values {

@@ -49,6 +49,7 @@ import (
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -183,7 +184,7 @@ func (k *kit) checkVariant(t *testing.T, device sdk.Device, v sdk.Variant) {
 		t.Fatalf("no case fits the declared capabilities %+v", v.Capabilities)
 	}
 	if v.Capabilities.NeedsGPU && device.Kind != "gpu" {
-		if err := k.expectRefusal(v.Name, Refusal{Why: "needs a GPU", Shape: cases[0].Shape}); err != nil {
+		if err := k.expectRefusal(v.Name, Refusal{Why: "needs a GPU", Shape: attention.ShapeOf(cases[0].Case)}); err != nil {
 			t.Error(err)
 		}
 		t.Skipf("needs a GPU; this %s device has none (and it refused a case)", device.Kind)
@@ -232,7 +233,7 @@ func (k *kit) checkCase(v sdk.Variant, c Case, modes []sdk.L2Mode) (skip string,
 		return "", err
 	}
 	prepared, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Prepared, error) {
-		return api.Prepare(ctx, sdk.PrepareRequest{CaseID: c.ID, Variant: v.Name, Shape: c.Shape,
+		return api.Prepare(ctx, sdk.PrepareRequest{CaseID: c.ID, Variant: v.Name, Shape: attention.ShapeOf(c.Case),
 			Tunables: c.Tunables, Files: files, InputSHA256: tensors.SHA256})
 	})
 	if err != nil {

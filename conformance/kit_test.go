@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/internal/buildtest"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -40,7 +41,7 @@ func startKit(t *testing.T, name, pkg string, opts Options) (*kit, sdk.Variant) 
 func gqaCase(t *testing.T, v sdk.Variant) Case {
 	t.Helper()
 	for _, c := range Cases(v) {
-		if c.Shape.KVHeads < c.Shape.Heads && c.Shape.Causal && c.Shape.SeqQ != c.Shape.SeqK {
+		if attention.ShapeOf(c.Case).KVHeads < attention.ShapeOf(c.Case).Heads && attention.ShapeOf(c.Case).Causal && attention.ShapeOf(c.Case).SeqQ != attention.ShapeOf(c.Case).SeqK {
 			return c
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -27,7 +28,7 @@ func Undeclared(v sdk.Variant) []Refusal {
 	if len(cases) == 0 {
 		return nil
 	}
-	caps, base := v.Capabilities, cases[0].Shape
+	caps, base := v.Capabilities, attention.ShapeOf(cases[0].Case)
 	var out []Refusal
 	add := func(why string, change func(*sdk.Shape)) {
 		s := base
@@ -84,7 +85,7 @@ func undeclaredHeadDim(declared []int) int {
 
 // invalid are requests no variant may accept, whatever it declares.
 func invalid(v sdk.Variant) []Refusal {
-	base := Cases(v)[0].Shape
+	base := attention.ShapeOf(Cases(v)[0].Case)
 	uneven := base
 	uneven.Heads, uneven.KVHeads = 3, 2
 	return []Refusal{
@@ -119,7 +120,7 @@ func (k *kit) checkRefusals(t *testing.T, v sdk.Variant) {
 	}
 	t.Run("unknown variant", func(t *testing.T) {
 		// A Go error is a fair answer too: no host sends an unknown variant.
-		r := Refusal{Why: "unknown variant", Shape: Cases(v)[0].Shape}
+		r := Refusal{Why: "unknown variant", Shape: attention.ShapeOf(Cases(v)[0].Case)}
 		prepared, err := k.prepareRefusal("no-such-variant-of-"+v.Name, r)
 		if err == nil && unsupportedIn(prepared.Diagnostics) == "" {
 			t.Errorf("Prepare ran an unknown variant: %+v", prepared)

@@ -5,14 +5,14 @@ import (
 	"slices"
 )
 
-// Unsupported says why a variant with capabilities c cannot run shape s, or
-// returns "" when it can. The host skips such cases with this reason before
+// Unsupported says why a variant with capabilities c cannot run the
+// attention case of shape s, or returns "" when it can. The host skips such cases with this reason before
 // calling the backend; backends may call it too, to refuse a request that
 // bypassed the host.
 func (c Capabilities) Unsupported(s Shape) string {
 	switch {
-	case !slices.Contains(c.DTypes, s.DType):
-		return fmt.Sprintf("dtype %s not supported", s.DType)
+	case c.UnsupportedDType(s.DType) != "":
+		return c.UnsupportedDType(s.DType)
 	case s.Batch < 1 || s.Heads < 1 || s.KVHeads < 1 || s.SeqQ < 1 || s.SeqK < 1 || s.HeadDim < 1:
 		return fmt.Sprintf("shape %s has a dimension below 1", s)
 	case s.Heads%s.KVHeads != 0:
@@ -31,8 +31,24 @@ func (c Capabilities) Unsupported(s Shape) string {
 		return fmt.Sprintf("sequence length %d over the backend's limit of %d", max(s.SeqQ, s.SeqK), c.MaxSeqLen)
 	case c.SeqMultiple > 1 && (s.SeqQ%c.SeqMultiple != 0 || s.SeqK%c.SeqMultiple != 0):
 		return fmt.Sprintf("sequence lengths %dx%d are not multiples of %d", s.SeqQ, s.SeqK, c.SeqMultiple)
-	case c.MaxElements > 0 && max(s.QElements(), s.KVElements()) > c.MaxElements:
-		return fmt.Sprintf("%d elements per tensor over the backend's limit of %d", max(s.QElements(), s.KVElements()), c.MaxElements)
+	}
+	return c.OverMaxElements(max(s.QElements(), s.KVElements()))
+}
+
+// UnsupportedDType says why a variant cannot take data of type d, or "":
+// the part of every op's capability check that concerns element types.
+func (c Capabilities) UnsupportedDType(d DType) string {
+	if !slices.Contains(c.DTypes, d) {
+		return fmt.Sprintf("dtype %s not supported", d)
+	}
+	return ""
+}
+
+// OverMaxElements says why a variant cannot take a tensor of n elements,
+// or "": the part of every op's capability check that concerns size.
+func (c Capabilities) OverMaxElements(n int) string {
+	if c.MaxElements > 0 && n > c.MaxElements {
+		return fmt.Sprintf("%d elements per tensor over the backend's limit of %d", n, c.MaxElements)
 	}
 	return ""
 }

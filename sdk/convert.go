@@ -81,6 +81,7 @@ func variantToProto(v Variant) *pb.Variant {
 		Description:  v.Description,
 		Capabilities: capabilitiesToProto(v.Capabilities),
 		Tunables:     convertAll(v.Tunables, tunableToProto),
+		Ops:          copyOrNil(v.Ops),
 	}
 }
 
@@ -90,6 +91,7 @@ func variantFromProto(p *pb.Variant) Variant {
 		Description:  p.GetDescription(),
 		Capabilities: capabilitiesFromProto(p.GetCapabilities()),
 		Tunables:     convertAll(p.GetTunables(), tunableFromProto),
+		Ops:          copyOrNil(p.GetOps()),
 	}
 }
 
@@ -149,6 +151,10 @@ func prepareRequestToProto(r PrepareRequest) *pb.PrepareRequest {
 		Tunables:    cloneOrNil(r.Tunables),
 		Files:       tensorsToProto(r.Files),
 		InputSha256: r.InputSHA256,
+		Op:          r.Op,
+		Params:      cloneOrNil(r.Params),
+		Inputs:      convertAll(r.Inputs, tensorFileToProto),
+		Outputs:     convertAll(r.Outputs, tensorFileToProto),
 	}
 }
 
@@ -160,7 +166,19 @@ func prepareRequestFromProto(p *pb.PrepareRequest) PrepareRequest {
 		Tunables:    cloneOrNil(p.GetTunables()),
 		Files:       tensorsFromProto(p.GetFiles()),
 		InputSHA256: p.GetInputSha256(),
+		Op:          p.GetOp(),
+		Params:      cloneOrNil(p.GetParams()),
+		Inputs:      convertAll(p.GetInputs(), tensorFileFromProto),
+		Outputs:     convertAll(p.GetOutputs(), tensorFileFromProto),
 	}
+}
+
+func tensorFileToProto(t TensorFile) *pb.TensorFile {
+	return &pb.TensorFile{Name: t.Name, Path: t.Path, Dtype: string(t.DType), Dims: intsToProto(t.Dims)}
+}
+
+func tensorFileFromProto(p *pb.TensorFile) TensorFile {
+	return TensorFile{Name: p.GetName(), Path: p.GetPath(), DType: DType(p.GetDtype()), Dims: intsFromProto(p.GetDims())}
 }
 
 func shapeToProto(s Shape) *pb.Shape {
@@ -238,11 +256,13 @@ func fetchedFromProto(p *pb.Fetched) Fetched {
 }
 
 func runRequestToProto(r RunRequest) *pb.RunRequest {
-	return &pb.RunRequest{CaseId: r.CaseID, Measurement: measurementToProto(r.Measurement), Output: r.Output}
+	return &pb.RunRequest{CaseId: r.CaseID, Measurement: measurementToProto(r.Measurement), Output: r.Output,
+		Outputs: convertAll(r.Outputs, tensorFileToProto)}
 }
 
 func runRequestFromProto(p *pb.RunRequest) RunRequest {
-	return RunRequest{CaseID: p.GetCaseId(), Measurement: measurementFromProto(p.GetMeasurement()), Output: p.GetOutput()}
+	return RunRequest{CaseID: p.GetCaseId(), Measurement: measurementFromProto(p.GetMeasurement()), Output: p.GetOutput(),
+		Outputs: convertAll(p.GetOutputs(), tensorFileFromProto)}
 }
 
 func measurementToProto(m Measurement) *pb.Measurement {

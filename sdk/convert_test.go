@@ -52,6 +52,7 @@ func fixtureDescription() Description {
 		Variants: []Variant{{
 			Name:        "cuda-v8",
 			Description: "mma.sync, 8 warps",
+			Ops:         []string{"attention", "rmsnorm"},
 			Capabilities: Capabilities{
 				DTypes:            []DType{FP16, BF16},
 				HeadDims:          []int{64, 128},
@@ -80,6 +81,10 @@ func fixturePrepareRequest() PrepareRequest {
 		Tunables:    map[string]string{"tile_n": "32", "stages": "3"},
 		Files:       Tensors{Q: "in/q.bin", K: "in/k.bin", V: "in/v.bin", Output: "out/o.bin"},
 		InputSHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		Op:          "attention",
+		Params:      map[string]string{"batch": "2", "heads": "8"},
+		Inputs:      []TensorFile{{Name: "q", Path: "in/q.bin", DType: FP16, Dims: []int{2, 8, 256, 64}}},
+		Outputs:     []TensorFile{{Name: "o", Path: "out/o.bin", DType: BF16, Dims: []int{2, 8, 256, 64}}},
 	}
 }
 
@@ -93,7 +98,8 @@ func fixturePrepared() Prepared {
 
 func fixtureRunRequest() RunRequest {
 	return RunRequest{
-		CaseID: "case-0008",
+		CaseID:  "case-0008",
+		Outputs: []TensorFile{{Name: "y", Path: "out/timed-y.bin", DType: FP32, Dims: []int{7, 9}}},
 		Measurement: Measurement{
 			WarmupRuns:  11,
 			WarmupTime:  55 * time.Millisecond,

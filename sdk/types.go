@@ -9,7 +9,13 @@ import (
 // ProtocolVersion is the version of the host–plugin protocol. The handshake
 // refuses a plugin built against another version, so a stale plugin binary
 // is reported as such instead of misbehaving.
-const ProtocolVersion = 1
+//
+// Version 2 added ops: a variant lists the ops it offers (Variant.Ops),
+// and a request names its op, its parameters and its named tensor files
+// (PrepareRequest.Op, Params, Inputs, Outputs). For attention the host
+// still fills Shape and Files, so an attention plugin reads what it read
+// in version 1.
+const ProtocolVersion = 2
 
 // DType is the element type of Q, K, V and O.
 type DType string
@@ -110,8 +116,13 @@ type Tunable struct {
 // Variant is one row a backend can produce in the tables, such as
 // "sdpa-flash" of the pytorch-sdpa backend. A backend offers at least one.
 type Variant struct {
-	Name         string       `json:"name"`
-	Description  string       `json:"description,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Ops lists the ops the variant runs (package ops; `flashcore list
+	// --ops`). Empty means attention alone. The op-independent fields of
+	// Capabilities (DTypes, MaxElements, NeedsGPU) apply to every op; the
+	// others are attention's.
+	Ops          []string     `json:"ops,omitempty"`
 	Capabilities Capabilities `json:"capabilities"`
 	Tunables     []Tunable    `json:"tunables,omitempty"`
 }
@@ -208,15 +219,35 @@ type Tensors struct {
 	Output  string
 }
 
+// TensorFile is one named tensor of a case and the file that holds it:
+// the raw little-endian bytes of a dense, row-major array of Dims in
+// DType.
+type TensorFile struct {
+	Name  string `json:"name"`
+	Path  string `json:"path"`
+	DType DType  `json:"dtype"`
+	Dims  []int  `json:"dims"`
+}
+
 // PrepareRequest asks a backend to allocate and load one case.
 type PrepareRequest struct {
-	CaseID   string            `json:"case_id"`
-	Variant  string            `json:"variant"`
+	CaseID  string `json:"case_id"`
+	Variant string `json:"variant"`
+	// Op names the case's op ("attention" when empty), and Params are
+	// the values of its axes in canonical text ("64", "true", "fp16").
+	Op     string            `json:"op,omitempty"`
+	Params map[string]string `json:"params,omitempty"`
+	// Inputs are the op's input tensors, in its order, written by the
+	// host; Outputs are the files the backend writes in Fetch.
+	Inputs  []TensorFile `json:"inputs,omitempty"`
+	Outputs []TensorFile `json:"outputs,omitempty"`
+	// Shape and Files are the attention case of Params, Inputs and
+	// Outputs, for attention plugins; zero for other ops.
 	Shape    Shape             `json:"shape"`
 	Tunables map[string]string `json:"tunables,omitempty"`
 	Files    Tensors           `json:"files"`
-	// InputSHA256 is the hex SHA-256 of Q, K and V concatenated, as the host
-	// wrote them. The backend hashes what it loaded and reports it back.
+	// InputSHA256 is the hex SHA-256 of the inputs concatenated in order
+	// (for attention Q, K and V), as the host wrote them. The backend hashes what it loaded and reports it back.
 	InputSHA256 string `json:"input_sha256"`
 }
 
@@ -243,6 +274,9 @@ type RunRequest struct {
 	// found: the host checks this file like the checked run's. A backend
 	// whose library allocates a new output per call writes the last one.
 	Output string `json:"output,omitempty"`
+	// Outputs, when set, are the timed output files of every output of
+	// the op, in its order; Output is the first one's path.
+	Outputs []TensorFile `json:"outputs,omitempty"`
 }
 
 // DeviceState is what a backend can read of its device at one moment.

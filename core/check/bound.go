@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/flashcore/bench/core/inputs"
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -39,7 +39,7 @@ func (e boundElement) describe(s sdk.Shape) string {
 // boundViolations counts the finite output elements outside the range of V
 // over their visible keys. NaN, Inf and poisoned elements are counted by
 // the census, not here. Heads are checked in parallel.
-func boundViolations(t *inputs.Tensors, output []byte, tol suite.Tolerance) outOfRange {
+func boundViolations(t *inputs.Tensors, output []byte, tol op.Tolerance) outOfRange {
 	s := t.Shape
 	heads := s.Batch * s.Heads
 	found := make([]outOfRange, heads)
@@ -75,12 +75,12 @@ func boundViolations(t *inputs.Tensors, output []byte, tol suite.Tolerance) outO
 type bounder struct {
 	t          *inputs.Tensors
 	output     []byte
-	tol        suite.Tolerance
+	tol        op.Tolerance
 	lo, hi     []float64 // range of V over the keys seen so far
 	vRow, oRow []float64
 }
 
-func newBounder(t *inputs.Tensors, output []byte, tol suite.Tolerance) *bounder {
+func newBounder(t *inputs.Tensors, output []byte, tol op.Tolerance) *bounder {
 	d := t.Shape.HeadDim
 	return &bounder{t: t, output: output, tol: tol,
 		lo: make([]float64, d), hi: make([]float64, d), vRow: make([]float64, d), oRow: make([]float64, d)}

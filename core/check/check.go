@@ -8,7 +8,7 @@ import (
 
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/reference"
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -56,7 +56,7 @@ type Report struct {
 // elements; NaN or Inf elements; an all-zero output; elements outside the
 // range of V over their visible keys (checked over the whole output); a
 // relative L2 error above tol.RelL2; elements outside atol + rtol·|r|.
-func Check(t *inputs.Tensors, output []byte, settings suite.CheckSettings, tol suite.Tolerance) Report {
+func Check(t *inputs.Tensors, output []byte, settings op.CheckSettings, tol op.Tolerance) Report {
 	var seed uint64
 	if reference.Sampled(t.Shape, settings) {
 		seed = FreshSeed()
@@ -66,7 +66,7 @@ func Check(t *inputs.Tensors, output []byte, settings suite.CheckSettings, tol s
 
 // CheckWithSeed is Check with the row seed given: it re-checks a saved
 // output on the rows a recorded seed drew.
-func CheckWithSeed(t *inputs.Tensors, output []byte, settings suite.CheckSettings, tol suite.Tolerance, seed uint64) Report {
+func CheckWithSeed(t *inputs.Tensors, output []byte, settings op.CheckSettings, tol op.Tolerance, seed uint64) Report {
 	s := t.Shape
 	r := Report{Verdict: Pass, RowsTotal: s.Batch * s.Heads * s.SeqQ}
 	if want := s.QElements() * s.DType.Size(); len(output) != want {
@@ -127,7 +127,7 @@ type element struct {
 	initialized bool
 }
 
-func (e element) describe(s sdk.Shape, tol suite.Tolerance) string {
+func (e element) describe(s sdk.Shape, tol op.Tolerance) string {
 	flat := e.row.Flat(s)*s.HeadDim + e.col
 	return fmt.Sprintf("at [b%d h%d q%d d%d] (element %d): got %.6g, want %.6g (|error| %.3g > %.3g)",
 		e.row.Batch, e.row.Head, e.row.Row, e.col, flat, e.got, e.want,
@@ -136,7 +136,7 @@ func (e element) describe(s sdk.Shape, tol suite.Tolerance) string {
 
 // compare fills the error figures of the checked rows and returns the
 // element that exceeds its bound the most.
-func (r *Report) compare(s sdk.Shape, output []byte, rows []reference.RowIndex, want [][]float64, tol suite.Tolerance) element {
+func (r *Report) compare(s sdk.Shape, output []byte, rows []reference.RowIndex, want [][]float64, tol op.Tolerance) element {
 	var worst element
 	var sumSqErr, sumSqRef float64
 	got := make([]float64, s.HeadDim)

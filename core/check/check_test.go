@@ -7,24 +7,25 @@ import (
 
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/reference"
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
 var (
-	settings   = suite.DefaultCheckSettings()
-	tolerances = suite.DefaultTolerances()
+	settings   = op.DefaultCheckSettings()
+	tolerances = op.DefaultTolerances()
 )
 
-func testCase(b, h, kv, sq, sk, d int, causal bool, dtype sdk.DType, dist suite.Distribution) *inputs.Tensors {
+func testCase(b, h, kv, sq, sk, d int, causal bool, dtype sdk.DType, dist op.Distribution) *inputs.Tensors {
 	s := sdk.Shape{Batch: b, Heads: h, KVHeads: kv, SeqQ: sq, SeqK: sk, HeadDim: d, Causal: causal, DType: dtype}
-	return inputs.Generate(99, suite.NewCase(s, dist))
+	return inputs.Generate(99, attention.NewCase(s, dist))
 }
 
 // correctOutput is what a perfect kernel writes: the reference rounded to
 // the dtype.
 func correctOutput(t *inputs.Tensors) []float64 {
-	all := suite.CheckSettings{FullCheckMaxPairs: math.MaxInt64, SampledRows: 2}
+	all := op.CheckSettings{FullCheckMaxPairs: math.MaxInt64, SampledRows: 2}
 	var flat []float64
 	for _, row := range reference.Compute(t, reference.Rows(t.Shape, all, 0)) {
 		flat = append(flat, row...)
@@ -34,10 +35,10 @@ func correctOutput(t *inputs.Tensors) []float64 {
 
 func TestCorrectOutputPasses(t *testing.T) {
 	cases := []*inputs.Tensors{
-		testCase(1, 8, 8, 128, 128, 64, false, sdk.FP16, suite.Normal),
-		testCase(1, 4, 2, 96, 160, 64, true, sdk.FP16, suite.Outliers),
-		testCase(2, 2, 1, 80, 48, 32, true, sdk.BF16, suite.Uniform),
-		testCase(1, 2, 2, 64, 64, 128, false, sdk.FP32, suite.Normal),
+		testCase(1, 8, 8, 128, 128, 64, false, sdk.FP16, op.Normal),
+		testCase(1, 4, 2, 96, 160, 64, true, sdk.FP16, op.Outliers),
+		testCase(2, 2, 1, 80, 48, 32, true, sdk.BF16, op.Uniform),
+		testCase(1, 2, 2, 64, 64, 128, false, sdk.FP32, op.Normal),
 	}
 	for _, tc := range cases {
 		dtype := tc.Shape.DType
@@ -53,7 +54,7 @@ func TestCorrectOutputPasses(t *testing.T) {
 }
 
 func TestWrongOutputsFail(t *testing.T) {
-	tc := testCase(1, 4, 2, 128, 128, 64, true, sdk.FP16, suite.Normal)
+	tc := testCase(1, 4, 2, 128, 128, 64, true, sdk.FP16, op.Normal)
 	s := tc.Shape
 	good := correctOutput(tc)
 	tests := []struct {
@@ -87,7 +88,7 @@ func TestWrongOutputsFail(t *testing.T) {
 }
 
 func TestSmallErrorsPass(t *testing.T) {
-	tc := testCase(1, 2, 2, 64, 64, 64, false, sdk.FP16, suite.Normal)
+	tc := testCase(1, 2, 2, 64, 64, 64, false, sdk.FP16, op.Normal)
 	good := correctOutput(tc)
 	tol := tolerances[sdk.FP16]
 	// Just inside the element bound.
@@ -102,8 +103,8 @@ func TestSmallErrorsPass(t *testing.T) {
 // covers every head and both ends, yet an unwritten element outside the
 // sample is still found.
 func TestSampledCheck(t *testing.T) {
-	tc := testCase(2, 8, 8, 256, 256, 64, false, sdk.FP16, suite.Normal)
-	sampled := suite.CheckSettings{FullCheckMaxPairs: 1 << 16, SampledRows: 32}
+	tc := testCase(2, 8, 8, 256, 256, 64, false, sdk.FP16, op.Normal)
+	sampled := op.CheckSettings{FullCheckMaxPairs: 1 << 16, SampledRows: 32}
 	output := inputs.Encode(sdk.FP16, correctOutput(tc))
 	r := Check(tc, output, sampled, tolerances[sdk.FP16])
 	if r.Verdict != Pass || !r.Sampled || r.RowSeed == 0 || r.RowsChecked < 16+3*16 || r.RowsChecked > 34+3*16+2*reference.EdgeBlock || r.RowsTotal != 2*8*256 {
@@ -128,8 +129,8 @@ func TestSampledCheck(t *testing.T) {
 // is a plausible attention output (inside the range of V), so only rows it
 // could not predict catch it.
 func TestPredictedRowsFail(t *testing.T) {
-	tc := testCase(1, 4, 4, 512, 512, 64, false, sdk.FP16, suite.Normal)
-	sampled := suite.CheckSettings{FullCheckMaxPairs: 1 << 16, SampledRows: 64}
+	tc := testCase(1, 4, 4, 512, 512, 64, false, sdk.FP16, op.Normal)
+	sampled := op.CheckSettings{FullCheckMaxPairs: 1 << 16, SampledRows: 64}
 	good := correctOutput(tc)
 	s, d := tc.Shape, tc.Shape.HeadDim
 	predicted := reference.Rows(s, sampled, 12345)
@@ -157,8 +158,8 @@ func TestPredictedRowsFail(t *testing.T) {
 // range of V over its keys, fails the whole-output bound.
 func TestOutOfRangeFails(t *testing.T) {
 	for _, causal := range []bool{false, true} {
-		tc := testCase(1, 2, 1, 256, 256, 32, causal, sdk.FP16, suite.Normal)
-		sampled := suite.CheckSettings{FullCheckMaxPairs: 1 << 10, SampledRows: 4}
+		tc := testCase(1, 2, 1, 256, 256, 32, causal, sdk.FP16, op.Normal)
+		sampled := op.CheckSettings{FullCheckMaxPairs: 1 << 10, SampledRows: 4}
 		good := correctOutput(tc)
 		r := Check(tc, inputs.Encode(sdk.FP16, good), sampled, tolerances[sdk.FP16])
 		if r.Verdict != Pass || r.OutOfRange != 0 {
@@ -241,8 +242,8 @@ func TestCountSpecial(t *testing.T) {
 // wrong (a partial tile at an odd length, a masking slip in the last rows)
 // fails every check, not only those whose draw happens to land there.
 func TestWrongRowsNearTheEndFail(t *testing.T) {
-	tc := testCase(1, 6, 6, 300, 300, 32, true, sdk.FP16, suite.Normal)
-	sampled := suite.CheckSettings{FullCheckMaxPairs: 1 << 12, SampledRows: 12}
+	tc := testCase(1, 6, 6, 300, 300, 32, true, sdk.FP16, op.Normal)
+	sampled := op.CheckSettings{FullCheckMaxPairs: 1 << 12, SampledRows: 12}
 	s, d := tc.Shape, tc.Shape.HeadDim
 	for _, wrongRow := range []int{s.SeqQ - 2, s.SeqQ - 30, (s.SeqQ - 1) / reference.EdgeBlock * reference.EdgeBlock} {
 		out := correctOutput(tc)

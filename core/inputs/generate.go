@@ -6,7 +6,8 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -22,8 +23,8 @@ type Tensors struct {
 
 // Generate builds the inputs of case c under the suite's seed. It spreads
 // the work over every CPU; the result does not depend on how.
-func Generate(seed uint64, c suite.Case) *Tensors {
-	s := c.Shape
+func Generate(seed uint64, c op.Case) *Tensors {
+	s := attention.ShapeOf(c)
 	t := &Tensors{Shape: s}
 	t.Q = generateTensor(NewStream(seed, c.ID, TensorQ), c.Distribution, s.DType, s.QElements())
 	t.K = generateTensor(NewStream(seed, c.ID, TensorK), c.Distribution, s.DType, s.KVElements())
@@ -47,7 +48,7 @@ func HashInputs(q, k, v []byte) string {
 // scheduling costs nothing.
 const chunkElements = 1 << 16
 
-func generateTensor(s Stream, dist suite.Distribution, dtype sdk.DType, n int) []byte {
+func generateTensor(s Stream, dist op.Distribution, dtype sdk.DType, n int) []byte {
 	out := make([]byte, n*dtype.Size())
 	chunks := (n + chunkElements - 1) / chunkElements
 	next := make(chan int, chunks)
@@ -75,8 +76,8 @@ func generateTensor(s Stream, dist suite.Distribution, dtype sdk.DType, n int) [
 
 // fill writes elements first, first+1, ... of the stream into values.
 // first is even; each Box–Muller pair is computed once.
-func (s Stream) fill(values []float64, dist suite.Distribution, first int) {
-	if dist == suite.Uniform {
+func (s Stream) fill(values []float64, dist op.Distribution, first int) {
+	if dist == op.Uniform {
 		for i := range values {
 			values[i] = 2*s.Uniform(first+i) - 1
 		}
@@ -89,11 +90,19 @@ func (s Stream) fill(values []float64, dist suite.Distribution, first int) {
 			values[i+1] = y
 		}
 	}
-	if dist == suite.Outliers {
+	if dist == op.Outliers {
 		for i := range values {
 			if isOutlier(s.Word(first + i)) {
 				values[i] *= OutlierScale
 			}
 		}
 	}
+}
+
+// Draw returns the n elements of input number index (0-based, in the op's
+// order) of a case, in dtype: every op's inputs come from this one
+// generator, so each tensor's values depend on the seed, the case and its
+// place alone (docs/inputs.md).
+func Draw(seed uint64, caseID string, index int, dist op.Distribution, dtype sdk.DType, n int) []byte {
+	return generateTensor(NewStream(seed, caseID, Tensor(index)), dist, dtype, n)
 }

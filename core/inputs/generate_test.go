@@ -8,18 +8,19 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
-func testCase(b, h, kv, sq, sk, d int, dtype sdk.DType, dist suite.Distribution) suite.Case {
-	return suite.NewCase(sdk.Shape{Batch: b, Heads: h, KVHeads: kv, SeqQ: sq, SeqK: sk, HeadDim: d, DType: dtype}, dist)
+func testCase(b, h, kv, sq, sk, d int, dtype sdk.DType, dist op.Distribution) op.Case {
+	return attention.NewCase(sdk.Shape{Batch: b, Heads: h, KVHeads: kv, SeqQ: sq, SeqK: sk, HeadDim: d, DType: dtype}, dist)
 }
 
 // TestGenerateMatchesStream checks the parallel generator against the
 // element-by-element definition, over several chunks.
 func TestGenerateMatchesStream(t *testing.T) {
-	for _, dist := range []suite.Distribution{suite.Normal, suite.Uniform, suite.Outliers} {
+	for _, dist := range []op.Distribution{op.Normal, op.Uniform, op.Outliers} {
 		for _, dtype := range []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32} {
 			c := testCase(1, 4, 2, 301, 150, 64, dtype, dist)
 			tensors := Generate(7, c)
@@ -36,7 +37,7 @@ func TestGenerateMatchesStream(t *testing.T) {
 }
 
 func TestGenerateIndependentOfParallelism(t *testing.T) {
-	c := testCase(2, 4, 4, 200, 200, 64, sdk.FP16, suite.Outliers)
+	c := testCase(2, 4, 4, 200, 200, 64, sdk.FP16, op.Outliers)
 	parallel := Generate(3, c)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	serial := Generate(3, c)
@@ -46,8 +47,8 @@ func TestGenerateIndependentOfParallelism(t *testing.T) {
 }
 
 func TestGenerateKeys(t *testing.T) {
-	base := testCase(1, 2, 2, 64, 64, 64, sdk.FP16, suite.Normal)
-	other := testCase(1, 2, 2, 64, 64, 64, sdk.FP16, suite.Uniform)
+	base := testCase(1, 2, 2, 64, 64, 64, sdk.FP16, op.Normal)
+	other := testCase(1, 2, 2, 64, 64, 64, sdk.FP16, op.Uniform)
 	a := Generate(1, base)
 	if b := Generate(1, base); b.SHA256 != a.SHA256 {
 		t.Error("same seed and case give different tensors")
@@ -69,15 +70,15 @@ func TestGenerateKeys(t *testing.T) {
 func TestDistributions(t *testing.T) {
 	const n = 200_000
 	tests := []struct {
-		dist            suite.Distribution
+		dist            op.Distribution
 		mean, variance  float64
 		low, high       float64
 		outlierFraction float64
 		varianceTol     float64 // relative; outliers make the variance noisy
 	}{
-		{suite.Normal, 0, 1, -6, 6, 0, 0.03},
-		{suite.Uniform, 0, 1.0 / 3, -1, 1, 0, 0.03},
-		{suite.Outliers, 0, 1 + 1023.0/256, -6 * OutlierScale, 6 * OutlierScale, 1.0 / 256, 0.2},
+		{op.Normal, 0, 1, -6, 6, 0, 0.03},
+		{op.Uniform, 0, 1.0 / 3, -1, 1, 0, 0.03},
+		{op.Outliers, 0, 1 + 1023.0/256, -6 * OutlierScale, 6 * OutlierScale, 1.0 / 256, 0.2},
 	}
 	for _, tc := range tests {
 		s := NewStream(11, "moments", TensorQ)
@@ -109,7 +110,7 @@ func TestDistributions(t *testing.T) {
 
 func TestWriteFiles(t *testing.T) {
 	dir := t.TempDir()
-	tensors := Generate(1, testCase(1, 2, 1, 16, 32, 8, sdk.BF16, suite.Normal))
+	tensors := Generate(1, testCase(1, 2, 1, 16, 32, 8, sdk.BF16, op.Normal))
 	files, err := WriteFiles(dir, tensors)
 	if err != nil {
 		t.Fatal(err)
@@ -135,8 +136,8 @@ func TestWriteFiles(t *testing.T) {
 }
 
 func BenchmarkGenerate(b *testing.B) {
-	c := testCase(1, 16, 16, 2048, 2048, 128, sdk.FP16, suite.Normal)
-	b.SetBytes(int64(3 * c.Shape.QElements() * 2))
+	c := testCase(1, 16, 16, 2048, 2048, 128, sdk.FP16, op.Normal)
+	b.SetBytes(int64(3 * attention.ShapeOf(c).QElements() * 2))
 	for b.Loop() {
 		Generate(1, c)
 	}

@@ -3,7 +3,7 @@ package inputs
 import (
 	"math"
 
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
 )
 
 // Tensor names one of the three input tensors; its number takes part in
@@ -58,8 +58,8 @@ func (s Stream) Uniform(n int) float64 {
 }
 
 // Value is element n of the tensor in float64, before rounding to a dtype.
-func (s Stream) Value(dist suite.Distribution, n int) float64 {
-	if dist == suite.Uniform {
+func (s Stream) Value(dist op.Distribution, n int) float64 {
+	if dist == op.Uniform {
 		return 2*s.Uniform(n) - 1
 	}
 	pair := n &^ 1
@@ -67,7 +67,7 @@ func (s Stream) Value(dist suite.Distribution, n int) float64 {
 	if n&1 == 1 {
 		x = y
 	}
-	if dist == suite.Outliers && isOutlier(s.Word(n)) {
+	if dist == op.Outliers && isOutlier(s.Word(n)) {
 		x *= OutlierScale
 	}
 	return x

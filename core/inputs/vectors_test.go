@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -25,11 +26,11 @@ const (
 // vectorSeed is the seed of the shipped suites.
 const vectorSeed = 20251022
 
-func vectorCases() []suite.Case {
-	return []suite.Case{
-		suite.NewCase(sdk.Shape{Batch: 1, Heads: 2, KVHeads: 2, SeqQ: 128, SeqK: 128, HeadDim: 64, DType: sdk.FP16}, suite.Normal),
-		suite.NewCase(sdk.Shape{Batch: 1, Heads: 4, KVHeads: 2, SeqQ: 96, SeqK: 160, HeadDim: 64, DType: sdk.BF16, Causal: true}, suite.Uniform),
-		suite.NewCase(sdk.Shape{Batch: 1, Heads: 8, KVHeads: 2, SeqQ: 300, SeqK: 500, HeadDim: 64, DType: sdk.FP32, Causal: true}, suite.Outliers),
+func vectorCases() []op.Case {
+	return []op.Case{
+		attention.NewCase(sdk.Shape{Batch: 1, Heads: 2, KVHeads: 2, SeqQ: 128, SeqK: 128, HeadDim: 64, DType: sdk.FP16}, op.Normal),
+		attention.NewCase(sdk.Shape{Batch: 1, Heads: 4, KVHeads: 2, SeqQ: 96, SeqK: 160, HeadDim: 64, DType: sdk.BF16, Causal: true}, op.Uniform),
+		attention.NewCase(sdk.Shape{Batch: 1, Heads: 8, KVHeads: 2, SeqQ: 300, SeqK: 500, HeadDim: 64, DType: sdk.FP32, Causal: true}, op.Outliers),
 	}
 }
 
@@ -43,7 +44,7 @@ func vectorText() string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		dtype := c.Shape.DType
+		dtype := attention.ShapeOf(c).DType
 		fmt.Fprintf(&b, "seed %d, case %q (%s, %s)\n", vectorSeed, c.ID, c.Distribution, dtype)
 		writeRow(&b, "fnv1a64(ID)", 1, func(int) string { return fmt.Sprintf("%#016x", fnv1a(c.ID)) })
 		for ti, name := range []string{"Q", "K", "V"} {
@@ -54,7 +55,7 @@ func vectorText() string {
 		writeRow(&b, "Q word n=0..3", 4, func(n int) string { return fmt.Sprintf("%#016x", q.Word(n)) })
 		writeRow(&b, "Q value n=0..3", 4, func(n int) string { return fmt.Sprintf("%.17g", q.Value(c.Distribution, n)) })
 		writeRow(&b, "Q stored n=0..3", 4, func(n int) string { return storedBits(dtype, q.Value(c.Distribution, n)) })
-		if c.Distribution == suite.Outliers {
+		if c.Distribution == op.Outliers {
 			outliers := firstOutliers(q, 3)
 			writeRow(&b, "Q first outliers n", len(outliers), func(i int) string { return fmt.Sprint(outliers[i]) })
 			writeRow(&b, "  their values", len(outliers), func(i int) string { return fmt.Sprintf("%.17g", q.Value(c.Distribution, outliers[i])) })

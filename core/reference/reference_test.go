@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/flashcore/bench/core/inputs"
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -14,7 +15,7 @@ func shape(b, h, kv, sq, sk, d int, causal bool, dtype sdk.DType) sdk.Shape {
 	return sdk.Shape{Batch: b, Heads: h, KVHeads: kv, SeqQ: sq, SeqK: sk, HeadDim: d, Causal: causal, DType: dtype}
 }
 
-var everyRow = suite.CheckSettings{FullCheckMaxPairs: math.MaxInt64, SampledRows: 2}
+var everyRow = op.CheckSettings{FullCheckMaxPairs: math.MaxInt64, SampledRows: 2}
 
 // naive is attention written as the formula reads, over whole decoded
 // tensors, without the max-subtraction: fine for the small values here.
@@ -64,8 +65,8 @@ func TestComputeMatchesNaive(t *testing.T) {
 		shape(1, 3, 3, 33, 17, 32, false, sdk.FP16), // odd sizes
 	}
 	for _, s := range shapes {
-		for _, dist := range []suite.Distribution{suite.Normal, suite.Outliers} {
-			tensors := inputs.Generate(5, suite.NewCase(s, dist))
+		for _, dist := range []op.Distribution{op.Normal, op.Outliers} {
+			tensors := inputs.Generate(5, attention.NewCase(s, dist))
 			got := Compute(tensors, Rows(s, everyRow, 0))
 			want := naive(tensors)
 			if len(got) != len(want) {
@@ -143,7 +144,7 @@ func TestComputeByHand(t *testing.T) {
 
 func TestRowsFull(t *testing.T) {
 	s := shape(2, 3, 3, 5, 7, 8, false, sdk.FP16)
-	rows := Rows(s, suite.CheckSettings{FullCheckMaxPairs: Pairs(s), SampledRows: 4}, 7)
+	rows := Rows(s, op.CheckSettings{FullCheckMaxPairs: Pairs(s), SampledRows: 4}, 7)
 	if len(rows) != 2*3*5 {
 		t.Fatalf("%d rows, want every one of 30", len(rows))
 	}
@@ -156,7 +157,7 @@ func TestRowsFull(t *testing.T) {
 
 func TestRowsSampled(t *testing.T) {
 	s := shape(2, 16, 16, 4096, 4096, 128, true, sdk.FP16)
-	settings := suite.CheckSettings{FullCheckMaxPairs: 1 << 26, SampledRows: 256}
+	settings := op.CheckSettings{FullCheckMaxPairs: 1 << 26, SampledRows: 256}
 	rows := Rows(s, settings, 42)
 	// 8 draws in each of 32 heads, 3 edge rows in each, and the last
 	// query block of the first and the last head.
@@ -212,8 +213,8 @@ func TestRowsSampled(t *testing.T) {
 // reference would take minutes: cost O(rows·Sk·D).
 func TestComputeSampledIsCheap(t *testing.T) {
 	s := shape(1, 8, 8, 8192, 8192, 64, true, sdk.FP16)
-	tensors := inputs.Generate(1, suite.NewCase(s, suite.Normal))
-	rows := Rows(s, suite.CheckSettings{FullCheckMaxPairs: 1 << 20, SampledRows: 64}, 1)
+	tensors := inputs.Generate(1, attention.NewCase(s, op.Normal))
+	rows := Rows(s, op.CheckSettings{FullCheckMaxPairs: 1 << 20, SampledRows: 64}, 1)
 	out := Compute(tensors, rows)
 	if len(out) < 60 || len(out[0]) != 64 {
 		t.Fatalf("%d rows", len(out))

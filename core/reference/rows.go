@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -33,7 +33,7 @@ func Pairs(s sdk.Shape) int64 {
 
 // Sampled reports whether the shape is checked on a sample of its rows
 // rather than on every row.
-func Sampled(s sdk.Shape, settings suite.CheckSettings) bool {
+func Sampled(s sdk.Shape, settings op.CheckSettings) bool {
 	return Pairs(s) > settings.FullCheckMaxPairs && s.Batch*s.Heads*s.SeqQ > settings.SampledRows
 }
 
@@ -51,7 +51,7 @@ func Sampled(s sdk.Shape, settings suite.CheckSettings) bool {
 // row drawn from every head's last query block, and the whole last query
 // block of the first and the last head. The same seed gives the same rows,
 // so a recorded seed re-checks a saved output exactly.
-func Rows(s sdk.Shape, settings suite.CheckSettings, seed uint64) []RowIndex {
+func Rows(s sdk.Shape, settings op.CheckSettings, seed uint64) []RowIndex {
 	total := s.Batch * s.Heads * s.SeqQ
 	if !Sampled(s, settings) {
 		rows := make([]RowIndex, total)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/flashcore/bench/ops/attention"
 )
 
 // Writer saves a run to one file, replacing it atomically on every Save:
@@ -117,7 +119,19 @@ func Load(path string) (*Run, error) {
 	if err := checkSamples(&run); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	fillOps(&run)
 	return &run, nil
+}
+
+// fillOps gives every case of a file written before ops (schema 4 and
+// earlier) its op and params: every case then was attention.
+func fillOps(run *Run) {
+	for i := range run.Cases {
+		if c := &run.Cases[i]; c.Op == "" {
+			c.Op = attention.Name
+			c.Params = attention.ParamsOf(c.Shape)
+		}
+	}
 }
 
 // checkSamples refuses raw samples that disagree with the stats beside

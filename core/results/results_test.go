@@ -45,7 +45,8 @@ func sampleRun() *Run {
 			Available: true, Device: h100, Variants: []sdk.Variant{{Name: "sdpa", Capabilities: sdk.Capabilities{
 				DTypes: []sdk.DType{sdk.FP16}, Causal: true, NonCausal: true, NeedsGPU: true}}}},
 			{Name: "cuda-v8", Version: "0.1.0", Available: false, UnavailableReason: "no CUDA device", Device: sdk.Device{Kind: "gpu"}}},
-		Cases: []Case{{ID: "b1-h8-s512-d64-fp16", Shape: sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 512, SeqK: 512,
+		Cases: []Case{{ID: "b1-h8-s512-d64-fp16", Op: "attention", Params: map[string]string{"batch": "1", "heads": "8",
+			"kv_heads": "8", "seq_q": "512", "seq_k": "512", "head_dim": "64", "dtype": "fp16", "causal": "false"}, Shape: sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 512, SeqK: 512,
 			HeadDim: 64, DType: sdk.FP16}, Distribution: "normal", InputSHA256: strings.Repeat("1f", 32), FLOPs: 536870912, Bytes: 2097152}},
 		Results: []Result{{
 			CaseID: "b1-h8-s512-d64-fp16", Backend: "pytorch-sdpa", Variant: "sdpa", Label: "sdpa[math=off]",
@@ -168,7 +169,7 @@ func TestLoadRefusesUnknownSchemaVersions(t *testing.T) {
 		want    []string // substrings of the error
 		schema  bool     // the error wraps ErrUnsupportedSchema
 	}{
-		{"newer", `{"schema_version": 5, "status": "complete"}`, []string{"unsupported results schema version 5", "reads version 4"}, true},
+		{"newer", `{"schema_version": 6, "status": "complete"}`, []string{"unsupported results schema version 6", "reads version 5"}, true},
 		{"zero", `{"schema_version": 0}`, []string{"version 0", "start at 1"}, true},
 		{"missing", `{"status": "complete"}`, []string{"no schema_version"}, false},
 		{"not json", "{\n  \"schema_version\": 1,\n  oops\n}", []string{":3: invalid character 'o'"}, false},

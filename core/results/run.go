@@ -19,7 +19,10 @@ import (
 // Version 4 added the placement blocks of the kernel samples
 // (Samples.KernelBlocks); older files load with none, and compare tests
 // their samples one by one.
-const SchemaVersion = 4
+// Version 5 added ops: each case names its op and parameters (Case.Op,
+// Case.Params), and a case of another op than attention has no Shape;
+// an older file loads with every case as attention.
+const SchemaVersion = 5
 
 // Run statuses. A file is saved while the run is going ("running"), and
 // once more when it ends.
@@ -161,18 +164,25 @@ type Backend struct {
 	CPUOutsideRowsMs *float64 `json:"cpu_outside_rows_ms,omitempty"`
 }
 
-// Case is one attention problem of the suite, with the inputs every
-// backend was given.
+// Case is one problem of the suite, with the inputs every backend was
+// given.
 type Case struct {
-	ID           string    `json:"id"`
-	Shape        sdk.Shape `json:"shape"`
+	ID string `json:"id"`
+	// Op names the case's op and Params are its axis values (schema 5).
+	// A file of schema 4 or earlier has neither; Load fills them in from
+	// Shape, as every case then was attention.
+	Op     string            `json:"op,omitempty"`
+	Params map[string]string `json:"params,omitempty"`
+	// Shape is the case of an attention op; zero, and absent from the
+	// file, for other ops.
+	Shape        sdk.Shape `json:"shape,omitzero"`
 	Distribution string    `json:"distribution"`
-	// InputSHA256 is the hex SHA-256 of Q, K and V concatenated.
+	// InputSHA256 is the hex SHA-256 of the inputs concatenated in the
+	// op's order (for attention Q, K and V).
 	InputSHA256 string `json:"input_sha256"`
-	// FLOPs is the work of one forward pass: 4·B·H·D times the number of
-	// (query, key) pairs that are not masked.
+	// FLOPs and Bytes are the work of one call (ops.Op.Work): for
+	// attention 4·B·H·D times the number of (query, key) pairs that are
+	// not masked, and Q, K, V read and O written once.
 	FLOPs float64 `json:"flops"`
-	// Bytes is the least memory traffic of one pass: Q, K, V read and O
-	// written once.
 	Bytes float64 `json:"bytes"`
 }

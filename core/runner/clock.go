@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/core/check"
-	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/results"
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -117,12 +117,12 @@ func ClockBound(n int, kernel time.Duration, outputBytes int64, device sdk.Devic
 // hostClockCheck runs the host's batch on fresh inputs for a row whose
 // timing was accepted, and records what the host saw in the row's facts.
 // checkedCall is the host's time of the checked call (Fetch).
-func (r *runner) hostClockCheck(ctx context.Context, b *backend, c suite.Case, ws *workspace, checkedCall time.Duration, res *results.Result) {
+func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *workspace, checkedCall time.Duration, res *results.Result) {
 	if len(res.Timings) == 0 || res.Status == results.StatusError {
 		return
 	}
 	api := b.instance.Backend()
-	fresh := inputs.Generate(check.FreshSeed(), c)
+	fresh := ops.Of(c).Generate(check.FreshSeed(), c)
 	files, err := ws.writeFresh(fresh)
 	if err != nil {
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
@@ -135,8 +135,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c suite.Case, w
 		return
 	}
 	prepared, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Prepared, error) {
-		return api.Prepare(ctx, sdk.PrepareRequest{CaseID: c.ID, Variant: res.Variant, Shape: c.Shape,
-			Tunables: res.Tunables, Files: files, InputSHA256: fresh.SHA256})
+		return api.Prepare(ctx, ops.PrepareRequest(c, res.Variant, res.Tunables, files, ws.outputs, fresh.SHA256))
 	})
 	if err != nil {
 		r.failRow(res, b, "prepare (fresh inputs for the host's batch)", err)
@@ -159,7 +158,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c suite.Case, w
 		if !ok {
 			return
 		}
-		v := judgeBatch(n, wall, sdk.MedianDuration(samples.KernelTimes), reported, outputBytes(c.Shape), b.description.Device)
+		v := judgeBatch(n, wall, sdk.MedianDuration(samples.KernelTimes), reported, totalBytes(ws.timed), b.description.Device)
 		if attempt == 1 || v.excess < best.excess {
 			best = v
 		}
@@ -225,16 +224,16 @@ func judgeBatch(n int, wall, batchKernel, reported time.Duration, outputBytes in
 // hostBatch runs the host's n timed calls in one Run and returns the
 // host's time of it and the backend's samples; ok is false when the row is
 // finished (an error or refused samples, recorded in res).
-func (r *runner) hostBatch(ctx context.Context, b *backend, c suite.Case, ws *workspace, n int, res *results.Result) (time.Duration, sdk.Samples, bool) {
+func (r *runner) hostBatch(ctx context.Context, b *backend, c op.Case, ws *workspace, n int, res *results.Result) (time.Duration, sdk.Samples, bool) {
 	api := b.instance.Backend()
 	m := batchMeasurement(n)
-	if err := clearPath(ws.timedOutput); err != nil {
+	if err := clearOutputs(ws.timed); err != nil {
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
 		return 0, sdk.Samples{}, false
 	}
 	start := time.Now()
 	samples, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Samples, error) {
-		return api.Run(ctx, sdk.RunRequest{CaseID: c.ID, Measurement: m, Output: ws.timedOutput})
+		return api.Run(ctx, runRequest(c, m, ws.timed))
 	})
 	wall := time.Since(start)
 	if err != nil {
@@ -251,8 +250,8 @@ func (r *runner) hostBatch(ctx context.Context, b *backend, c suite.Case, ws *wo
 // checkFreshOutput checks what the last call of the host's batch left
 // against the fresh inputs. It fails a row that passed: the backend's timed
 // path is right only on inputs it has seen.
-func (r *runner) checkFreshOutput(c suite.Case, fresh *inputs.Tensors, ws *workspace, res *results.Result) {
-	report, reason := r.checkOutputFile(c, fresh, ws.timedOutput, "Run wrote no output file at RunRequest.Output for the host's batch")
+func (r *runner) checkFreshOutput(c op.Case, fresh *op.Inputs, ws *workspace, res *results.Result) {
+	report, reason := r.checkOutputFiles(c, fresh, ws.timed, "Run wrote no output file at RunRequest.Output for the host's batch")
 	if report.Verdict != "" { // the output was there to check
 		addFacts(res, map[string]string{"fresh_rel_l2_err": strconv.FormatFloat(report.RelL2Err, 'g', 3, 64)})
 	}
@@ -264,7 +263,7 @@ func (r *runner) checkFreshOutput(c suite.Case, fresh *inputs.Tensors, ws *works
 
 // writeFresh writes the fresh inputs beside the row's own, read-only, and
 // names them with the row's output files.
-func (w *workspace) writeFresh(t *inputs.Tensors) (sdk.Tensors, error) {
-	files := inputFiles(w.dir, "fresh-", w.files.Output)
-	return files, writeInputs(files, t)
+func (w *workspace) writeFresh(in *op.Inputs) ([]sdk.TensorFile, error) {
+	files := inputFiles(w.dir, "fresh-", in)
+	return files, writeInputs(files, in)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/shard"
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
 )
 
 // RunDevices spreads the suite over several GPUs of this host:
@@ -194,7 +194,7 @@ func (c *combinedSaver) failLost(i int, gpu results.RowDevice, queue []shard.Uni
 		}
 		run.Backends[j].Fault = true
 		if !slices.ContainsFunc(run.Cases, func(rc results.Case) bool { return rc.ID == u.Case }) {
-			k := slices.IndexFunc(cfg.Suite.Cases, func(sc suite.Case) bool { return sc.ID == u.Case })
+			k := slices.IndexFunc(cfg.Suite.Cases, func(sc op.Case) bool { return sc.ID == u.Case })
 			run.Cases = append(run.Cases, caseRecord(cfg.Suite.Cases[k]))
 		}
 		run.Results = append(run.Results, results.Result{CaseID: u.Case, Backend: u.Backend, Label: u.Backend,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/core/stats"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -231,16 +232,16 @@ func maxCPUFreqMHz() float64 {
 // ceilings: more FLOP/s than the peak is impossible; so is moving the
 // case's least traffic faster than the memory's peak, where the data cannot
 // all sit in the L2 (cold mode, or a working set larger than the L2).
-func physicalViolation(shape sdk.Shape, s sdk.Samples, mode sdk.L2Mode, device sdk.Device, c Ceilings) string {
+func physicalViolation(work op.Work, s sdk.Samples, mode sdk.L2Mode, device sdk.Device, c Ceilings) string {
 	fastest := slices.Min(s.KernelTimes)
-	if tflops := stats.TFLOPS(stats.FLOPs(shape), fastest); c.TFLOPS > 0 && tflops > c.TFLOPS {
+	if tflops := stats.TFLOPS(work.FLOPs, fastest); c.TFLOPS > 0 && tflops > c.TFLOPS {
 		return fmt.Sprintf("implausible: a %v kernel sample means %.4g TFLOP/s, above %s of %.4g TFLOP/s",
 			fastest, tflops, c.Source, c.TFLOPS)
 	}
-	fromMemory := mode == sdk.L2Cold || (device.L2Bytes > 0 && stats.Bytes(shape) > float64(device.L2Bytes))
-	if gbps := stats.GBps(stats.Bytes(shape), fastest); c.GBps > 0 && fromMemory && gbps > c.GBps {
+	fromMemory := mode == sdk.L2Cold || (device.L2Bytes > 0 && work.Bytes > float64(device.L2Bytes))
+	if gbps := stats.GBps(work.Bytes, fastest); c.GBps > 0 && fromMemory && gbps > c.GBps {
 		return fmt.Sprintf("implausible: a %v kernel sample moves the case's %.4g bytes at %.4g GB/s, above the memory peak of %.4g GB/s",
-			fastest, stats.Bytes(shape), gbps, c.GBps)
+			fastest, work.Bytes, gbps, c.GBps)
 	}
 	return ""
 }

@@ -12,7 +12,8 @@ import (
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/stats"
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -77,17 +78,21 @@ func cpuModel() string {
 
 // caseRecord describes a case; its input hash is filled in once the inputs
 // exist (a case every row skips never generates them).
-func caseRecord(c suite.Case) results.Case {
+func caseRecord(c op.Case) results.Case {
+	work := ops.Of(c).Work(c, nil)
+	shape, _ := ops.ShapeOf(c)
 	return results.Case{
 		ID:           c.ID,
-		Shape:        c.Shape,
+		Op:           c.Op,
+		Params:       c.Params.Clone(),
+		Shape:        shape,
 		Distribution: string(c.Distribution),
-		FLOPs:        stats.FLOPs(c.Shape),
-		Bytes:        stats.Bytes(c.Shape),
+		FLOPs:        work.FLOPs,
+		Bytes:        work.Bytes,
 	}
 }
 
-func checkRecord(r check.Report, tol suite.Tolerance) *results.CheckResult {
+func checkRecord(r check.Report, tol op.Tolerance) *results.CheckResult {
 	return &results.CheckResult{
 		MaxAbsErr:   r.MaxAbsErr,
 		RelL2Err:    r.RelL2Err,
@@ -189,11 +194,11 @@ func placedNoise(rel float64, samples *results.Samples) float64 {
 }
 
 // derive computes the figures that follow from the primary timing alone.
-func derive(shape sdk.Shape, kernel results.Stats, device sdk.Device) results.Derived {
+func derive(work op.Work, kernel results.Stats, device sdk.Device) results.Derived {
 	median := time.Duration(kernel.MedianNs)
 	d := results.Derived{
-		TFLOPS: stats.TFLOPS(stats.FLOPs(shape), median),
-		GBps:   stats.GBps(stats.Bytes(shape), median),
+		TFLOPS: stats.TFLOPS(work.FLOPs, median),
+		GBps:   stats.GBps(work.Bytes, median),
 	}
 	if device.PeakTFLOPS > 0 {
 		d.PctPeakTFLOPS = 100 * d.TFLOPS / device.PeakTFLOPS

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,17 +10,17 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/core/check"
-	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/results"
-	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/internal/untrusted"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/sdk"
 )
 
 // runRow takes one row through the lifecycle on one case, in a workspace
 // of its own. It always returns a result: a skip, a pass or fail with its
 // check, or an error with reason.
-func (r *runner) runRow(ctx context.Context, rw row, c suite.Case, in *caseInputs) results.Result {
+func (r *runner) runRow(ctx context.Context, rw row, c op.Case, in *caseInputs) results.Result {
 	start := time.Now()
 	res := results.Result{
 		CaseID:   c.ID,
@@ -34,13 +33,13 @@ func (r *runner) runRow(ctx context.Context, rw row, c suite.Case, in *caseInput
 		res.Status, res.Reason = results.StatusSkip, reason
 		return res
 	}
-	res.InputSHA256 = in.tensors.SHA256
+	res.InputSHA256 = in.inputs.SHA256
 	if err := r.ensureStarted(ctx, rw.backend); err != nil {
 		r.failRow(&res, rw.backend, "restart", err)
 		return res
 	}
 	rw.backend.stderrMark = rw.backend.instance.StderrWritten()
-	ws, err := newWorkspace(rowCaseDir(rw.backend, in.name), in.tensors)
+	ws, err := newWorkspace(rowCaseDir(rw.backend, in.name), c, in.inputs)
 	if err != nil {
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
 		return res
@@ -48,7 +47,7 @@ func (r *runner) runRow(ctx context.Context, rw row, c suite.Case, in *caseInput
 	defer ws.remove()
 	mark := r.isolateRow(rw.backend)
 	measured := time.Now()
-	r.lifecycle(ctx, rw, c, in.tensors, ws, &res)
+	r.lifecycle(ctx, rw, c, in.inputs, ws, &res)
 	// A plugin that died took its workspace with it (the reaper removes
 	// it): its row already says why, and that is no tampering.
 	if reason := ws.tampered(in.hashes); reason != "" && rw.backend.instance != nil && !rw.backend.instance.Exited() {
@@ -61,12 +60,11 @@ func (r *runner) runRow(ctx context.Context, rw row, c suite.Case, in *caseInput
 
 // lifecycle runs Prepare, Fetch, the check, Run per L2 mode and Release.
 // Any call that errors makes the row an error and restarts the plugin.
-func (r *runner) lifecycle(ctx context.Context, rw row, c suite.Case, t *inputs.Tensors, ws *workspace, res *results.Result) {
+func (r *runner) lifecycle(ctx context.Context, rw row, c op.Case, t *op.Inputs, ws *workspace, res *results.Result) {
 	b := rw.backend
 	api := b.instance.Backend()
 	prepared, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Prepared, error) {
-		return api.Prepare(ctx, sdk.PrepareRequest{CaseID: c.ID, Variant: rw.variant.Name, Shape: c.Shape,
-			Tunables: rw.tunables, Files: ws.files, InputSHA256: t.SHA256})
+		return api.Prepare(ctx, ops.PrepareRequest(c, rw.variant.Name, rw.tunables, ws.inputs, ws.outputs, t.SHA256))
 	})
 	if err != nil {
 		r.failRow(res, b, "prepare", err)
@@ -106,22 +104,21 @@ func (r *runner) lifecycle(ctx context.Context, rw row, c suite.Case, t *inputs.
 // checkedCall is the host's own time of the first checked call, Fetch's
 // whole RPC: an upper bound of one call's time, which sizes the host's
 // batch (clock.go).
-func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *inputs.Tensors, ws *workspace, res *results.Result) (ok bool, checkedCall time.Duration) {
+func (r *runner) checkOutput(ctx context.Context, b *backend, c op.Case, t *op.Inputs, ws *workspace, res *results.Result) (ok bool, checkedCall time.Duration) {
 	start := time.Now()
 	output, ok := r.fetch(ctx, b, c, ws, res)
 	checkedCall = time.Since(start)
 	if !ok || output == nil {
 		return ok, checkedCall
 	}
-	tol := r.cfg.Suite.Tolerances[c.Shape.DType]
-	report := check.Check(t, output, r.cfg.Suite.Check, tol)
-	res.Check = checkRecord(report, tol)
+	report := r.checkOutputs(c, t, output)
+	res.Check = checkRecord(report, r.tolerance(c))
 	if report.Verdict == check.Pass {
 		res.Status = results.StatusPass
 	} else {
 		res.Status, res.Reason = results.StatusFail, report.Reason
 	}
-	first := sha256.Sum256(output)
+	first := outputsHash(output)
 	addFacts(res, map[string]string{"output_sha256": hex.EncodeToString(first[:])})
 	if r.cfg.Suite.Check.Repeat < 2 {
 		return true, checkedCall
@@ -136,13 +133,13 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c suite.Case, t *i
 			return ok, checkedCall
 		}
 		res.Repeats.Runs++
-		if check.NonFinite(again, c.Shape.DType) {
+		if nonFinite(again, ws.outputs) {
 			res.Repeats.NonFiniteRuns++
 		}
-		if sha256.Sum256(again) == first {
+		if outputsHash(again) == first {
 			continue
 		}
-		diff := check.Diff(output, again, c.Shape.DType)
+		diff := outputsDiff(output, again, ws.outputs)
 		addRepeatDiff(res.Repeats, diff)
 		if res.Status == results.StatusPass {
 			res.Status = results.StatusFail
@@ -165,9 +162,9 @@ func addRepeatDiff(rep *results.Repeats, d check.RunDiff) {
 // row is finished (a plugin error or a diagnostic); a nil output with ok
 // true means the output could not be taken (no file, a wrong size, not a
 // regular file), which the row records as a FAIL.
-func (r *runner) fetch(ctx context.Context, b *backend, c suite.Case, ws *workspace, res *results.Result) ([]byte, bool) {
+func (r *runner) fetch(ctx context.Context, b *backend, c op.Case, ws *workspace, res *results.Result) ([][]byte, bool) {
 	api := b.instance.Backend()
-	if err := clearPath(ws.files.Output); err != nil {
+	if err := clearOutputs(ws.outputs); err != nil {
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
 		return nil, false
 	}
@@ -182,17 +179,12 @@ func (r *runner) fetch(ctx context.Context, b *backend, c suite.Case, ws *worksp
 	if applyDiagnostics(res, fetched.Diagnostics) {
 		return nil, false
 	}
-	output, reason := readOutput(ws.files.Output, outputBytes(c.Shape), "backend wrote no output file")
+	output, reason := readOutputs(ws.outputs, "backend wrote no output file")
 	if reason != "" {
 		res.Status, res.Reason = results.StatusFail, reason
 		return nil, true
 	}
 	return output, true
-}
-
-// outputBytes is the size of the case's output file.
-func outputBytes(s sdk.Shape) int64 {
-	return int64(s.QElements()) * int64(s.DType.Size())
 }
 
 // clearPath removes whatever is at path, a file or a directory a backend
@@ -208,17 +200,17 @@ func clearPath(path string) error {
 // and holds each sample set to the host's rules (plausible.go) before it
 // is recorded. After each Run the output the last timed call left is
 // checked like the checked run's, with rows drawn afresh.
-func (r *runner) measure(ctx context.Context, b *backend, c suite.Case, t *inputs.Tensors, ws *workspace, res *results.Result) {
+func (r *runner) measure(ctx context.Context, b *backend, c op.Case, t *op.Inputs, ws *workspace, res *results.Result) {
 	api := b.instance.Backend()
 	for _, mode := range r.cfg.Suite.L2Modes {
 		m := r.cfg.Suite.Measurement
 		m.L2 = mode
-		if err := clearPath(ws.timedOutput); err != nil {
+		if err := clearOutputs(ws.timed); err != nil {
 			res.Status, res.Reason = results.StatusError, "host: "+err.Error()
 			return
 		}
 		samples, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Samples, error) {
-			return api.Run(ctx, sdk.RunRequest{CaseID: c.ID, Measurement: m, Output: ws.timedOutput})
+			return api.Run(ctx, runRequest(c, m, ws.timed))
 		})
 		if err != nil {
 			r.failRow(res, b, fmt.Sprintf("run (L2 %s)", mode), err)
@@ -228,7 +220,7 @@ func (r *runner) measure(ctx context.Context, b *backend, c suite.Case, t *input
 		if applyDiagnostics(res, samples.Diagnostics) {
 			return
 		}
-		if reason := r.refuseSamples(c.Shape, samples, m, b.description.Device); reason != "" {
+		if reason := r.refuseSamples(ops.Of(c).Work(c, t), samples, m, b.description.Device); reason != "" {
 			refuse(res, reason)
 			return
 		}
@@ -236,7 +228,7 @@ func (r *runner) measure(ctx context.Context, b *backend, c suite.Case, t *input
 		r.checkTimedOutput(c, t, ws, mode, res)
 	}
 	if len(res.Timings) > 0 {
-		res.Derived = derive(c.Shape, res.Timings[0].Kernel, b.description.Device)
+		res.Derived = derive(ops.Of(c).Work(c, t), res.Timings[0].Kernel, b.description.Device)
 	}
 }
 
@@ -253,11 +245,11 @@ func refuse(res *results.Result, reason string) {
 
 // refuseSamples applies the sample rules, the physical ceilings and the
 // kernel-within-call consistency, in that order; "" accepts the samples.
-func (r *runner) refuseSamples(shape sdk.Shape, s sdk.Samples, m sdk.Measurement, device sdk.Device) string {
+func (r *runner) refuseSamples(work op.Work, s sdk.Samples, m sdk.Measurement, device sdk.Device) string {
 	if reason := SampleRuleViolation(s, m); reason != "" {
 		return "samples refused: " + reason
 	}
-	if reason := physicalViolation(shape, s, m.L2, device, ceilingsFor(device, r.cpuCeilings)); reason != "" {
+	if reason := physicalViolation(work, s, m.L2, device, ceilingsFor(device, r.cpuCeilings)); reason != "" {
 		return reason
 	}
 	if device.Kind != "gpu" {
@@ -271,25 +263,25 @@ func (r *runner) refuseSamples(shape sdk.Shape, s sdk.Samples, m sdk.Measurement
 // checkTimedOutput checks what the last timed call of mode left. A wrong
 // timed output fails a row that passed its checked run: the kernel behaves
 // only when it is being checked.
-func (r *runner) checkTimedOutput(c suite.Case, t *inputs.Tensors, ws *workspace, mode sdk.L2Mode, res *results.Result) {
-	report, reason := r.checkOutputFile(c, t, ws.timedOutput,
+func (r *runner) checkTimedOutput(c op.Case, t *op.Inputs, ws *workspace, mode sdk.L2Mode, res *results.Result) {
+	report, reason := r.checkOutputFiles(c, t, ws.timed,
 		"Run wrote no output file at RunRequest.Output (the sdk contract: the output the last timed call left)")
-	res.TimedChecks = append(res.TimedChecks, *checkRecord(report, r.cfg.Suite.Tolerances[c.Shape.DType]))
+	res.TimedChecks = append(res.TimedChecks, *checkRecord(report, r.tolerance(c)))
 	if reason != "" && res.Status == results.StatusPass {
 		res.Status = results.StatusFail
 		res.Reason = fmt.Sprintf("the output of the last timed call (L2 %s) is wrong, though the checked call's was right: %s", mode, reason)
 	}
 }
 
-// checkOutputFile reads the output a backend left at path and checks it
-// against the reference of t; reason is why it is wrong ("" when right),
+// checkOutputFiles reads the outputs a backend left in files and checks
+// them against the reference of t; reason is why it is wrong ("" when right),
 // missing when there is no output to read, and the report is empty then.
-func (r *runner) checkOutputFile(c suite.Case, t *inputs.Tensors, path, missing string) (check.Report, string) {
-	output, reason := readOutput(path, outputBytes(c.Shape), missing)
+func (r *runner) checkOutputFiles(c op.Case, t *op.Inputs, files []sdk.TensorFile, missing string) (check.Report, string) {
+	outputs, reason := readOutputs(files, missing)
 	if reason != "" {
 		return check.Report{}, reason
 	}
-	report := check.Check(t, output, r.cfg.Suite.Check, r.cfg.Suite.Tolerances[c.Shape.DType])
+	report := r.checkOutputs(c, t, outputs)
 	return report, report.Reason
 }
 

@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/core/host"
-	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/progress"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 )
 
 // Config is everything one run needs.
@@ -145,7 +146,7 @@ func (r *runner) save() error {
 }
 
 // selected reports whether the run takes rw's rows on case c.
-func (r *runner) selected(c suite.Case, rw row) bool {
+func (r *runner) selected(c op.Case, rw row) bool {
 	return r.cfg.Select == nil || r.cfg.Select(c.ID, rw.backend.plugin.Name)
 }
 
@@ -176,16 +177,16 @@ func (r *runner) finish(status string, err error) (*results.Run, error) {
 // name of the directory its rows' workspaces go in, in each plugin's
 // workspace (rowCaseDir).
 type caseInputs struct {
-	tensors *inputs.Tensors
-	hashes  inputHashes
-	name    string
+	inputs *op.Inputs
+	hashes inputHashes
+	name   string
 }
 
 // runCase generates the case's inputs once and runs every row on them,
 // each row in a workspace of its own. Inputs are generated only when some
 // row will run: a case every row skips (by declared capabilities, or for
 // want of memory) costs nothing.
-func (r *runner) runCase(ctx context.Context, c suite.Case, name string, rows []row) error {
+func (r *runner) runCase(ctx context.Context, c op.Case, name string, rows []row) error {
 	rows = slices.DeleteFunc(slices.Clone(rows), func(rw row) bool { return !r.selected(c, rw) })
 	if len(rows) == 0 {
 		return nil
@@ -199,7 +200,7 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, name string, rows []
 		rw = rw.forCase(c.ID)
 		if in == nil && r.rowSkipReason(rw, c) == "" {
 			in = prepareInputs(r.cfg.Suite.Seed, c, name)
-			r.run.Cases[len(r.run.Cases)-1].InputSHA256 = in.tensors.SHA256
+			r.run.Cases[len(r.run.Cases)-1].InputSHA256 = in.inputs.SHA256
 		}
 		r.progress.Begin(c.ID + " · " + rw.label)
 		res := r.runRow(ctx, rw, c, in)
@@ -228,9 +229,9 @@ func (r *runner) runCase(ctx context.Context, c suite.Case, name string, rows []
 
 // prepareInputs generates a case's inputs; name is the case's directory
 // name in each plugin's workspace.
-func prepareInputs(seed uint64, c suite.Case, name string) *caseInputs {
-	tensors := inputs.Generate(seed, c)
-	return &caseInputs{tensors: tensors, hashes: hashTensors(tensors), name: name}
+func prepareInputs(seed uint64, c op.Case, name string) *caseInputs {
+	in := ops.Of(c).Generate(seed, c)
+	return &caseInputs{inputs: in, hashes: hashTensors(in), name: name}
 }
 
 // workRoot is the directory the plugins' workspaces go in: dir, else

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flashcore/bench/core/stats"
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -17,25 +17,25 @@ import (
 // case can fit in this machine's memory or the backend's device memory,
 // then whether its Run could finish within call_timeout even at the
 // device's peak.
-func (r *runner) rowSkipReason(rw row, c suite.Case) string {
-	if reason := rw.variant.Capabilities.Unsupported(c.Shape); reason != "" {
+func (r *runner) rowSkipReason(rw row, c op.Case) string {
+	if reason := ops.Unsupported(rw.variant, c); reason != "" {
 		return reason
 	}
 	device := rw.backend.description.Device
-	if reason := memoryShortfall(c.Shape, device, availableHostMemory()); reason != "" {
+	if reason := memoryShortfall(ops.Of(c).Work(c, nil), device, availableHostMemory()); reason != "" {
 		return reason
 	}
-	return beyondDeadline(c.Shape, r.cfg.Suite.Measurement, r.cfg.Suite.CallTimeout, ceilingsFor(device, r.cpuCeilings))
+	return beyondDeadline(ops.Of(c).Work(c, nil), r.cfg.Suite.Measurement, r.cfg.Suite.CallTimeout, ceilingsFor(device, r.cpuCeilings))
 }
 
 // beyondDeadline says why a Run cannot finish in time: its warm-up runs,
 // minimum samples and call samples, each taking at least the case's FLOPs
 // at the device's peak, add up to more than the call deadline.
-func beyondDeadline(s sdk.Shape, m sdk.Measurement, deadline time.Duration, c Ceilings) string {
+func beyondDeadline(work op.Work, m sdk.Measurement, deadline time.Duration, c Ceilings) string {
 	if c.TFLOPS <= 0 {
 		return ""
 	}
-	fastest := stats.FLOPs(s) / (c.TFLOPS * 1e12)
+	fastest := work.FLOPs / (c.TFLOPS * 1e12)
 	calls := max(m.WarmupRuns, 0) + max(m.MinSamples, 1) + max(m.CallSamples, 0)
 	if need := fastest * float64(calls); need > deadline.Seconds() {
 		return fmt.Sprintf("would take at least %s for its %d timed and warm-up calls even at %s of %.4g TFLOP/s; call_timeout is %s",
@@ -47,17 +47,17 @@ func beyondDeadline(s sdk.Shape, m sdk.Measurement, deadline time.Duration, c Ce
 // hostBytesPerCase is the host memory a case takes: the inputs in the
 // host's memory and in the row's files (tmpfs is memory), the output read
 // back, and about as much again for a backend on the same machine.
-func hostBytesPerCase(s sdk.Shape) float64 { return 3 * stats.Bytes(s) }
+func hostBytesPerCase(work op.Work) float64 { return 3 * work.Bytes }
 
 // memoryShortfall says why a case cannot fit: in the host's available
 // memory (available is 0 when unknown), or in the device memory of a GPU
-// backend, which must at least hold Q, K, V and O.
-func memoryShortfall(s sdk.Shape, device sdk.Device, available int64) string {
-	if need := hostBytesPerCase(s); available > 0 && need > float64(available) {
+// backend, which must at least hold the case's inputs and outputs.
+func memoryShortfall(work op.Work, device sdk.Device, available int64) string {
+	if need := hostBytesPerCase(work); available > 0 && need > float64(available) {
 		return fmt.Sprintf("needs about %s of host memory for its inputs and outputs; %s available", gib(need), gib(float64(available)))
 	}
-	if need := stats.Bytes(s); device.Kind == "gpu" && device.MemoryBytes > 0 && need > float64(device.MemoryBytes) {
-		return fmt.Sprintf("needs at least %s of device memory for Q, K, V and O; %s has %s", gib(need), device.Name, gib(float64(device.MemoryBytes)))
+	if need := work.Bytes; device.Kind == "gpu" && device.MemoryBytes > 0 && need > float64(device.MemoryBytes) {
+		return fmt.Sprintf("needs at least %s of device memory for its inputs and outputs; %s has %s", gib(need), device.Name, gib(float64(device.MemoryBytes)))
 	}
 	return ""
 }

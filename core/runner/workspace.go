@@ -12,12 +12,14 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/sdk"
 )
 
-// TimedOutputFile is the name of the file a row's Run writes: the output of
-// its last timed call.
+// TimedOutputFile is the name of the file a row's Run writes for an op's
+// only output: the output of its last timed call. An op with several
+// outputs gets one such file per output, named after it.
 const TimedOutputFile = "timed-out.bin"
 
 // workspace is one row's private directory. The host writes fresh,
@@ -26,24 +28,30 @@ const TimedOutputFile = "timed-out.bin"
 // share a file, so a backend that rewrites its inputs or replaces its
 // output with something else harms its own row only, and is named for it.
 type workspace struct {
-	dir   string
-	files sdk.Tensors
-	// timedOutput is where Run writes the output of the last timed call.
-	timedOutput string
+	dir string
+	// inputs are the input files, outputs the files Fetch writes, and
+	// timed the files Run writes the output of its last timed call to,
+	// each in the op's order.
+	inputs, outputs, timed []sdk.TensorFile
 }
 
-// inputHashes are the SHA-256 of each input tensor as the host generated it.
-type inputHashes struct{ q, k, v [sha256.Size]byte }
+// inputHashes are the SHA-256 of each input tensor as the host generated
+// it, in the op's order.
+type inputHashes [][sha256.Size]byte
 
-func hashTensors(t *inputs.Tensors) inputHashes {
-	return inputHashes{q: sha256.Sum256(t.Q), k: sha256.Sum256(t.K), v: sha256.Sum256(t.V)}
+func hashTensors(in *op.Inputs) inputHashes {
+	out := make(inputHashes, len(in.Tensors))
+	for i, t := range in.Tensors {
+		out[i] = sha256.Sum256(t.Data)
+	}
+	return out
 }
 
 // newWorkspace makes a row's directory under caseDir and writes the inputs.
 // A backend may have removed caseDir, or put a file or a link in its
 // place (or its parent's); the host takes the place back first, so the
 // next row is not blamed for what an earlier one did.
-func newWorkspace(caseDir string, t *inputs.Tensors) (*workspace, error) {
+func newWorkspace(caseDir string, c op.Case, in *op.Inputs) (*workspace, error) {
 	if err := reclaimDir(caseDir, 2); err != nil {
 		return nil, fmt.Errorf("row workspace: %w", err)
 	}
@@ -51,40 +59,65 @@ func newWorkspace(caseDir string, t *inputs.Tensors) (*workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("row workspace: %w", err)
 	}
+	outputs := ops.Of(c).Spec().Outputs
 	w := &workspace{
-		dir:         dir,
-		files:       inputFiles(dir, "", filepath.Join(dir, inputs.OutputFile)),
-		timedOutput: filepath.Join(dir, TimedOutputFile),
+		dir:     dir,
+		inputs:  inputFiles(dir, "", in),
+		outputs: outputFiles(dir, "out", outputs, c.Params),
+		timed:   outputFiles(dir, "timed-out", outputs, c.Params),
 	}
-	if err := writeInputs(w.files, t); err != nil {
+	if err := writeInputs(w.inputs, in); err != nil {
 		w.remove()
 		return nil, err
 	}
 	return w, nil
 }
 
-// inputFiles names a set of input files in dir, each file's name after
-// prefix, with output as the output file.
-func inputFiles(dir, prefix, output string) sdk.Tensors {
-	return sdk.Tensors{
-		Q:      filepath.Join(dir, prefix+inputs.QFile),
-		K:      filepath.Join(dir, prefix+inputs.KFile),
-		V:      filepath.Join(dir, prefix+inputs.VFile),
-		Output: output,
+// inputFiles names the files of inputs in dir: each tensor's name, after
+// prefix, with .bin.
+func inputFiles(dir, prefix string, in *op.Inputs) []sdk.TensorFile {
+	out := make([]sdk.TensorFile, len(in.Tensors))
+	for i, t := range in.Tensors {
+		out[i] = sdk.TensorFile{Name: t.Name, Path: filepath.Join(dir, prefix+t.Name+".bin"), DType: t.DType, Dims: t.Dims}
 	}
+	return out
 }
 
-// writeInputs writes t's inputs, read-only, at the paths files names,
+// outputFiles names the output files in dir: base.bin for an op's only
+// output, base-{name}.bin for each of several.
+func outputFiles(dir, base string, outputs []op.Tensor, p op.Params) []sdk.TensorFile {
+	out := make([]sdk.TensorFile, len(outputs))
+	for i, t := range outputs {
+		name := base + ".bin"
+		if len(outputs) > 1 {
+			name = base + "-" + t.Name + ".bin"
+		}
+		out[i] = sdk.TensorFile{Name: t.Name, Path: filepath.Join(dir, name), DType: t.ElemType(p), Dims: t.Shape(p)}
+	}
+	return out
+}
+
+// outputSizes are the sizes in bytes of the output files.
+func outputSizes(files []sdk.TensorFile) []int64 {
+	out := make([]int64, len(files))
+	for i, f := range files {
+		n := int64(f.DType.Size())
+		for _, d := range f.Dims {
+			n *= int64(d)
+		}
+		out[i] = n
+	}
+	return out
+}
+
+// writeInputs writes the inputs, read-only, at the paths files names,
 // replacing whatever is there.
-func writeInputs(files sdk.Tensors, t *inputs.Tensors) error {
-	for _, f := range []struct {
-		path string
-		data []byte
-	}{{files.Q, t.Q}, {files.K, t.K}, {files.V, t.V}} {
-		if err := clearPath(f.path); err != nil {
+func writeInputs(files []sdk.TensorFile, in *op.Inputs) error {
+	for i, f := range files {
+		if err := clearPath(f.Path); err != nil {
 			return err
 		}
-		if err := os.WriteFile(f.path, f.data, 0o444); err != nil {
+		if err := os.WriteFile(f.Path, in.Tensors[i].Data, 0o444); err != nil {
 			return fmt.Errorf("write inputs: %w", err)
 		}
 	}
@@ -95,16 +128,14 @@ func writeInputs(files sdk.Tensors, t *inputs.Tensors) error {
 // both hashes in full; "" when all are intact.
 func (w *workspace) tampered(want inputHashes) string {
 	var changed []string
-	for _, f := range []struct {
-		name, path string
-		want       [sha256.Size]byte
-	}{{inputs.QFile, w.files.Q, want.q}, {inputs.KFile, w.files.K, want.k}, {inputs.VFile, w.files.V, want.v}} {
-		got, err := hashFile(f.path)
+	for i, f := range w.inputs {
+		name := filepath.Base(f.Path)
+		got, err := hashFile(f.Path)
 		switch {
 		case err != nil:
-			changed = append(changed, f.name+": "+unreadable(err))
-		case got != f.want:
-			changed = append(changed, fmt.Sprintf("%s: sha256 %s, host wrote %s", f.name, hex.EncodeToString(got[:]), hex.EncodeToString(f.want[:])))
+			changed = append(changed, name+": "+unreadable(err))
+		case got != want[i]:
+			changed = append(changed, fmt.Sprintf("%s: sha256 %s, host wrote %s", name, hex.EncodeToString(got[:]), hex.EncodeToString(want[i][:])))
 		}
 	}
 	if len(changed) == 0 {

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/flashcore/bench/core/results"
-	"github.com/flashcore/bench/core/stats"
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 )
 
 // Parse reads a shard as "I/N": slice I of N, with 0 <= I < N.
@@ -40,16 +40,16 @@ type Unit struct {
 // balanced by cost rather than by number: the largest pair first, each to
 // the slice with the least cost so far (the lowest index on a tie). The
 // result depends only on the cases, the backend names and count.
-func Assign(cases []suite.Case, backends []string, count int) [][]Unit {
+func Assign(cases []op.Case, backends []string, count int) [][]Unit {
 	return Deal(Units(cases, backends), count)
 }
 
 // Units are the suite's (case, backend) pairs in suite order.
-func Units(cases []suite.Case, backends []string) []Unit {
+func Units(cases []op.Case, backends []string) []Unit {
 	units := make([]Unit, 0, len(cases)*len(backends))
 	for _, c := range cases {
 		for _, b := range backends {
-			units = append(units, Unit{Case: c.ID, Backend: b, Cost: stats.FLOPs(c.Shape)})
+			units = append(units, Unit{Case: c.ID, Backend: b, Cost: ops.Of(c).Work(c, nil).FLOPs})
 		}
 	}
 	return units
@@ -80,7 +80,7 @@ func Deal(units []Unit, count int) [][]Unit {
 type Selection map[[2]string]bool
 
 // Select is the selection of slice s.
-func Select(cases []suite.Case, backends []string, s results.Shard) Selection {
+func Select(cases []op.Case, backends []string, s results.Shard) Selection {
 	sel := Selection{}
 	for _, u := range Assign(cases, backends, s.Count)[s.Index] {
 		sel[[2]string{u.Case, u.Backend}] = true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
 )
 
 func TestParse(t *testing.T) {
@@ -37,7 +38,7 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func llmCases(t *testing.T) []suite.Case {
+func llmCases(t *testing.T) []op.Case {
 	t.Helper()
 	s, err := suite.Load(filepath.Join("..", "..", "suites", "llm.toml"))
 	if err != nil {

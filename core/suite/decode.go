@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/flashcore/bench/ops/attention"
 )
 
 // decoder reads one suite file. It holds what error messages need: the
@@ -52,10 +54,10 @@ func (d *decoder) decode() (*decoded, error) {
 	if out.backends, err = decodeEntries(d, &md, out.file.Backends, func() fileBackend { return fileBackend{} }); err != nil {
 		return nil, err
 	}
-	if out.sweeps, err = decodeEntries(d, &md, out.file.Sweeps, defaultSweep); err != nil {
+	if out.sweeps, err = decodeOpEntries(d, &md, out.file.Sweeps, defaultSweep, func(s *fileSweep, axes map[string]any) { s.Axes = axes }); err != nil {
 		return nil, err
 	}
-	if out.cases, err = decodeEntries(d, &md, out.file.Cases, defaultCase); err != nil {
+	if out.cases, err = decodeOpEntries(d, &md, out.file.Cases, defaultCase, func(c *fileCase, axes map[string]any) { c.Axes = axes }); err != nil {
 		return nil, err
 	}
 	if err := d.unknownKeys(append(md.Undecoded(), upperCaseKeys(md.Keys())...)); err != nil {
@@ -83,6 +85,36 @@ func decodeEntries[T any](d *decoder, md *toml.MetaData, entries []toml.Primitiv
 		if err := md.PrimitiveDecode(entry, &out[i]); err != nil {
 			return nil, d.valueError(err, i)
 		}
+	}
+	return out, nil
+}
+
+// decodeOpEntries decodes the [[sweeps]] or [[cases]] entries. An entry
+// of attention, the op of an entry that names none, decodes into the
+// file struct like any other table, so its errors read as they always
+// have; an entry of another op keeps its keys as read (setAxes), to be
+// checked against that op's axes when cases are built.
+func decodeOpEntries[T any](d *decoder, md *toml.MetaData, entries []toml.Primitive, defaults func() T, setAxes func(*T, map[string]any)) ([]T, error) {
+	out := make([]T, len(entries))
+	for i, entry := range entries {
+		var head struct {
+			Op field[string] `toml:"op"`
+		}
+		if err := md.PrimitiveDecode(entry, &head); err != nil {
+			return nil, d.valueError(err, i)
+		}
+		out[i] = defaults()
+		if !head.Op.Set || head.Op.Value == attention.Name {
+			if err := md.PrimitiveDecode(entry, &out[i]); err != nil {
+				return nil, d.valueError(err, i)
+			}
+			continue
+		}
+		var axes map[string]any
+		if err := md.PrimitiveDecode(entry, &axes); err != nil {
+			return nil, d.valueError(err, i)
+		}
+		setAxes(&out[i], axes)
 	}
 	return out, nil
 }

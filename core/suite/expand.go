@@ -3,7 +3,11 @@ package suite
 import (
 	"fmt"
 	"math"
+	"slices"
 
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -14,12 +18,20 @@ const maxElements = math.MaxInt32
 // cases validates the sweeps and explicit cases and expands them, in file
 // order: sweeps first, then explicit cases. A case whose ID is already taken
 // is dropped, the first one wins, and a warning says so.
-func (d *decoder) cases(sweeps []fileSweep, explicit []fileCase) ([]Case, []string) {
-	var all []Case
+func (d *decoder) cases(sweeps []fileSweep, explicit []fileCase) ([]op.Case, []string) {
+	var all []op.Case
 	for i, sw := range sweeps {
+		if sw.Op.Set && sw.Op.Value != attention.Name {
+			all = append(all, d.opEntry("sweeps", i, sw.Op.Value, sw.Axes, true)...)
+			continue
+		}
 		all = append(all, d.sweep(i, sw)...)
 	}
 	for i, c := range explicit {
+		if c.Op.Set && c.Op.Value != attention.Name {
+			all = append(all, d.opEntry("cases", i, c.Op.Value, c.Axes, false)...)
+			continue
+		}
 		if c, ok := d.explicitCase(i, c); ok {
 			all = append(all, c)
 		}
@@ -31,7 +43,7 @@ func (d *decoder) cases(sweeps []fileSweep, explicit []fileCase) ([]Case, []stri
 	return unique(all)
 }
 
-func unique(cases []Case) ([]Case, []string) {
+func unique(cases []op.Case) ([]op.Case, []string) {
 	count := map[string]int{}
 	out := cases[:0]
 	for _, c := range cases {
@@ -50,7 +62,7 @@ func unique(cases []Case) ([]Case, []string) {
 
 // sweep expands one [[sweeps]] entry as the product of its axes, the last
 // axis innermost.
-func (d *decoder) sweep(entry int, sw fileSweep) []Case {
+func (d *decoder) sweep(entry int, sw fileSweep) []op.Case {
 	before := len(d.problems)
 	batch := d.sizeList("sweeps.batch", entry, sw.Batch, true)
 	heads := d.sizeList("sweeps.heads", entry, sw.Heads, true)
@@ -67,7 +79,7 @@ func (d *decoder) sweep(entry int, sw fileSweep) []Case {
 	if len(d.problems) > before {
 		return nil
 	}
-	var out []Case
+	var out []op.Case
 	for _, b := range batch {
 		for _, h := range heads {
 			for _, kv := range orSame(kvHeads, h) {
@@ -79,7 +91,7 @@ func (d *decoder) sweep(entry int, sw fileSweep) []Case {
 									for _, dist := range dists {
 										shape := sdk.Shape{Batch: b, Heads: h, KVHeads: kv, SeqQ: sq, SeqK: sk,
 											HeadDim: hd, Causal: c, DType: sdk.DType(dt)}
-										out = append(out, d.sized("sweeps", entry, NewCase(shape, Distribution(dist))))
+										out = append(out, d.sized("sweeps", entry, attention.NewCase(shape, op.Distribution(dist))))
 									}
 								}
 							}
@@ -100,7 +112,7 @@ func orSame(values []int, same int) []int {
 	return values
 }
 
-func (d *decoder) explicitCase(entry int, c fileCase) (Case, bool) {
+func (d *decoder) explicitCase(entry int, c fileCase) (op.Case, bool) {
 	before := len(d.problems)
 	shape := sdk.Shape{
 		Batch:   d.size("cases.batch", entry, c.Batch),
@@ -122,9 +134,9 @@ func (d *decoder) explicitCase(entry int, c fileCase) (Case, bool) {
 	d.dtype("cases.dtype", entry, c.DType.Value)
 	d.distribution("cases.distribution", entry, c.Distribution.Value)
 	if len(d.problems) > before {
-		return Case{}, false
+		return op.Case{}, false
 	}
-	return d.sized("cases", entry, NewCase(shape, Distribution(c.Distribution.Value))), true
+	return d.sized("cases", entry, attention.NewCase(shape, op.Distribution(c.Distribution.Value))), true
 }
 
 // size checks a required, positive size of an explicit case.
@@ -175,7 +187,7 @@ func (d *decoder) dtype(key string, entry int, name string) bool {
 }
 
 func (d *decoder) distribution(key string, entry int, name string) bool {
-	if Distribution(name).Valid() {
+	if op.Distribution(name).Valid() {
 		return true
 	}
 	d.problem(key, entry, "unknown distribution %q: want normal, uniform or outliers", name)
@@ -196,11 +208,17 @@ func (d *decoder) divides(key string, entry int, kv int, heads []int) {
 	}
 }
 
-// sized reports a case whose tensors are too large to hold.
-func (d *decoder) sized(key string, entry int, c Case) Case {
-	if elements := max(elementCount(c.Shape.Batch, c.Shape.Heads, c.Shape.SeqQ, c.Shape.HeadDim),
-		elementCount(c.Shape.Batch, c.Shape.KVHeads, c.Shape.SeqK, c.Shape.HeadDim)); elements > maxElements {
-		d.problem(key, entry, "case %s has a tensor of %.0f elements; the limit is %d", c.ID, elements, maxElements)
+// sized reports a case with a tensor too large to hold: kernels index
+// elements with 32-bit integers, and the host holds every tensor in
+// memory.
+func (d *decoder) sized(key string, entry int, c op.Case) op.Case {
+	spec := ops.Of(c).Spec()
+	largest := 0.0
+	for _, t := range append(slices.Clone(spec.Inputs), spec.Outputs...) {
+		largest = max(largest, elementCount(t.Shape(c.Params)...))
+	}
+	if largest > maxElements {
+		d.problem(key, entry, "case %s has a tensor of %.0f elements; the limit is %d", c.ID, largest, maxElements)
 	}
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -92,6 +93,8 @@ func (t *tunables) UnmarshalTOML(data any) error {
 // fileSweep is one [[sweeps]] entry. KVHeads and SeqK stay empty for "same
 // as heads" and "same as seq_q".
 type fileSweep struct {
+	// Op names the entry's op; attention when left out.
+	Op           field[string]   `toml:"op"`
 	Batch        field[[]int]    `toml:"batch"`
 	Heads        field[[]int]    `toml:"heads"`
 	KVHeads      field[[]int]    `toml:"kv_heads"`
@@ -101,19 +104,24 @@ type fileSweep struct {
 	DType        field[[]string] `toml:"dtype"`
 	Causal       field[[]bool]   `toml:"causal"`
 	Distribution field[[]string] `toml:"distribution"`
+	// Axes are the keys of an entry whose op is not attention, as the
+	// TOML decoder read them; the op's axes say what each must be.
+	Axes map[string]any `toml:"-"`
 }
 
 // fileCase is one [[cases]] entry: a sweep with scalars.
 type fileCase struct {
-	Batch        field[int]    `toml:"batch"`
-	Heads        field[int]    `toml:"heads"`
-	KVHeads      field[int]    `toml:"kv_heads"`
-	SeqQ         field[int]    `toml:"seq_q"`
-	SeqK         field[int]    `toml:"seq_k"`
-	HeadDim      field[int]    `toml:"head_dim"`
-	DType        field[string] `toml:"dtype"`
-	Causal       field[bool]   `toml:"causal"`
-	Distribution field[string] `toml:"distribution"`
+	Op           field[string]  `toml:"op"`
+	Batch        field[int]     `toml:"batch"`
+	Heads        field[int]     `toml:"heads"`
+	KVHeads      field[int]     `toml:"kv_heads"`
+	SeqQ         field[int]     `toml:"seq_q"`
+	SeqK         field[int]     `toml:"seq_k"`
+	HeadDim      field[int]     `toml:"head_dim"`
+	DType        field[string]  `toml:"dtype"`
+	Causal       field[bool]    `toml:"causal"`
+	Distribution field[string]  `toml:"distribution"`
+	Axes         map[string]any `toml:"-"`
 }
 
 // Defaults of the keys that have one. Values are preset in the file structs
@@ -129,7 +137,7 @@ const (
 
 func defaultFile() fileSuite {
 	m := sdk.DefaultMeasurement()
-	c := DefaultCheckSettings()
+	c := op.DefaultCheckSettings()
 	return fileSuite{
 		Seed:     preset[int64](defaultSeed),
 		Baseline: preset(defaultBaseline),
@@ -159,14 +167,14 @@ func defaultSweep() fileSweep {
 	return fileSweep{
 		DType:        preset([]string{string(defaultDType)}),
 		Causal:       preset([]bool{false}),
-		Distribution: preset([]string{string(Normal)}),
+		Distribution: preset([]string{string(op.Normal)}),
 	}
 }
 
 func defaultCase() fileCase {
 	return fileCase{
 		DType:        preset(string(defaultDType)),
-		Distribution: preset(string(Normal)),
+		Distribution: preset(string(op.Normal)),
 	}
 }
 

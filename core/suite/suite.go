@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 	"github.com/flashcore/bench/suites"
 )
@@ -38,9 +39,9 @@ type Suite struct {
 	CallTimeout time.Duration
 	// StartTimeout bounds a plugin's start: its handshake with the host.
 	StartTimeout time.Duration
-	Check        CheckSettings
+	Check        op.CheckSettings
 	// Tolerances holds an entry for every dtype.
-	Tolerances map[sdk.DType]Tolerance
+	Tolerances map[sdk.DType]op.Tolerance
 	// Gates are the limits of `flashcore gate` ([gates]).
 	Gates Gates
 	// Ablation is the chain of `flashcore ablate` ([ablation]); empty when
@@ -49,60 +50,10 @@ type Suite struct {
 	// Backends is empty when the suite selects none: then every backend
 	// found is used.
 	Backends []BackendSelection
-	Cases    []Case
+	Cases    []op.Case
 	// Warnings are what the suite does that is legal but likely a slip,
 	// such as a case defined twice; run prints them before it starts.
 	Warnings []string
-}
-
-// Case is one attention problem of a suite.
-type Case struct {
-	// ID is stable and unique within the suite (see CaseID).
-	ID           string
-	Shape        sdk.Shape
-	Distribution Distribution
-}
-
-// NewCase returns the case of a shape and distribution, with its ID.
-func NewCase(shape sdk.Shape, dist Distribution) Case {
-	return Case{ID: CaseID(shape, dist), Shape: shape, Distribution: dist}
-}
-
-// Distribution names how input values are drawn (docs/inputs.md).
-type Distribution string
-
-const (
-	// Normal draws from the standard normal distribution.
-	Normal Distribution = "normal"
-	// Uniform draws uniformly from [-1, 1).
-	Uniform Distribution = "uniform"
-	// Outliers is Normal with a sparse set of values scaled ×32.
-	Outliers Distribution = "outliers"
-)
-
-// Valid reports whether d is a known distribution.
-func (d Distribution) Valid() bool {
-	return d == Normal || d == Uniform || d == Outliers
-}
-
-// Tolerance bounds the error of one output. An element passes when
-// |o-r| <= Atol + Rtol·|r|; the output passes only when also
-// ||o-r||₂ / ||r||₂ <= RelL2.
-type Tolerance struct {
-	Atol, Rtol, RelL2 float64
-}
-
-// CheckSettings decide which output rows are compared with the reference.
-type CheckSettings struct {
-	// FullCheckMaxPairs: a case with B·H·Sq·Sk at or below it has every
-	// query row checked.
-	FullCheckMaxPairs int64
-	// SampledRows is how many query rows larger cases check.
-	SampledRows int
-	// Repeat is how many times the checked run is done. Every output must
-	// be bit-identical to the first (the determinism gate), and none may
-	// crash (the stability gate).
-	Repeat int
 }
 
 // BackendSelection is one [[backends]] entry.
@@ -151,20 +102,6 @@ func (s *Suite) UnknownBackend(i int, found []string) *Error {
 	return &Error{Path: s.Path, Line: b.Line, Key: "backends.name", Message: message}
 }
 
-// DefaultTolerances are the tolerances of a suite that sets none.
-func DefaultTolerances() map[sdk.DType]Tolerance {
-	return map[sdk.DType]Tolerance{
-		sdk.FP16: {Atol: 2e-3, Rtol: 1e-2, RelL2: 2e-3},
-		sdk.BF16: {Atol: 1.6e-2, Rtol: 3e-2, RelL2: 1.6e-2},
-		sdk.FP32: {Atol: 2e-5, Rtol: 2e-5, RelL2: 2e-5},
-	}
-}
-
-// DefaultCheckSettings are the check settings of a suite that sets none.
-func DefaultCheckSettings() CheckSettings {
-	return CheckSettings{FullCheckMaxPairs: 1 << 26, SampledRows: 256, Repeat: 2}
-}
-
 // Load reads and validates the suite file at path.
 func Load(path string) (*Suite, error) {
 	data, err := os.ReadFile(path)
@@ -206,29 +143,4 @@ func Default() *Suite {
 		panic(fmt.Sprintf("embedded suite: %v", err))
 	}
 	return s
-}
-
-// CaseID is the stable name of a case: lower-case and dash-separated,
-// b{B}-h{H}[-kv{Hkv}]-s{Sq}[-sk{Sk}]-d{D}-{dtype}[-causal][-{distribution}],
-// where the bracketed parts appear only when they differ from the common
-// case (Hkv = H, Sk = Sq, non-causal, normal). It keys the input generator,
-// so a case's inputs do not change when the suite around it does.
-func CaseID(s sdk.Shape, dist Distribution) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "b%d-h%d", s.Batch, s.Heads)
-	if s.KVHeads != s.Heads {
-		fmt.Fprintf(&b, "-kv%d", s.KVHeads)
-	}
-	fmt.Fprintf(&b, "-s%d", s.SeqQ)
-	if s.SeqK != s.SeqQ {
-		fmt.Fprintf(&b, "-sk%d", s.SeqK)
-	}
-	fmt.Fprintf(&b, "-d%d-%s", s.HeadDim, s.DType)
-	if s.Causal {
-		b.WriteString("-causal")
-	}
-	if dist != Normal && dist != "" {
-		fmt.Fprintf(&b, "-%s", dist)
-	}
-	return strings.ToLower(b.String())
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -96,8 +98,8 @@ func TestParseFullExample(t *testing.T) {
 		L2Modes:      []sdk.L2Mode{sdk.L2Cold, sdk.L2Hot},
 		CallTimeout:  30 * time.Second,
 		StartTimeout: 60 * time.Second,
-		Check:        CheckSettings{FullCheckMaxPairs: 1000, SampledRows: 16, Repeat: 3},
-		Tolerances: map[sdk.DType]Tolerance{
+		Check:        op.CheckSettings{FullCheckMaxPairs: 1000, SampledRows: 16, Repeat: 3},
+		Tolerances: map[sdk.DType]op.Tolerance{
 			sdk.FP16: {Atol: 1e-3, Rtol: 1e-2, RelL2: 2e-3},
 			sdk.BF16: {Atol: 1.6e-2, Rtol: 3e-2, RelL2: 0.05},
 			sdk.FP32: {Atol: 2e-5, Rtol: 2e-5, RelL2: 2e-5},
@@ -122,8 +124,8 @@ func TestParseFullExample(t *testing.T) {
 	}
 	last := s.Cases[len(s.Cases)-1]
 	wantLast := sdk.Shape{Batch: 1, Heads: 8, KVHeads: 2, SeqQ: 300, SeqK: 500, HeadDim: 64, Causal: true, DType: sdk.FP16}
-	if last.Shape != wantLast || last.Distribution != Outliers {
-		t.Errorf("last case %+v %s, want %+v outliers", last.Shape, last.Distribution, wantLast)
+	if attention.ShapeOf(last) != wantLast || last.Distribution != op.Outliers {
+		t.Errorf("last case %+v %s, want %+v outliers", attention.ShapeOf(last), last.Distribution, wantLast)
 	}
 	s.Cases = nil
 	if !reflect.DeepEqual(s, want) {
@@ -142,11 +144,11 @@ func TestParseDefaults(t *testing.T) {
 	if s.Measurement != sdk.DefaultMeasurement() || !slices.Equal(s.L2Modes, []sdk.L2Mode{sdk.L2Hot}) {
 		t.Errorf("measurement %+v %v, want the contract's defaults", s.Measurement, s.L2Modes)
 	}
-	if s.Check != DefaultCheckSettings() || !reflect.DeepEqual(s.Tolerances, DefaultTolerances()) {
+	if s.Check != op.DefaultCheckSettings() || !reflect.DeepEqual(s.Tolerances, op.DefaultTolerances()) {
 		t.Errorf("check %+v tolerances %+v, want defaults", s.Check, s.Tolerances)
 	}
-	want := NewCase(sdk.Shape{Batch: 1, Heads: 4, KVHeads: 4, SeqQ: 8, SeqK: 8, HeadDim: 16, DType: sdk.FP16}, Normal)
-	if len(s.Cases) != 1 || s.Cases[0] != want || s.Backends != nil || len(s.PluginPath) != 0 {
+	want := attention.NewCase(sdk.Shape{Batch: 1, Heads: 4, KVHeads: 4, SeqQ: 8, SeqK: 8, HeadDim: 16, DType: sdk.FP16}, op.Normal)
+	if len(s.Cases) != 1 || !reflect.DeepEqual(s.Cases[0], want) || s.Backends != nil || len(s.PluginPath) != 0 {
 		t.Errorf("cases %+v backends %v plugin path %v", s.Cases, s.Backends, s.PluginPath)
 	}
 }
@@ -184,18 +186,18 @@ distribution = ["uniform", "normal"]
 func TestCaseID(t *testing.T) {
 	tests := []struct {
 		shape sdk.Shape
-		dist  Distribution
+		dist  op.Distribution
 		want  string
 	}{
-		{sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 512, SeqK: 512, HeadDim: 64, DType: sdk.FP16}, Normal, "b1-h8-s512-d64-fp16"},
-		{sdk.Shape{Batch: 1, Heads: 8, KVHeads: 2, SeqQ: 300, SeqK: 500, HeadDim: 64, DType: sdk.FP16, Causal: true}, Outliers,
+		{sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 512, SeqK: 512, HeadDim: 64, DType: sdk.FP16}, op.Normal, "b1-h8-s512-d64-fp16"},
+		{sdk.Shape{Batch: 1, Heads: 8, KVHeads: 2, SeqQ: 300, SeqK: 500, HeadDim: 64, DType: sdk.FP16, Causal: true}, op.Outliers,
 			"b1-h8-kv2-s300-sk500-d64-fp16-causal-outliers"},
-		{sdk.Shape{Batch: 4, Heads: 16, KVHeads: 16, SeqQ: 2048, SeqK: 2048, HeadDim: 128, DType: sdk.BF16}, Uniform, "b4-h16-s2048-d128-bf16-uniform"},
+		{sdk.Shape{Batch: 4, Heads: 16, KVHeads: 16, SeqQ: 2048, SeqK: 2048, HeadDim: 128, DType: sdk.BF16}, op.Uniform, "b4-h16-s2048-d128-bf16-uniform"},
 		{sdk.Shape{Batch: 2, Heads: 2, KVHeads: 2, SeqQ: 1, SeqK: 7, HeadDim: 32, DType: sdk.FP32, Causal: true}, "", "b2-h2-s1-sk7-d32-fp32-causal"},
 	}
 	for _, tc := range tests {
-		if got := CaseID(tc.shape, tc.dist); got != tc.want {
-			t.Errorf("CaseID(%v, %s) = %q, want %q", tc.shape, tc.dist, got, tc.want)
+		if got := attention.CaseID(tc.shape, tc.dist); got != tc.want {
+			t.Errorf("attention.CaseID(%v, %s) = %q, want %q", tc.shape, tc.dist, got, tc.want)
 		}
 	}
 }
@@ -242,7 +244,7 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 }
 
-func caseIDs(cases []Case) []string {
+func caseIDs(cases []op.Case) []string {
 	ids := make([]string, len(cases))
 	for i, c := range cases {
 		ids[i] = c.ID

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -140,8 +141,8 @@ func (d *decoder) l2Modes(names []string) []sdk.L2Mode {
 	return modes
 }
 
-func (d *decoder) check(f fileCheck) CheckSettings {
-	c := CheckSettings{FullCheckMaxPairs: f.FullCheckMaxPairs.Value, SampledRows: f.SampledRows.Value, Repeat: f.Repeat.Value}
+func (d *decoder) check(f fileCheck) op.CheckSettings {
+	c := op.CheckSettings{FullCheckMaxPairs: f.FullCheckMaxPairs.Value, SampledRows: f.SampledRows.Value, Repeat: f.Repeat.Value}
 	if c.FullCheckMaxPairs < 0 {
 		d.problem("check.full_check_max_pairs", -1, "must not be negative, got %d", c.FullCheckMaxPairs)
 	}
@@ -151,8 +152,8 @@ func (d *decoder) check(f fileCheck) CheckSettings {
 	return c
 }
 
-func (d *decoder) tolerances(tables map[string]fileTolerance) map[sdk.DType]Tolerance {
-	out := DefaultTolerances()
+func (d *decoder) tolerances(tables map[string]fileTolerance) map[sdk.DType]op.Tolerance {
+	out := op.DefaultTolerances()
 	for _, name := range sortedKeys(tables) {
 		key := "tolerance." + name
 		dtype := sdk.DType(name)

@@ -11,6 +11,7 @@ import (
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
 )
 
 // RunEvaluator measures a batch of configurations as one flashcore run of
@@ -35,9 +36,9 @@ type RunEvaluator struct {
 
 // Evaluate runs the batch. Rows that end in anything but a timed PASS are
 // rejected with their reason.
-func (e *RunEvaluator) Evaluate(ctx context.Context, c suite.Case, configs []Config, done func(Evaluation) error) error {
+func (e *RunEvaluator) Evaluate(ctx context.Context, c op.Case, configs []Config, done func(Evaluation) error) error {
 	s := *e.Suite
-	s.Cases = []suite.Case{c}
+	s.Cases = []op.Case{c}
 	s.L2Modes = s.L2Modes[:1]
 	s.Measurement.L2 = s.L2Modes[0]
 	selection := suite.BackendSelection{Name: e.Plugin.Name, Variants: []string{e.Variant}}

@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -38,7 +39,7 @@ type fitness struct {
 	cancel   context.CancelFunc
 }
 
-func (f *fitness) Evaluate(ctx context.Context, _ suite.Case, configs []Config, done func(Evaluation) error) error {
+func (f *fitness) Evaluate(ctx context.Context, _ op.Case, configs []Config, done func(Evaluation) error) error {
 	for _, c := range configs {
 		if ctx.Err() != nil {
 			return nil
@@ -69,7 +70,7 @@ func dist(value string, best float64) float64 {
 	return best - v
 }
 
-var testCases = []suite.Case{suite.NewCase(sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 512, SeqK: 512, HeadDim: 64, DType: sdk.FP16}, suite.Normal)}
+var testCases = []op.Case{attention.NewCase(sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 512, SeqK: 512, HeadDim: 64, DType: sdk.FP16}, op.Normal)}
 
 func search(t *testing.T, ctx context.Context, st *State, eval Evaluator, budget int) error {
 	t.Helper()
@@ -191,7 +192,7 @@ func TestNoResultIsAnError(t *testing.T) {
 
 type evaluatorFunc func()
 
-func (f evaluatorFunc) Evaluate(context.Context, suite.Case, []Config, func(Evaluation) error) error {
+func (f evaluatorFunc) Evaluate(context.Context, op.Case, []Config, func(Evaluation) error) error {
 	f()
 	return nil
 }

@@ -8,19 +8,20 @@ import (
 	"math"
 
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
 )
 
 // Evaluator measures configurations on a case. It calls done once per
 // configuration it finished, in order, and may stop early when ctx ends;
 // configurations without a call to done count as not evaluated.
 type Evaluator interface {
-	Evaluate(ctx context.Context, c suite.Case, configs []Config, done func(Evaluation) error) error
+	Evaluate(ctx context.Context, c op.Case, configs []Config, done func(Evaluation) error) error
 }
 
 // Job is one tuning run: the space, the cases and the budget.
 type Job struct {
 	Space Space
-	Cases []suite.Case
+	Cases []op.Case
 	// Budget is the number of evaluations per case, counting those of the
 	// state resumed from.
 	Budget    int
@@ -54,7 +55,7 @@ func Tune(ctx context.Context, st *State, job Job) error {
 	return nil
 }
 
-func tuneCase(ctx context.Context, st *State, s *Search, c suite.Case, job Job) error {
+func tuneCase(ctx context.Context, st *State, s *Search, c op.Case, job Job) error {
 	for len(s.Evaluations) < job.Budget && !s.Exhausted {
 		if err := ctx.Err(); err != nil {
 			return err

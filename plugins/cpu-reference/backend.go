@@ -47,9 +47,10 @@ func newBackend() *Backend {
 
 // preparedCase is what Prepare loaded for one case.
 type preparedCase struct {
-	problem    problem   // float32 inputs and the output the forward pass writes
+	run        func()    // one call of the op: reads the inputs, writes out
+	out        []float32 // the output run writes
 	dtype      sdk.DType // the element type of the files
-	output     []byte    // the output encoded in dtype, reused by every Fetch
+	output     []byte    // out encoded in dtype, reused by every Fetch
 	outputFile string
 }
 
@@ -71,7 +72,8 @@ func cpuReferenceVariant() sdk.Variant {
 	return sdk.Variant{
 		Name: variantName,
 		Description: fmt.Sprintf("tiled online-softmax attention in pure Go, float32 accumulation; "+
-			"sequences up to %d because the work grows as SeqQ·SeqK (O(S²)) on a CPU", maxSeqLen),
+			"sequences up to %d because the work grows as SeqQ·SeqK (O(S²)) on a CPU; and rmsnorm", maxSeqLen),
+		Ops: []string{"attention", rmsnormOp},
 		Capabilities: sdk.Capabilities{
 			DTypes:            []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32},
 			HeadDims:          nil, // any head dim
@@ -117,17 +119,25 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 		return sdk.Prepared{Diagnostics: diagnostics}, nil
 	}
 	tiles, _ := tilingOf(req.Tunables) // checkRequest refused every bad tunable
-	loaded, hash, err := loadCase(req)
+	var loaded *preparedCase
+	var hash string
+	var err error
+	var facts map[string]string
+	if req.Op == rmsnormOp {
+		loaded, hash, err = loadRMSNorm(req)
+	} else {
+		loaded, hash, err = b.loadAttention(req, tiles)
+		facts = tiles.facts()
+	}
 	if err != nil {
 		return sdk.Prepared{Diagnostics: []sdk.Diagnostic{{
 			Severity: sdk.Failure, Summary: "cannot load the inputs", Detail: err.Error(),
 		}}}, nil
 	}
-	loaded.problem.tiling = tiles
 	b.mu.Lock()
 	b.cases[req.CaseID] = loaded
 	b.mu.Unlock()
-	return sdk.Prepared{LoadedSHA256: hash, Facts: tiles.facts()}, nil
+	return sdk.Prepared{LoadedSHA256: hash, Facts: facts}, nil
 }
 
 // checkRequest returns the reasons this backend will not run the request.
@@ -144,16 +154,44 @@ func checkRequest(req sdk.PrepareRequest) []sdk.Diagnostic {
 	}
 	_, tunableProblems := tilingOf(req.Tunables)
 	diagnostics = append(diagnostics, tunableProblems...)
-	if reason := cpuReferenceVariant().Capabilities.Unsupported(req.Shape); reason != "" {
-		unsupported("%s", reason)
+	caps := cpuReferenceVariant().Capabilities
+	switch req.Op {
+	case "", "attention":
+		if reason := caps.Unsupported(req.Shape); reason != "" {
+			unsupported("%s", reason)
+		}
+	case rmsnormOp:
+		if len(req.Inputs) > 0 {
+			if reason := caps.UnsupportedDType(req.Inputs[0].DType); reason != "" {
+				unsupported("%s", reason)
+			}
+		}
+	default:
+		unsupported("op %s not supported", req.Op)
 	}
 	return diagnostics
+}
+
+// loadAttention loads an attention case with the tiling asked for.
+func (b *Backend) loadAttention(req sdk.PrepareRequest, tiles tiling) (*preparedCase, string, error) {
+	p, hash, err := loadCase(req)
+	if err != nil {
+		return nil, "", err
+	}
+	p.tiling = tiles
+	return &preparedCase{
+		run:        func() { b.attend(p) },
+		out:        p.out,
+		dtype:      req.Shape.DType,
+		output:     make([]byte, req.Shape.QElements()*req.Shape.DType.Size()),
+		outputFile: req.Files.Output,
+	}, hash, nil
 }
 
 // loadCase reads Q, K and V, hashes their bytes in that order and decodes
 // them to float32. The hash is over the bytes as read, before any
 // conversion, so it proves which inputs the backend computed on.
-func loadCase(req sdk.PrepareRequest) (*preparedCase, string, error) {
+func loadCase(req sdk.PrepareRequest) (problem, string, error) {
 	s := req.Shape
 	hash := sha256.New()
 	var tensors [3][]float32
@@ -167,23 +205,18 @@ func loadCase(req sdk.PrepareRequest) (*preparedCase, string, error) {
 	} {
 		raw, err := os.ReadFile(input.file)
 		if err != nil {
-			return nil, "", fmt.Errorf("read %s: %w", input.name, err)
+			return problem{}, "", fmt.Errorf("read %s: %w", input.name, err)
 		}
 		if want := input.elements * s.DType.Size(); len(raw) != want {
-			return nil, "", fmt.Errorf("%s file %s has %d bytes, want %d for %s", input.name, input.file, len(raw), want, s)
+			return problem{}, "", fmt.Errorf("%s file %s has %d bytes, want %d for %s", input.name, input.file, len(raw), want, s)
 		}
 		hash.Write(raw)
 		if tensors[i], err = decode(s.DType, raw); err != nil {
-			return nil, "", fmt.Errorf("%s file %s: %w", input.name, input.file, err)
+			return problem{}, "", fmt.Errorf("%s file %s: %w", input.name, input.file, err)
 		}
 	}
-	loaded := &preparedCase{
-		problem: problem{shape: s, q: tensors[0], k: tensors[1], v: tensors[2],
-			out: make([]float32, s.QElements())},
-		dtype:      s.DType,
-		output:     make([]byte, s.QElements()*s.DType.Size()),
-		outputFile: req.Files.Output,
-	}
+	loaded := problem{shape: s, q: tensors[0], k: tensors[1], v: tensors[2],
+		out: make([]float32, s.QElements())}
 	return loaded, hex.EncodeToString(hash.Sum(nil)), nil
 }
 
@@ -200,11 +233,11 @@ func (b *Backend) Fetch(ctx context.Context, req sdk.FetchRequest) (sdk.Fetched,
 	if err != nil {
 		return sdk.Fetched{}, err
 	}
-	for i := range c.problem.out {
-		c.problem.out[i] = poisoned
+	for i := range c.out {
+		c.out[i] = poisoned
 	}
-	b.attend(c.problem)
-	encode(c.dtype, c.problem.out, c.output)
+	c.run()
+	encode(c.dtype, c.out, c.output)
 	if err := os.WriteFile(c.outputFile, c.output, 0o644); err != nil {
 		return sdk.Fetched{Diagnostics: []sdk.Diagnostic{{
 			Severity: sdk.Failure, Summary: "cannot write the output", Detail: err.Error(),
@@ -227,8 +260,8 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 	if req.Output != "" {
 		// Poisoned before the first run: the host checks what the last
 		// timed pass left, so a pass that writes nothing shows as poison.
-		for i := range c.problem.out {
-			c.problem.out[i] = poisoned
+		for i := range c.out {
+			c.out[i] = poisoned
 		}
 	}
 	sample := b.wallClockSample(c, m.L2)
@@ -245,7 +278,7 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 		callTimes = append(callTimes, d)
 	}
 	if req.Output != "" {
-		encode(c.dtype, c.problem.out, c.output)
+		encode(c.dtype, c.out, c.output)
 		if err := os.WriteFile(req.Output, c.output, 0o644); err != nil {
 			return sdk.Samples{}, fmt.Errorf("%s: write the timed output: %w", req.CaseID, err)
 		}
@@ -275,7 +308,7 @@ func (b *Backend) wallClockSample(c *preparedCase, l2 sdk.L2Mode) sdk.Sample {
 			evictor.evict()
 		}
 		start := time.Now()
-		b.attend(c.problem)
+		c.run()
 		return time.Since(start), nil
 	}
 }

@@ -26,9 +26,10 @@ import (
 	"github.com/flashcore/bench/conformance"
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/inputs"
-	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/internal/bridge"
 	"github.com/flashcore/bench/internal/buildtest"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -78,7 +79,7 @@ type Case struct {
 // input hash the host would send.
 func NewCase(t testing.TB, caseID, variant string, shape sdk.Shape, seed uint64) Case {
 	t.Helper()
-	tensors := inputs.Generate(seed, suite.NewCase(shape, suite.Normal))
+	tensors := inputs.Generate(seed, attention.NewCase(shape, op.Normal))
 	files, err := inputs.WriteFiles(t.TempDir(), tensors)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/internal/buildtest"
 	"github.com/flashcore/bench/internal/cudabackend"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -69,9 +71,9 @@ func Timing(t *testing.T, backend sdk.Backend, tunables []sdk.Tunable) {
 	desc := available(t, backend)
 	small := sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 512, SeqK: 512, HeadDim: 64, DType: sdk.FP16}
 	large := sdk.Shape{Batch: 4, Heads: 16, KVHeads: 16, SeqQ: 2048, SeqK: 2048, HeadDim: 128, DType: sdk.FP16}
-	cases := []conformance.Case{{Case: suite.NewCase(small, suite.Normal)}, {Case: suite.NewCase(large, suite.Normal)}}
+	cases := []conformance.Case{{Case: attention.NewCase(small, op.Normal)}, {Case: attention.NewCase(large, op.Normal)}}
 	for _, combo := range conformance.Combinations(tunables) {
-		cases = append(cases, conformance.Case{Case: suite.NewCase(small, suite.Normal), Tunables: combo})
+		cases = append(cases, conformance.Case{Case: attention.NewCase(small, op.Normal), Tunables: combo})
 	}
 	for _, c := range cases {
 		t.Run(c.Name(), func(t *testing.T) { timeCase(t, backend, desc, c) })
@@ -86,7 +88,7 @@ func timeCase(t *testing.T, backend sdk.Backend, desc sdk.Description, c conform
 	}
 	ctx := context.Background()
 	prepared, err := backend.Prepare(ctx, sdk.PrepareRequest{CaseID: c.ID, Variant: desc.Variants[0].Name,
-		Shape: c.Shape, Tunables: c.Tunables, Files: files, InputSHA256: tensors.SHA256})
+		Shape: attention.ShapeOf(c.Case), Tunables: c.Tunables, Files: files, InputSHA256: tensors.SHA256})
 	if err != nil || len(prepared.Diagnostics) > 0 {
 		t.Fatalf("Prepare: %v %+v", err, prepared.Diagnostics)
 	}
@@ -105,7 +107,7 @@ func timeCase(t *testing.T, backend sdk.Backend, desc sdk.Description, c conform
 		kernel := sdk.MedianDuration(samples.KernelTimes)
 		t.Logf("TIMING %s %s %s L2: kernel %.2f µs (n=%d, noise %.2f%%, %.1f TFLOP/s), call %.2f µs, SM clock %.0f MHz, %s, spin %s µs, retries %s",
 			desc.Name, c.Name(), mode, us(kernel), len(samples.KernelTimes), 100*sdk.RelativeNoise(samples.KernelTimes),
-			flops(c.Shape)/kernel.Seconds()/1e12, us(sdk.MedianDuration(samples.CallTimes)), samples.SMClockMHz,
+			flops(attention.ShapeOf(c.Case))/kernel.Seconds()/1e12, us(sdk.MedianDuration(samples.CallTimes)), samples.SMClockMHz,
 			prepared.Facts["kernel_function"], samples.Facts["spin_us"], samples.Facts["spin_retries"])
 	}
 }

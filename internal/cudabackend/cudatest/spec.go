@@ -11,6 +11,7 @@ import (
 	"github.com/flashcore/bench/conformance"
 	"github.com/flashcore/bench/internal/cudabackend"
 	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -46,18 +47,18 @@ func CheckPlans(t *testing.T, spec cudabackend.Spec, kernelSource []byte) {
 	used := map[string]bool{}
 	for _, c := range conformance.Cases(spec.Variant) {
 		for _, combo := range conformance.Combinations(spec.Variant.Tunables) {
-			l, err := spec.Plan(c.Shape, combo)
+			l, err := spec.Plan(attention.ShapeOf(c.Case), combo)
 			if err != nil {
-				t.Errorf("plan %s %v: %v", c.Shape, combo, err)
+				t.Errorf("plan %s %v: %v", attention.ShapeOf(c.Case), combo, err)
 				continue
 			}
 			for _, step := range l.Steps() {
 				if !slices.Contains(defined, step.Function) {
-					t.Errorf("plan %s %v: kernel %s is not instantiated in kernel.cu", c.Shape, combo, step.Function)
+					t.Errorf("plan %s %v: kernel %s is not instantiated in kernel.cu", attention.ShapeOf(c.Case), combo, step.Function)
 				}
 				used[step.Function] = true
 			}
-			checkLaunch(t, c.Shape, l)
+			checkLaunch(t, attention.ShapeOf(c.Case), l)
 		}
 	}
 	for _, name := range defined {

@@ -27,7 +27,7 @@ import (
 
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/reference"
-	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -108,7 +108,7 @@ func (c *loaded) forward() []byte {
 	s := c.tensors.Shape
 	var out []byte
 	for range c.repeat {
-		rows := reference.Rows(s, suite.CheckSettings{FullCheckMaxPairs: math.MaxInt64}, 0)
+		rows := reference.Rows(s, op.CheckSettings{FullCheckMaxPairs: math.MaxInt64}, 0)
 		values := make([]float64, 0, s.QElements())
 		for _, row := range reference.Compute(c.tensors, rows) {
 			values = append(values, row...)

@@ -1,0 +1,203 @@
+package op
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/flashcore/bench/sdk"
+)
+
+// Kind is the type of an axis's values.
+type Kind string
+
+const (
+	// Int axes take positive integers.
+	Int Kind = "int"
+	// Bool axes take true or false.
+	Bool Kind = "bool"
+	// Elem axes take an element type: fp16, bf16 or fp32.
+	Elem Kind = "dtype"
+)
+
+// Axis is one parameter of an op, written as a key of a suite's
+// [[sweeps]] (a list of values) or [[cases]] (one value) entry.
+type Axis struct {
+	Name string `json:"name"`
+	Kind Kind   `json:"kind"`
+	// Default is the value an entry that leaves the key out gets. An axis
+	// with neither Default nor SameAs is required.
+	Default string `json:"default,omitempty"`
+	// SameAs names the axis whose value this one takes when left out, as
+	// kv_heads takes heads.
+	SameAs string `json:"same_as,omitempty"`
+	// Doc says what the axis means, for `flashcore list --ops`.
+	Doc string `json:"doc"`
+}
+
+// Required reports whether an entry must set the axis.
+func (a Axis) Required() bool { return a.Default == "" && a.SameAs == "" }
+
+// Tensor is one named tensor of an op. Its shape is written in axis names
+// (or literal sizes), outermost first, and the tensor is dense and
+// row-major in that order.
+type Tensor struct {
+	Name string `json:"name"`
+	// DType is the name of the axis that gives the element type (an Elem
+	// axis, usually "dtype"), or a fixed type such as "int32".
+	DType string   `json:"dtype"`
+	Dims  []string `json:"dims"`
+}
+
+// Roof is the limit an op's throughput is held against in `% peak`.
+type Roof string
+
+const (
+	// ComputeRoof: the op is measured in TFLOP/s against the device's
+	// tensor peak.
+	ComputeRoof Roof = "compute"
+	// BandwidthRoof: the op is measured in GB/s against the device's
+	// memory bandwidth.
+	BandwidthRoof Roof = "bandwidth"
+)
+
+// Spec is an op as data: what `flashcore list --ops` prints, what the
+// suite decoder checks entries against, and what the host tells a plugin
+// about the tensors of a case.
+type Spec struct {
+	Name    string   `json:"name"`
+	Summary string   `json:"summary"`
+	Axes    []Axis   `json:"axes"`
+	Inputs  []Tensor `json:"inputs"`
+	Outputs []Tensor `json:"outputs"`
+	Roof    Roof     `json:"roof"`
+	// Contract is the function a `py:` file defines for this op, as its
+	// signature reads in Python.
+	Contract string `json:"contract"`
+}
+
+// Axis returns the axis of that name.
+func (s Spec) Axis(name string) (Axis, bool) {
+	for _, a := range s.Axes {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Axis{}, false
+}
+
+// Params are the values of a case's axes, each in its canonical text:
+// "64", "true", "fp16". Every axis of the op has an entry.
+type Params map[string]string
+
+// Int is the value of an Int axis; 0 when absent or not an integer.
+func (p Params) Int(name string) int {
+	v, _ := strconv.Atoi(p[name])
+	return v
+}
+
+// Bool is the value of a Bool axis.
+func (p Params) Bool(name string) bool { return p[name] == "true" }
+
+// DType is the value of an Elem axis.
+func (p Params) DType(name string) sdk.DType { return sdk.DType(p[name]) }
+
+// Clone returns a copy that can be changed without changing p.
+func (p Params) Clone() Params {
+	out := make(Params, len(p))
+	for k, v := range p {
+		out[k] = v
+	}
+	return out
+}
+
+// ParseValue checks one value of an axis and returns its canonical text,
+// or a problem in the words a suite error uses.
+func (a Axis) ParseValue(v any) (string, string) {
+	switch a.Kind {
+	case Int:
+		n, ok := v.(int64)
+		if !ok {
+			return "", fmt.Sprintf("want an integer, got %s", typeName(v))
+		}
+		if n <= 0 {
+			return "", fmt.Sprintf("must be positive, got %d", n)
+		}
+		return strconv.FormatInt(n, 10), ""
+	case Bool:
+		b, ok := v.(bool)
+		if !ok {
+			return "", fmt.Sprintf("want a boolean, got %s", typeName(v))
+		}
+		return strconv.FormatBool(b), ""
+	case Elem:
+		s, ok := v.(string)
+		if !ok {
+			return "", fmt.Sprintf("want a string, got %s", typeName(v))
+		}
+		if !sdk.DType(s).Valid() {
+			return "", fmt.Sprintf("unknown dtype %q: want fp16, bf16 or fp32", s)
+		}
+		return s, ""
+	}
+	return "", fmt.Sprintf("axis kind %q is unknown", a.Kind)
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// Dims resolves the shape of tensor t under params p: each dim is an axis
+// value or a literal size.
+func (t Tensor) Shape(p Params) []int {
+	out := make([]int, len(t.Dims))
+	for i, d := range t.Dims {
+		if n, err := strconv.Atoi(d); err == nil {
+			out[i] = n
+			continue
+		}
+		out[i] = p.Int(d)
+	}
+	return out
+}
+
+// ElemType is the element type of tensor t under params p.
+func (t Tensor) ElemType(p Params) sdk.DType {
+	if v, ok := p[t.DType]; ok {
+		return sdk.DType(v)
+	}
+	return sdk.DType(t.DType)
+}
+
+// Elements is the number of elements of tensor t under params p.
+func (t Tensor) Elements(p Params) int {
+	n := 1
+	for _, d := range t.Shape(p) {
+		n *= d
+	}
+	return n
+}
+
+// Bytes is the size of tensor t's file under params p.
+func (t Tensor) Bytes(p Params) int64 {
+	return int64(t.Elements(p)) * int64(t.ElemType(p).Size())
+}
+
+// String writes the tensor as the docs do: x[rows, cols] fp16.
+func (t Tensor) String() string {
+	return fmt.Sprintf("%s[%s] %s", t.Name, strings.Join(t.Dims, ", "), t.DType)
+}

@@ -1,0 +1,108 @@
+// Package attention declares dense attention forward, the first op of
+// FlashCore bench, as data: its axes, its tensors, and the mapping between
+// a case's Params and the SDK's attention Shape that kernels are written
+// against. Its behaviour (inputs, reference, check, work) lives in the
+// core packages that predate the op interface, bound to it in package ops.
+package attention
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/sdk"
+)
+
+// Name is the op's name in suites, results and the wire. It is the op of
+// a suite entry that names none.
+const Name = "attention"
+
+// Spec is attention forward as data. Tensors are [batch, heads, seq,
+// head_dim]; the meaning of each axis is sdk.Shape's.
+var Spec = op.Spec{
+	Name:    Name,
+	Summary: "dense attention forward, softmax(Q·Kᵀ/sqrt(D))·V, with grouped-query heads and top-left causal masking",
+	Axes: []op.Axis{
+		{Name: "batch", Kind: op.Int, Doc: "batch size B"},
+		{Name: "heads", Kind: op.Int, Doc: "query heads H"},
+		{Name: "kv_heads", Kind: op.Int, SameAs: "heads", Doc: "key/value heads; must divide heads (grouped-query attention when fewer)"},
+		{Name: "seq_q", Kind: op.Int, Doc: "query rows Sq"},
+		{Name: "seq_k", Kind: op.Int, SameAs: "seq_q", Doc: "key/value rows Sk"},
+		{Name: "head_dim", Kind: op.Int, Doc: "head dimension D"},
+		{Name: "dtype", Kind: op.Elem, Default: string(sdk.FP16), Doc: "element type of every tensor"},
+		{Name: "causal", Kind: op.Bool, Default: "false", Doc: "top-left causal mask: query row i sees key rows j <= i"},
+	},
+	Inputs: []op.Tensor{
+		{Name: "q", DType: "dtype", Dims: []string{"batch", "heads", "seq_q", "head_dim"}},
+		{Name: "k", DType: "dtype", Dims: []string{"batch", "kv_heads", "seq_k", "head_dim"}},
+		{Name: "v", DType: "dtype", Dims: []string{"batch", "kv_heads", "seq_k", "head_dim"}},
+	},
+	Outputs: []op.Tensor{
+		{Name: "o", DType: "dtype", Dims: []string{"batch", "heads", "seq_q", "head_dim"}},
+	},
+	Roof:     op.ComputeRoof,
+	Contract: "attention(q, k, v, *, causal, scale) -> o",
+}
+
+// ParamsOf is the Params of a shape.
+func ParamsOf(s sdk.Shape) op.Params {
+	return op.Params{
+		"batch":    strconv.Itoa(s.Batch),
+		"heads":    strconv.Itoa(s.Heads),
+		"kv_heads": strconv.Itoa(s.KVHeads),
+		"seq_q":    strconv.Itoa(s.SeqQ),
+		"seq_k":    strconv.Itoa(s.SeqK),
+		"head_dim": strconv.Itoa(s.HeadDim),
+		"dtype":    string(s.DType),
+		"causal":   strconv.FormatBool(s.Causal),
+	}
+}
+
+// ShapeFrom is the shape Params describe.
+func ShapeFrom(p op.Params) sdk.Shape {
+	return sdk.Shape{
+		Batch:   p.Int("batch"),
+		Heads:   p.Int("heads"),
+		KVHeads: p.Int("kv_heads"),
+		SeqQ:    p.Int("seq_q"),
+		SeqK:    p.Int("seq_k"),
+		HeadDim: p.Int("head_dim"),
+		Causal:  p.Bool("causal"),
+		DType:   p.DType("dtype"),
+	}
+}
+
+// ShapeOf is the shape of an attention case.
+func ShapeOf(c op.Case) sdk.Shape { return ShapeFrom(c.Params) }
+
+// NewCase returns the attention case of a shape and distribution, with
+// its ID.
+func NewCase(s sdk.Shape, dist op.Distribution) op.Case {
+	return op.Case{ID: CaseID(s, dist), Op: Name, Params: ParamsOf(s), Distribution: dist}
+}
+
+// CaseID is the stable name of a case: lower-case and dash-separated,
+// b{B}-h{H}[-kv{Hkv}]-s{Sq}[-sk{Sk}]-d{D}-{dtype}[-causal][-{distribution}],
+// where the bracketed parts appear only when they differ from the common
+// case (Hkv = H, Sk = Sq, non-causal, normal). It keys the input generator,
+// so a case's inputs do not change when the suite around it does.
+func CaseID(s sdk.Shape, dist op.Distribution) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "b%d-h%d", s.Batch, s.Heads)
+	if s.KVHeads != s.Heads {
+		fmt.Fprintf(&b, "-kv%d", s.KVHeads)
+	}
+	fmt.Fprintf(&b, "-s%d", s.SeqQ)
+	if s.SeqK != s.SeqQ {
+		fmt.Fprintf(&b, "-sk%d", s.SeqK)
+	}
+	fmt.Fprintf(&b, "-d%d-%s", s.HeadDim, s.DType)
+	if s.Causal {
+		b.WriteString("-causal")
+	}
+	if dist != op.Normal && dist != "" {
+		fmt.Fprintf(&b, "-%s", dist)
+	}
+	return strings.ToLower(b.String())
+}

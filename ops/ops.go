@@ -1,0 +1,190 @@
+// Package ops is the list of operations FlashCore bench measures, and the
+// interface each implements. Start with Op; Lookup finds one by name.
+//
+// An op is data first (op.Spec: axes, tensors, roof) and behaviour second:
+// it names its cases, generates their inputs from the suite's seed,
+// checks outputs against its fp64 reference, says how much work a call
+// does, and says whether a backend's declared capabilities cover a case.
+// The suite decoder, the runner, the results and the reports reach an op
+// only through this interface, so adding one touches this package's list,
+// the op's own package and the backends that implement it
+// (docs/adding-an-op.md).
+package ops
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/flashcore/bench/core/check"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/rmsnorm"
+	"github.com/flashcore/bench/sdk"
+)
+
+// Op is one operation.
+type Op interface {
+	// Spec is the op as data.
+	Spec() op.Spec
+	// Validate checks what the axes' own kinds cannot: relations between
+	// axes and limits of size. It returns the axis key at fault and the
+	// problem, or "" and "".
+	Validate(p op.Params) (key, problem string)
+	// CaseID names a case, stably: it keys the input generator.
+	CaseID(p op.Params, dist op.Distribution) string
+	// Label is the case as tables show it, such as "B1 H8 S512 D64 fp16".
+	Label(p op.Params) string
+	// Generate draws a case's inputs from the seed, in Spec().Inputs order.
+	Generate(seed uint64, c op.Case) *op.Inputs
+	// Check compares a backend's outputs, in Spec().Outputs order, with
+	// the reference and the op's invariants: one report per output. Rows
+	// it samples are drawn afresh, after the outputs exist.
+	Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op.CheckSettings, tol op.Tolerance) []check.Report
+	// Work is what one call does. in may be nil (planning): then the op
+	// estimates it from the params alone.
+	Work(c op.Case, in *op.Inputs) op.Work
+	// Unsupported says why a variant with these capabilities cannot run
+	// the case, or "".
+	Unsupported(caps sdk.Capabilities, p op.Params) string
+}
+
+var registry = map[string]Op{}
+
+func register(o Op) {
+	name := o.Spec().Name
+	if _, taken := registry[name]; taken {
+		panic("ops: " + name + " registered twice")
+	}
+	registry[name] = o
+}
+
+func init() {
+	register(attentionOp{})
+	register(rmsnorm.Op{})
+}
+
+// Lookup returns the op of that name.
+func Lookup(name string) (Op, error) {
+	if o, ok := registry[name]; ok {
+		return o, nil
+	}
+	return nil, fmt.Errorf("unknown op %q: want %s", name, joinNames(Names()))
+}
+
+// Of returns the op of a case. Cases are only made for known ops, so an
+// unknown one is a programming error.
+func Of(c op.Case) Op {
+	o, err := Lookup(c.Op)
+	if err != nil {
+		panic(fmt.Sprintf("case %s: %v", c.ID, err))
+	}
+	return o
+}
+
+// Names lists the ops, sorted.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for name := range registry {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Specs lists every op as data, sorted by name.
+func Specs() []op.Spec {
+	var out []op.Spec
+	for _, name := range Names() {
+		out = append(out, registry[name].Spec())
+	}
+	return out
+}
+
+func joinNames(names []string) string {
+	switch len(names) {
+	case 0:
+		return "nothing"
+	case 1:
+		return names[0]
+	}
+	return fmt.Sprintf("%s or %s", joinComma(names[:len(names)-1]), names[len(names)-1])
+}
+
+func joinComma(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}
+
+// Label is the table label of a case: its op's, or the op name and
+// params when the op is unknown here (a results file from a newer build).
+func Label(opName string, p op.Params) string {
+	if o, ok := registry[opName]; ok {
+		return o.Label(p)
+	}
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := opName
+	for _, k := range keys {
+		out += fmt.Sprintf(" %s=%s", k, p[k])
+	}
+	return out
+}
+
+// Supports reports whether a variant offers the op. A variant that lists
+// no ops offers attention, as every variant did before ops existed.
+func Supports(v sdk.Variant, opName string) bool {
+	if len(v.Ops) == 0 {
+		return opName == "attention"
+	}
+	return slices.Contains(v.Ops, opName)
+}
+
+// Unsupported is the one capability check: why variant v cannot run case
+// c, or "". Backends call it through sdk.Capabilities' own check only for
+// attention; the host calls this before every row.
+func Unsupported(v sdk.Variant, c op.Case) string {
+	if !Supports(v, c.Op) {
+		return fmt.Sprintf("op %s not supported", c.Op)
+	}
+	return Of(c).Unsupported(v.Capabilities, c.Params)
+}
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// attentionView is what the attention op offers beyond Op: the SDK's
+// attention Shape and Tensors, which version 1 of the protocol and of
+// the results file carried, and which attention plugins still read.
+type attentionView interface {
+	shape(c op.Case) sdk.Shape
+	files(inputs, outputs []sdk.TensorFile) sdk.Tensors
+}
+
+// PrepareRequest is the request that asks a backend to load case c from
+// the files named. For attention it also fills Shape and Files.
+func PrepareRequest(c op.Case, variant string, tunables map[string]string, inputs, outputs []sdk.TensorFile, inputSHA256 string) sdk.PrepareRequest {
+	req := sdk.PrepareRequest{CaseID: c.ID, Variant: variant, Op: c.Op, Params: c.Params.Clone(),
+		Inputs: inputs, Outputs: outputs, Tunables: tunables, InputSHA256: inputSHA256}
+	if view, ok := Of(c).(attentionView); ok {
+		req.Shape = view.shape(c)
+		req.Files = view.files(inputs, outputs)
+	}
+	return req
+}
+
+// ShapeOf is the attention Shape of a case, which results files of
+// schema 4 and earlier key cases by; ok is false for other ops.
+func ShapeOf(c op.Case) (s sdk.Shape, ok bool) {
+	if view, ok := Of(c).(attentionView); ok {
+		return view.shape(c), true
+	}
+	return sdk.Shape{}, false
+}
