@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -12,14 +13,21 @@ import (
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/sdk"
 )
 
 func listCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
 	suitePath := fs.String("suite", "", "suite whose plugin_path and python settings apply")
+	listOps := fs.Bool("ops", false, "list the ops a suite can measure, with their axes and tensors, instead of the backends")
+	asJSON := fs.Bool("json", false, "with --ops: print the ops as JSON")
 	if _, err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if *listOps {
+		return printOps(stdout, ops.Specs(), *asJSON)
 	}
 	s, err := loadSuite(*suitePath)
 	if err != nil {
@@ -91,4 +99,58 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printOps writes every op as data: what a suite entry's keys may be,
+// what tensors a backend reads and writes, and the roof of its % peak.
+func printOps(w io.Writer, specs []op.Spec, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(specs)
+	}
+	for i, s := range specs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s: %s\n", s.Name, s.Summary)
+		fmt.Fprintf(w, "  axes:     %s\n", axesText(s.Axes))
+		fmt.Fprintf(w, "  inputs:   %s\n", tensorsText(s.Inputs))
+		fmt.Fprintf(w, "  outputs:  %s\n", tensorsText(s.Outputs))
+		fmt.Fprintf(w, "  roof:     %s\n", roofText(s.Roof))
+		fmt.Fprintf(w, "  py: file: def %s\n", s.Contract)
+	}
+	return nil
+}
+
+// axesText writes axes as a suite author reads them: a default in
+// brackets, "same as" an axis after an equals sign, required ones bare.
+func axesText(axes []op.Axis) string {
+	parts := make([]string, len(axes))
+	for i, a := range axes {
+		switch {
+		case a.SameAs != "":
+			parts[i] = fmt.Sprintf("%s (= %s)", a.Name, a.SameAs)
+		case a.Default != "":
+			parts[i] = fmt.Sprintf("%s (%s)", a.Name, a.Default)
+		default:
+			parts[i] = a.Name
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func tensorsText(tensors []op.Tensor) string {
+	parts := make([]string, len(tensors))
+	for i, t := range tensors {
+		parts[i] = t.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+func roofText(r op.Roof) string {
+	if r == op.BandwidthRoof {
+		return "bandwidth (% peak of GB/s)"
+	}
+	return "compute (% peak of TFLOP/s)"
 }

@@ -2,9 +2,10 @@ package report
 
 import (
 	"fmt"
-	"github.com/flashcore/bench/core/report/cell"
 	"io"
 	"strings"
+
+	"github.com/flashcore/bench/core/report/cell"
 
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/suite"
@@ -27,9 +28,9 @@ func WriteAblation(w io.Writer, run *results.Run, chain []suite.ChainStep, markd
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		title := c.ID + " · " + c.Shape.String() + " · " + string(mode) + " L2"
+		title := c.ID + " · " + caseLabel(c) + " · " + string(mode) + " L2"
 		if markdown {
-			title = "**" + c.ID + "** · " + c.Shape.String() + " · " + string(mode) + " L2\n"
+			title = "**" + c.ID + "** · " + caseLabel(c) + " · " + string(mode) + " L2\n"
 		}
 		fmt.Fprintln(w, title)
 		t := Table{

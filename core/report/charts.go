@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -154,7 +155,7 @@ func Charts(run *results.Run, opts Options) ([]Chart, error) {
 func facetsOf(v *view) []facet {
 	var facets []facet
 	for _, c := range v.cases {
-		if c.info != nil && !slices.Contains(facets, facetOf(c.info.Shape)) {
+		if c.info != nil && c.info.OpName() == attention.Name && !slices.Contains(facets, facetOf(c.info.Shape)) {
 			facets = append(facets, facetOf(c.info.Shape))
 		}
 	}
@@ -190,7 +191,7 @@ func rowNames(v *view) []string {
 func series(v *view, f facet, m measure, name string) plotter.XYs {
 	var pts plotter.XYs
 	for _, c := range v.cases {
-		if c.info == nil || facetOf(c.info.Shape) != f {
+		if c.info == nil || c.info.OpName() != attention.Name || facetOf(c.info.Shape) != f {
 			continue
 		}
 		for _, r := range c.rows {
@@ -313,7 +314,7 @@ func chartDevice(e results.Environment) string {
 func seqTicks(v *view, f facet) plot.Ticker {
 	var ticks plot.ConstantTicks
 	for _, c := range v.cases {
-		if c.info == nil || facetOf(c.info.Shape) != f {
+		if c.info == nil || c.info.OpName() != attention.Name || facetOf(c.info.Shape) != f {
 			continue
 		}
 		x := float64(c.info.Shape.SeqK)

@@ -12,6 +12,7 @@ import (
 	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/internal/untrusted"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -89,6 +90,12 @@ func csvRecord(v *view, c caseBlock, r row, base string) []string {
 func caseFields(c caseBlock) []string {
 	if c.info == nil {
 		return append([]string{c.id}, make([]string, 13)...)
+	}
+	if c.info.OpName() != attention.Name {
+		// The shape columns are attention's; another op's case has its
+		// label alone.
+		return append(append([]string{c.id, caseLabel(*c.info)}, make([]string, 8)...),
+			c.info.Distribution, c.info.InputSHA256, cell.Number(c.info.FLOPs), cell.Number(c.info.Bytes))
 	}
 	s := c.info.Shape
 	return []string{c.id, s.String(), strconv.Itoa(s.Batch), strconv.Itoa(s.Heads), strconv.Itoa(s.KVHeads),

@@ -2,9 +2,10 @@ package report
 
 import (
 	"fmt"
-	"github.com/flashcore/bench/core/report/cell"
 	"io"
 	"strings"
+
+	"github.com/flashcore/bench/core/report/cell"
 
 	"github.com/flashcore/bench/core/gate"
 )

@@ -2,10 +2,11 @@ package report
 
 import (
 	"fmt"
-	"github.com/flashcore/bench/core/report/cell"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/flashcore/bench/core/report/cell"
 
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/sdk"

@@ -16,6 +16,9 @@ import (
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/stats"
 	"github.com/flashcore/bench/internal/untrusted"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -299,7 +302,7 @@ func caseDetails(c caseBlock, sep string, quote func(string) string) string {
 	if c.info == nil {
 		return ""
 	}
-	return c.info.Shape.String() + sep + "input " + quote(shortHash(c.info.InputSHA256))
+	return caseLabel(*c.info) + sep + "input " + quote(shortHash(c.info.InputSHA256))
 }
 
 func caseGrid(v *view, c caseBlock) grid {
@@ -315,17 +318,31 @@ func caseGrid(v *view, c caseBlock) grid {
 	if v.crossChecked {
 		g.column("Cross-check", tw.AlignRight)
 	}
-	for _, title := range []string{"Call", "Speedup", "TFLOP/s", "% peak", "Rel err"} {
+	bandwidth := c.info != nil && caseRoof(*c.info) == op.BandwidthRoof
+	rate := "TFLOP/s"
+	if bandwidth {
+		rate = "GB/s"
+	}
+	for _, title := range []string{"Call", "Speedup", rate, "% peak", "Rel err"} {
 		g.column(title, tw.AlignRight)
 	}
 	g.column("Verdict", tw.AlignLeft)
 	for _, r := range c.rows {
-		g.rows = append(g.rows, caseRow(v, r))
+		g.rows = append(g.rows, caseRow(v, r, bandwidth))
 	}
 	return g
 }
 
-func caseRow(v *view, r row) []string {
+// caseRoof is the roof a case's op is held against: its throughput column
+// is TFLOP/s for compute-bound ops and GB/s for bandwidth-bound ones.
+func caseRoof(c results.Case) op.Roof {
+	if o, err := ops.Lookup(c.OpName()); err == nil {
+		return o.Spec().Roof
+	}
+	return op.ComputeRoof
+}
+
+func caseRow(v *view, r row, bandwidth bool) []string {
 	primary, timed := r.TimingFor(v.primary)
 	cells := []string{r.name}
 	if v.gpus != nil {
@@ -354,8 +371,12 @@ func caseRow(v *view, r row) []string {
 	if !timed {
 		derived = results.Derived{}
 	}
-	return append(cells, call, cell.Ratio(r.speedup), rateCell(derived.TFLOPS),
-		percentCell(derived.PctPeakTFLOPS), relErrCell(r.Check), verdictCell(r.Result))
+	rate, peak := derived.TFLOPS, derived.PctPeakTFLOPS
+	if bandwidth {
+		rate, peak = derived.GBps, derived.PctPeakGBps
+	}
+	return append(cells, call, cell.Ratio(r.speedup), rateCell(rate),
+		percentCell(peak), relErrCell(r.Check), verdictCell(r.Result))
 }
 
 func extraCell(r *results.Result, m sdk.L2Mode) string {
@@ -472,4 +493,13 @@ func markdownValue(v string) string {
 		parts[i] = untrusted.Markdown(parts[i])
 	}
 	return strings.Join(parts, "`")
+}
+
+// caseLabel is a case as tables show it: its op's label of its params,
+// such as "B1 H8 S512 D64 fp16" or "rmsnorm 4096x8192 bf16".
+func caseLabel(c results.Case) string {
+	if c.OpName() == attention.Name {
+		return c.Shape.String()
+	}
+	return ops.Label(c.Op, c.Params)
 }

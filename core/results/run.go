@@ -3,6 +3,7 @@ package results
 import (
 	"time"
 
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -185,4 +186,13 @@ type Case struct {
 	// not masked, and Q, K, V read and O written once.
 	FLOPs float64 `json:"flops"`
 	Bytes float64 `json:"bytes"`
+}
+
+// OpName is the case's op: attention for a case built without one, as
+// every case was before ops.
+func (c Case) OpName() string {
+	if c.Op == "" {
+		return attention.Name
+	}
+	return c.Op
 }

@@ -84,6 +84,14 @@ var errorCases = []struct {
 	{"tuned and tunables", "name = \"x\"\n[[backends]]\nname = \"cpu-reference\"\ntuned = \"../testdata/tuned-cpu.toml\"\n[backends.tunables]\nworkers = [\"1\"]\n" + validSweep, "backends.tuned", 4},
 	{"tuned file of another backend", "name = \"x\"\n[[backends]]\nname = \"cuda-v8\"\ntuned = \"../testdata/tuned-cpu.toml\"\n" + validSweep, "backends.tuned", 4},
 	{"syntax error", "name = \"x\"\nseed = = 3\n", "", 2},
+	{"unknown op", "name = \"x\"\n[[sweeps]]\nop = \"layernorm\"\nrows = [1]\n", "sweeps.op", 3},
+	{"attention key in an rmsnorm sweep", "name = \"x\"\n[[sweeps]]\nop = \"rmsnorm\"\nrows = [1]\ncols = [64]\nhead_dim = [64]\n", "sweeps.head_dim", 6},
+	{"rmsnorm axis missing", "name = \"x\"\n[[sweeps]]\nop = \"rmsnorm\"\nrows = [1]\n", "sweeps.cols", 2},
+	{"rmsnorm axis not a list", "name = \"x\"\n[[sweeps]]\nop = \"rmsnorm\"\nrows = 1\ncols = [64]\n", "sweeps.rows", 4},
+	{"rmsnorm size not positive", "name = \"x\"\n[[cases]]\nop = \"rmsnorm\"\nrows = 0\ncols = 64\n", "cases.rows", 4},
+	{"rmsnorm unknown dtype", "name = \"x\"\n[[cases]]\nop = \"rmsnorm\"\nrows = 2\ncols = 64\ndtype = \"fp8\"\n", "cases.dtype", 6},
+	{"rmsnorm tensor too large", "name = \"x\"\n[[cases]]\nop = \"rmsnorm\"\nrows = 65536\ncols = 65536\n", "cases", 2},
+	{"attention key kv_heads that does not divide", "name = \"x\"\n[[cases]]\nop = \"attention\"\nbatch = 1\nheads = 8\nkv_heads = 3\nseq_q = 4\nhead_dim = 16\n", "cases.kv_heads", 6},
 }
 
 func TestErrors(t *testing.T) {

@@ -21,15 +21,15 @@ const maxElements = math.MaxInt32
 func (d *decoder) cases(sweeps []fileSweep, explicit []fileCase) ([]op.Case, []string) {
 	var all []op.Case
 	for i, sw := range sweeps {
-		if sw.Op.Set && sw.Op.Value != attention.Name {
-			all = append(all, d.opEntry("sweeps", i, sw.Op.Value, sw.Axes, true)...)
+		if sw.Axes != nil {
+			all = append(all, d.opEntry("sweeps", i, sw.Axes, true)...)
 			continue
 		}
 		all = append(all, d.sweep(i, sw)...)
 	}
 	for i, c := range explicit {
-		if c.Op.Set && c.Op.Value != attention.Name {
-			all = append(all, d.opEntry("cases", i, c.Op.Value, c.Axes, false)...)
+		if c.Axes != nil {
+			all = append(all, d.opEntry("cases", i, c.Axes, false)...)
 			continue
 		}
 		if c, ok := d.explicitCase(i, c); ok {

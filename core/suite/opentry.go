@@ -14,7 +14,8 @@ import (
 // product, the last axis innermost, the distribution after it; in a case
 // each key holds one value. An axis left out takes its default, or the
 // value of the axis it is the same as.
-func (d *decoder) opEntry(table string, entry int, name string, values map[string]any, sweep bool) []op.Case {
+func (d *decoder) opEntry(table string, entry int, values map[string]any, sweep bool) []op.Case {
+	name, _ := values["op"].(string) // decodeOpEntries read it as a string
 	o, err := ops.Lookup(name)
 	if err != nil {
 		d.problem(table+".op", entry, "%s", err.Error())
@@ -59,7 +60,7 @@ func (d *decoder) unknownAxes(table string, entry int, spec op.Spec, values map[
 		names[i] = a.Name
 	}
 	for _, key := range unknown {
-		d.problem(table+"."+key, entry, "unknown key: op %s has the axes %s, op and distribution",
+		d.problem(table+"."+key, entry, "unknown key: an entry of op %s takes %s, op and distribution",
 			spec.Name, strings.Join(names, ", "))
 	}
 }

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flashcore/bench/core/results"
+)
+
+// TestRunMixedOps runs a suite of attention and rmsnorm cases through the
+// real cpu-reference plugin: every case of both ops is prepared from its
+// named tensors, checked against its op's reference and timed, and the
+// results file records each case's op and params.
+func TestRunMixedOps(t *testing.T) {
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	out := filepath.Join(t.TempDir(), "r.json")
+	stdout, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir},
+		"run", "--suite", "testdata/mixed-ops.toml", "--out", out)
+	if code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	run, err := results.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int{}
+	for _, c := range run.Cases {
+		ops[c.Op]++
+		if c.Op == "rmsnorm" && (c.Params["rows"] == "" || c.Params["cols"] == "" || c.Shape.Batch != 0) {
+			t.Errorf("rmsnorm case %s: params %v shape %+v", c.ID, c.Params, c.Shape)
+		}
+	}
+	if ops["attention"] != 1 || ops["rmsnorm"] != 9 {
+		t.Errorf("cases by op %v, want 1 attention and 9 rmsnorm", ops)
+	}
+	for _, r := range run.Results {
+		if r.Status != results.StatusPass {
+			t.Errorf("%s %s: %s %s", r.CaseID, r.Label, r.Status, r.Reason)
+		}
+		if len(r.Timings) == 0 || r.Derived.GBps <= 0 {
+			t.Errorf("%s: timings %d, %g GB/s", r.CaseID, len(r.Timings), r.Derived.GBps)
+		}
+	}
+	for _, want := range []string{"rmsnorm 33x200 fp32", "rmsnorm 3x8 bf16", "B1 H2 S40 D64 fp16"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the table does not name the case %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestListOps is `flashcore list --ops` against its golden file.
+func TestListOps(t *testing.T) {
+	stdout, stderr, code := runMain(t, nil, "list", "--ops")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	golden(t, "list-ops", stdout)
+}
