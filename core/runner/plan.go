@@ -2,7 +2,6 @@ package runner
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -118,15 +117,10 @@ func tunableCombos(backendName string, v sdk.Variant, sel suite.BackendSelection
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		i := slices.IndexFunc(v.Tunables, func(t sdk.Tunable) bool { return t.Name == name })
-		if i < 0 {
-			return nil, fmt.Errorf("backend %s variant %s has no tunable %q", backendName, v.Name, name)
-		}
 		var next []map[string]string
 		for _, value := range sel.Tunables[name] {
-			if !slices.Contains(v.Tunables[i].Values, value) {
-				return nil, fmt.Errorf("backend %s tunable %s: value %q not allowed (allowed: %s)",
-					backendName, name, value, strings.Join(v.Tunables[i].Values, ", "))
+			if err := checkTunables(backendName, v, map[string]string{name: value}); err != nil {
+				return nil, err
 			}
 			for _, c := range combos {
 				m := map[string]string{name: value}
@@ -153,17 +147,10 @@ func checkTuned(backendName string, v sdk.Variant, t *suite.Tuned) error {
 }
 
 // checkTunables checks one set of tunables against the variant's
-// declaration, with the messages of tunableCombos.
+// declaration (sdk.ResolveTunables, the check backends apply too).
 func checkTunables(backendName string, v sdk.Variant, tunables map[string]string) error {
-	for _, name := range slices.Sorted(maps.Keys(tunables)) {
-		i := slices.IndexFunc(v.Tunables, func(t sdk.Tunable) bool { return t.Name == name })
-		if i < 0 {
-			return fmt.Errorf("backend %s variant %s has no tunable %q", backendName, v.Name, name)
-		}
-		if !slices.Contains(v.Tunables[i].Values, tunables[name]) {
-			return fmt.Errorf("backend %s tunable %s: value %q not allowed (allowed: %s)",
-				backendName, name, tunables[name], strings.Join(v.Tunables[i].Values, ", "))
-		}
+	if _, err := sdk.ResolveTunables(v.Tunables, tunables); err != nil {
+		return fmt.Errorf("backend %s variant %s: %w", backendName, v.Name, err)
 	}
 	return nil
 }

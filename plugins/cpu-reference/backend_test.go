@@ -95,7 +95,7 @@ func TestPrepareDiagnostics(t *testing.T) {
 		{"tunable", func(r *sdk.PrepareRequest) { r.Tunables = map[string]string{"tile_n": "64"} },
 			sdk.Unsupported, `unknown tunable "tile_n"`},
 		{"tunable value", func(r *sdk.PrepareRequest) { r.Tunables = map[string]string{"workers": "3"} },
-			sdk.Unsupported, `tunable workers: value "3" not declared`},
+			sdk.Unsupported, `tunable workers: "3" is not one of`},
 		{"sequence too long", func(r *sdk.PrepareRequest) { r.Shape.SeqK = maxSeqLen + 1 },
 			sdk.Unsupported, "sequence length 2049 over the backend's limit of 2048"},
 		{"unknown dtype", func(r *sdk.PrepareRequest) { r.Shape.DType = "fp8" },

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"maps"
 	"runtime"
 	"slices"
@@ -49,27 +48,20 @@ var tunables = []sdk.Tunable{
 // not declare is a reason to refuse the case, returned as a diagnostic.
 func tilingOf(requested map[string]string) (tiling, []sdk.Diagnostic) {
 	t := defaultTiling
-	var diagnostics []sdk.Diagnostic
-	for _, name := range slices.Sorted(maps.Keys(requested)) {
-		value := requested[name]
-		if err := t.set(name, value); err != nil {
-			diagnostics = append(diagnostics, sdk.Diagnostic{Severity: sdk.Unsupported, Summary: err.Error()})
-		}
+	if _, err := sdk.ResolveTunables(tunables, requested); err != nil {
+		return t, []sdk.Diagnostic{{Severity: sdk.Unsupported, Summary: err.Error()}}
 	}
-	return t, diagnostics
+	for _, name := range slices.Sorted(maps.Keys(requested)) {
+		t.set(name, requested[name])
+	}
+	return t, nil
 }
 
-func (t *tiling) set(name, value string) error {
-	i := slices.IndexFunc(tunables, func(d sdk.Tunable) bool { return d.Name == name })
-	if i < 0 {
-		return fmt.Errorf("unknown tunable %q: %s has %s, %s and %s", name, backendName, tunableQueryRows, tunableKeyRows, tunableWorkers)
-	}
-	if !slices.Contains(tunables[i].Values, value) {
-		return fmt.Errorf("tunable %s: value %q not declared (declared: %v)", name, value, tunables[i].Values)
-	}
+// set applies one declared value (sdk.ResolveTunables checked it).
+func (t *tiling) set(name, value string) {
 	if name == tunableWorkers && value == autoWorkers {
 		t.workers = 0
-		return nil
+		return
 	}
 	n, _ := strconv.Atoi(value) // declared values are integers
 	switch name {
@@ -80,7 +72,6 @@ func (t *tiling) set(name, value string) error {
 	case tunableWorkers:
 		t.workers = n
 	}
-	return nil
 }
 
 // facts are the tiling as the results record it.
