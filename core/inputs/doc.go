@@ -1,8 +1,9 @@
-// Package inputs makes the Q, K and V tensors every backend is fed, and
-// reads and writes tensors in the three dtypes.
+// Package inputs makes the tensors every backend is fed, and reads and
+// writes tensors in the three dtypes.
 //
-// Where to start: [Generate] builds the tensors of one case; [WriteFiles]
-// writes them for the plugins. The generator is counter-based: every
+// Where to start: [Draw] draws one input of any op; [Generate] builds the
+// Q, K and V of an attention case; [WriteFiles] writes those for the
+// plugins' tests. The generator is counter-based: every
 // element's value is a pure function of (seed, case ID, tensor, element
 // index), so the tensors of a case never depend on the suite around it, on
 // the number of goroutines or on the order of work, and any element can be

@@ -10,6 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/flashcore/bench/core/tomlpos"
 	"github.com/flashcore/bench/ops/attention"
 )
 
@@ -18,7 +19,7 @@ import (
 type decoder struct {
 	path     string
 	doc      string
-	lines    *keyLines
+	lines    *tomlpos.Lines
 	problems []error
 }
 
@@ -42,7 +43,7 @@ func (d *decoder) decode() (*decoded, error) {
 	if _, err := toml.Decode(d.doc, &syntax); err != nil {
 		return nil, d.syntaxError(err)
 	}
-	d.lines = scanKeyLines(d.doc)
+	d.lines = tomlpos.Scan(d.doc)
 	out := &decoded{file: defaultFile()}
 	md, err := toml.Decode(d.doc, &out.file)
 	if err != nil {
@@ -209,7 +210,7 @@ func upperCaseKeys(keys []toml.Key) []toml.Key {
 
 // problemAt returns the *Error of key in entry (-1: any entry).
 func (d *decoder) problemAt(key string, entry int, message string) *Error {
-	return &Error{Path: d.path, Line: d.lines.find(key, entry), Key: key, Message: message}
+	return &Error{Path: d.path, Line: d.lines.Find(key, entry), Key: key, Message: message}
 }
 
 // problem records a validation problem; validation goes on, so a user sees

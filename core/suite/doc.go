@@ -1,6 +1,6 @@
-// Package suite reads benchmark suites: TOML files that list the attention
-// shapes to run, how to measure them and how strictly to check them
-// (docs/suites.md).
+// Package suite reads benchmark suites: TOML files that list the cases to
+// run, of any op (op = "attention" when an entry names none), how to
+// measure them and how strictly to check them (docs/suites.md).
 //
 // Where to start: [Load] reads a file, [Parse] reads bytes, [Default] is the
 // suite built into the binary. Reading follows three steps:
@@ -10,7 +10,9 @@
 //     does not know, a value of the wrong type or a bad duration is an error;
 //  3. validation: values are checked against each other (kv_heads divides
 //     heads, sizes are positive, ...) and the sweeps are expanded into
-//     [Case]s with stable IDs.
+//     op.Cases with stable IDs. An attention entry is decoded into the
+//     fixed fields it always had; an entry of another op is checked
+//     against that op's declared axes (op.Spec, opentry.go).
 //
 // Every error from a user's file is an [*Error] that names the file, the line
 // and the dotted key, as in

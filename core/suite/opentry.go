@@ -53,7 +53,7 @@ func (d *decoder) unknownAxes(table string, entry int, spec op.Spec, values map[
 		}
 	}
 	slices.SortFunc(unknown, func(a, b string) int {
-		return d.lines.find(table+"."+a, entry) - d.lines.find(table+"."+b, entry)
+		return d.lines.Find(table+"."+a, entry) - d.lines.Find(table+"."+b, entry)
 	})
 	names := make([]string, len(spec.Axes))
 	for i, a := range spec.Axes {

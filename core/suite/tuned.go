@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/flashcore/bench/core/tomlpos"
 )
 
 // Tuned is a tuned-configuration file, as `flashcore tune` writes it and a
@@ -83,7 +84,7 @@ func ParseTuned(path string, data []byte) (*Tuned, error) {
 	if _, err := toml.Decode(d.doc, &syntax); err != nil {
 		return nil, d.syntaxError(err)
 	}
-	d.lines = scanKeyLines(d.doc)
+	d.lines = tomlpos.Scan(d.doc)
 	var f tunedFile
 	md, err := toml.Decode(d.doc, &f)
 	if err != nil {

@@ -183,7 +183,7 @@ func (d *decoder) backends(entries []fileBackend) []BackendSelection {
 	for i, f := range entries {
 		b := BackendSelection{
 			Name:     strings.TrimSpace(f.Name.Value),
-			Line:     d.lines.find("backends.name", i),
+			Line:     d.lines.Find("backends.name", i),
 			Variants: f.Variants.Value,
 			Path:     d.resolve(f.Path.Value),
 			Tunables: map[string][]string{},

@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/core/tomlpos"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -137,9 +138,9 @@ type validator struct {
 // problem records a problem at key, inside the entry-th entry of its array
 // of tables (or -1).
 func (v *validator) problem(key string, entry int, format string, args ...any) {
-	line := suite.KeyLine(v.doc, key, entry)
+	line := tomlpos.KeyLine(v.doc, key, entry)
 	if entry >= 0 && line == 0 {
-		line = suite.KeyLine(v.doc, key[:strings.IndexByte(key+".", '.')], entry)
+		line = tomlpos.KeyLine(v.doc, key[:strings.IndexByte(key+".", '.')], entry)
 	}
 	v.problems = append(v.problems, &suite.Error{Path: v.path, Line: line, Key: key, Message: fmt.Sprintf(format, args...)})
 }

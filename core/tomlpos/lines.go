@@ -1,4 +1,7 @@
-package suite
+// Package tomlpos finds the line of a key in a TOML document, which the
+// TOML decoder keeps to itself: every suite, tuned-configuration and CUDA
+// spec error names the file, the line and the key with it.
+package tomlpos
 
 import (
 	"strconv"
@@ -7,15 +10,14 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// keyLines says on which line a key is set. BurntSushi/toml v1.6 keeps key
+// Lines says on which line a key is set. BurntSushi/toml v1.6 keeps key
 // positions private (they reach users only inside its own errors), and it
 // keeps one position per key of an array of tables, the last one; an error in
-// the first [[cases]] entry would point at the last. So the suite package
-// reads the lines itself. It understands as much TOML as that needs: table
+// the first [[cases]] entry would point at the last. So this package// reads the lines itself. It understands as much TOML as that needs: table
 // and array-of-tables headers, key = value lines with bare, quoted and dotted
 // keys, comments, and arrays, inline tables and multi-line strings that
 // continue over several lines. The file has already parsed when this runs.
-type keyLines struct {
+type Lines struct {
 	records []keyRecord
 }
 
@@ -28,11 +30,11 @@ type keyRecord struct {
 	line  int
 }
 
-// find returns the line that sets key inside entry (any entry when entry is
+// Find returns the line that sets key inside entry (any entry when entry is
 // negative). A key that is not in the file, such as a required key left
 // out, is looked for in its table instead. It returns 0 when nothing
 // matches.
-func (k *keyLines) find(key string, entry int) int {
+func (k *Lines) Find(key string, entry int) int {
 	for {
 		for _, r := range k.records {
 			if r.key == key && (entry < 0 || r.entry == entry) {
@@ -52,11 +54,11 @@ func (k *keyLines) find(key string, entry int) int {
 // top-level array of tables (any entry when entry is negative), or 0.
 // Other TOML files a suite points to (a CUDA-file spec) name their lines
 // with it, as the suite does.
-func KeyLine(doc, key string, entry int) int { return scanKeyLines(doc).find(key, entry) }
+func KeyLine(doc, key string, entry int) int { return Scan(doc).Find(key, entry) }
 
-// scanKeyLines indexes the keys of a TOML document that has already parsed.
-func scanKeyLines(doc string) *keyLines {
-	s := lineScanner{arrays: map[string]int{}, index: &keyLines{}}
+// Scan indexes the keys of a TOML document that has already parsed.
+func Scan(doc string) *Lines {
+	s := lineScanner{arrays: map[string]int{}, index: &Lines{}}
 	for i, line := range strings.Split(doc, "\n") {
 		s.scanLine(i+1, line)
 	}
@@ -64,7 +66,7 @@ func scanKeyLines(doc string) *keyLines {
 }
 
 type lineScanner struct {
-	index   *keyLines
+	index   *Lines
 	arrays  map[string]int // [[name]] headers seen so far, by name
 	table   []string       // the current table's key
 	entry   int            // the current array-of-tables entry, or -1

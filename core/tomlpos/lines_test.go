@@ -1,4 +1,4 @@
-package suite
+package tomlpos
 
 import "testing"
 
@@ -26,7 +26,7 @@ tile_n = ["32"]
 tunables = { tile_n = ["64"] }
 point.x = 1
 `
-	lines := scanKeyLines(doc)
+	lines := Scan(doc)
 	tests := []struct {
 		key   string
 		entry int
@@ -49,7 +49,7 @@ point.x = 1
 		{"nothing", -1, 0},
 	}
 	for _, tc := range tests {
-		if got := lines.find(tc.key, tc.entry); got != tc.want {
+		if got := lines.Find(tc.key, tc.entry); got != tc.want {
 			t.Errorf("find(%q, %d) = %d, want %d", tc.key, tc.entry, got, tc.want)
 		}
 	}
