@@ -14,17 +14,22 @@
 //     flashcore does; a plugin unavailable here (no GPU, no torch) is
 //     skipped with its reason. A variant that needs a GPU the device lacks
 //     must refuse a case, and is then skipped.
+//
 //  2. Refusals: every shape just outside a declared capability (a dtype, a
 //     head dim, a masking, GQA, Sq ≠ Sk, a length or element limit), an
 //     invalid shape, an unknown tunable and an unknown variant must come
 //     back as an Unsupported diagnostic before any input is read.
-//  3. Cases (cases.go), all inside the declared capabilities: inputs from
+//
+//  3. Attention cases (cases.go), all inside the declared capabilities: inputs from
 //     the default suite's seed (core/inputs), Prepare (the loaded hash must
 //     be the inputs' hash), the checked run repeated as the default suite
 //     says with every output bit-identical, each checked by core/check
 //     against the fp64 reference with the default suite's tolerances
 //     (CheckOutput), a timed Run whose samples obey the contract and whose
 //     last output passes the same check, and Release.
+//
+//  4. Every other op the variant lists (sdk.Variant.Ops) runs its example
+//     cases (ops.Examples) by the same rules, checked by the op (ops.go).
 //
 // There is no other reference and no other tolerance table: a plugin that
 // passes here passes the check of a `flashcore run` with the default suite
@@ -49,6 +54,7 @@ import (
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
@@ -166,8 +172,9 @@ func describeProblems(desc sdk.Description) []error {
 		problems = append(problems, errors.New("Describe: no variants"))
 	}
 	for _, v := range desc.Variants {
-		if v.Name == "" || len(v.Capabilities.DTypes) == 0 || !(v.Capabilities.Causal || v.Capabilities.NonCausal) {
-			problems = append(problems, fmt.Errorf("variant %q: needs a name, at least one dtype and one masking mode: %+v", v.Name, v.Capabilities))
+		attention := ops.Supports(v, "attention")
+		if v.Name == "" || len(v.Capabilities.DTypes) == 0 || (attention && !(v.Capabilities.Causal || v.Capabilities.NonCausal)) {
+			problems = append(problems, fmt.Errorf("variant %q: needs a name, at least one dtype and, for attention, one masking mode: %+v", v.Name, v.Capabilities))
 		}
 		for _, tun := range v.Tunables {
 			if !slices.Contains(tun.Values, tun.Default) {
@@ -179,6 +186,12 @@ func describeProblems(desc sdk.Description) []error {
 }
 
 func (k *kit) checkVariant(t *testing.T, device sdk.Device, v sdk.Variant) {
+	if len(v.Ops) > 0 {
+		t.Run("ops", func(t *testing.T) { k.checkOps(t, v) })
+	}
+	if !ops.Supports(v, "attention") {
+		return
+	}
 	cases := Cases(v)
 	if len(cases) == 0 {
 		t.Fatalf("no case fits the declared capabilities %+v", v.Capabilities)

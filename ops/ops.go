@@ -188,3 +188,28 @@ func ShapeOf(c op.Case) (s sdk.Shape, ok bool) {
 	}
 	return sdk.Shape{}, false
 }
+
+// examples is what an op offers beyond Op for the conformance kit: a few
+// cases, most telling first, that every backend of the op must get right.
+type examples interface {
+	Examples() []op.Params
+}
+
+// Examples are the cases of an op that the conformance kit runs on every
+// variant that lists it; none for attention, whose kit cases are drawn
+// from each variant's capabilities (package conformance).
+func Examples(name string) []op.Case {
+	o, err := Lookup(name)
+	if err != nil {
+		return nil
+	}
+	ex, ok := o.(examples)
+	if !ok {
+		return nil
+	}
+	var out []op.Case
+	for _, p := range ex.Examples() {
+		out = append(out, op.Case{ID: o.CaseID(p, op.Normal), Op: name, Params: p, Distribution: op.Normal})
+	}
+	return out
+}

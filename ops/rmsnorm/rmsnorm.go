@@ -8,6 +8,7 @@ package rmsnorm
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/flashcore/bench/core/check"
@@ -120,6 +121,20 @@ func (Op) Work(c op.Case, _ *op.Inputs) op.Work {
 	rows, cols := float64(c.Params.Int("rows")), float64(c.Params.Int("cols"))
 	size := float64(c.DType().Size())
 	return op.Work{FLOPs: 4 * rows * cols, Bytes: (2*rows*cols + cols) * size}
+}
+
+// Examples are the cases the conformance kit runs on every backend of
+// rmsnorm, most telling first: a single row (a decode step), an odd row
+// count and a width no vector of 8 divides, and a prefill-sized block, in
+// each dtype.
+func (Op) Examples() []op.Params {
+	var out []op.Params
+	for _, size := range [][2]int{{1, 4096}, {37, 1000}, {256, 8192}} {
+		for _, dtype := range []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32} {
+			out = append(out, op.Params{"rows": strconv.Itoa(size[0]), "cols": strconv.Itoa(size[1]), "dtype": string(dtype)})
+		}
+	}
+	return out
 }
 
 // Unsupported checks the capabilities that apply to every op: the element

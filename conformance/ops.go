@@ -1,0 +1,200 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/flashcore/bench/core/check"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
+	"github.com/flashcore/bench/sdk"
+)
+
+// checkOps runs the example cases of every op other than attention that
+// the variant lists (ops.Examples), by the rules of the attention cases:
+// the loaded hash, repeated checked runs bit-identical and checked by the
+// op against its reference with the default suite's tolerances, a timed
+// Run whose samples obey the contract and whose last output passes too.
+// A case outside the variant's declared capabilities is not run.
+func (k *kit) checkOps(t *testing.T, v sdk.Variant) {
+	for _, name := range v.Ops {
+		if name == "attention" {
+			continue
+		}
+		if _, err := ops.Lookup(name); err != nil {
+			t.Errorf("variant %s lists op %q: %v", v.Name, name, err)
+			continue
+		}
+		ran := 0
+		for _, c := range ops.Examples(name) {
+			if ops.Unsupported(v, c) != "" {
+				continue
+			}
+			if n := k.opts.MaxCasesPerVariant; n > 0 && ran >= n {
+				break
+			}
+			ran++
+			t.Run(c.ID, func(t *testing.T) {
+				skip, err := k.checkOpCase(v, c)
+				switch {
+				case err != nil:
+					t.Fatal(err)
+				case skip != "":
+					t.Skipf("backend declined at run time: %s", skip)
+				}
+			})
+		}
+		if ran == 0 {
+			t.Errorf("variant %s lists op %s, but no example case fits its capabilities %+v", v.Name, name, v.Capabilities)
+		}
+	}
+}
+
+// checkOpCase takes one case of any op through the lifecycle.
+func (k *kit) checkOpCase(v sdk.Variant, c op.Case) (skip string, err error) {
+	dir, err := os.MkdirTemp(k.inst.Workspace(), "case-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	o := ops.Of(c)
+	in := o.Generate(defaults().Seed, c)
+	inputs, outputs, err := writeOpFiles(dir, c, in)
+	if err != nil {
+		return "", err
+	}
+	prepared, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Prepared, error) {
+		return api.Prepare(ctx, ops.PrepareRequest(c, v.Name, nil, inputs, outputs, in.SHA256))
+	})
+	if err != nil {
+		return "", fmt.Errorf("Prepare: %w", err)
+	}
+	defer func() {
+		_, releaseErr := call(k, func(ctx context.Context, api sdk.Backend) (struct{}, error) {
+			return struct{}{}, api.Release(ctx, sdk.ReleaseRequest{CaseID: c.ID})
+		})
+		if releaseErr != nil {
+			err = errors.Join(err, fmt.Errorf("Release: %w", releaseErr))
+		}
+	}()
+	if reason := unsupportedIn(prepared.Diagnostics); reason != "" {
+		if k.opts.RuntimeSkipsAllowed {
+			return reason, nil
+		}
+		return "", fmt.Errorf("Prepare declined a case inside the declared capabilities: %s", reason)
+	}
+	if err := k.preparedProblems(prepared, in.SHA256); err != nil {
+		return "", err
+	}
+	if err := k.checkedOpRuns(c, in, outputs); err != nil {
+		return "", err
+	}
+	return "", k.timedOpRun(c, in, dir)
+}
+
+// writeOpFiles writes a case's inputs as the host does and names its
+// output files.
+func writeOpFiles(dir string, c op.Case, in *op.Inputs) (inputs, outputs []sdk.TensorFile, err error) {
+	for _, t := range in.Tensors {
+		path := filepath.Join(dir, t.Name+".bin")
+		if err := os.WriteFile(path, t.Data, 0o444); err != nil {
+			return nil, nil, err
+		}
+		inputs = append(inputs, sdk.TensorFile{Name: t.Name, Path: path, DType: t.DType, Dims: t.Dims})
+	}
+	return inputs, outputFilesIn(dir, "out", c), nil
+}
+
+func outputFilesIn(dir, base string, c op.Case) []sdk.TensorFile {
+	var out []sdk.TensorFile
+	for _, t := range ops.Of(c).Spec().Outputs {
+		out = append(out, sdk.TensorFile{Name: t.Name, Path: filepath.Join(dir, base+"-"+t.Name+".bin"),
+			DType: t.ElemType(c.Params), Dims: t.Shape(c.Params)})
+	}
+	return out
+}
+
+func readAll(files []sdk.TensorFile) ([][]byte, error) {
+	out := make([][]byte, len(files))
+	for i, f := range files {
+		data, err := os.ReadFile(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("no output file for %s: %w", f.Name, err)
+		}
+		out[i] = data
+	}
+	return out, nil
+}
+
+func (k *kit) checkedOpRuns(c op.Case, in *op.Inputs, outputs []sdk.TensorFile) error {
+	var first [][]byte
+	for run := 1; run <= max(defaults().Check.Repeat, 1); run++ {
+		for _, f := range outputs {
+			if err := os.RemoveAll(f.Path); err != nil {
+				return err
+			}
+		}
+		fetched, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Fetched, error) {
+			return api.Fetch(ctx, sdk.FetchRequest{CaseID: c.ID})
+		})
+		if err != nil {
+			return fmt.Errorf("Fetch (checked run %d): %w", run, err)
+		}
+		if len(fetched.Diagnostics) > 0 {
+			return fmt.Errorf("Fetch (checked run %d): diagnostics %+v", run, fetched.Diagnostics)
+		}
+		got, err := readAll(outputs)
+		if err != nil {
+			return fmt.Errorf("Fetch (checked run %d): %w", run, err)
+		}
+		if run == 1 {
+			if err := opVerdict("output", c, in, got); err != nil {
+				return err
+			}
+			first = got
+			continue
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], first[i]) {
+				return fmt.Errorf("nondeterministic: checked run %d differs from run 1 in output %s", run, outputs[i].Name)
+			}
+		}
+	}
+	return nil
+}
+
+func (k *kit) timedOpRun(c op.Case, in *op.Inputs, dir string) error {
+	timed := outputFilesIn(dir, "timed", c)
+	m := quickMeasurement(sdk.L2Hot)
+	samples, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Samples, error) {
+		return api.Run(ctx, sdk.RunRequest{CaseID: c.ID, Measurement: m, Output: timed[0].Path, Outputs: timed})
+	})
+	if err != nil {
+		return fmt.Errorf("Run: %w", err)
+	}
+	if err := k.sampleProblems(samples, m); err != nil {
+		return fmt.Errorf("Run: %w", err)
+	}
+	got, err := readAll(timed)
+	if err != nil {
+		return fmt.Errorf("Run: %w", err)
+	}
+	return opVerdict("output of the last timed call", c, in, got)
+}
+
+// opVerdict checks outputs by the op's own check and the default suite's
+// tolerance for the case's dtype: the check `flashcore run` applies.
+func opVerdict(what string, c op.Case, in *op.Inputs, outputs [][]byte) error {
+	d := defaults()
+	for i, r := range ops.Of(c).Check(c, in, outputs, d.Check, d.Tolerances[c.DType()]) {
+		if r.Verdict != check.Pass {
+			return fmt.Errorf("%s %s: %s", what, ops.Of(c).Spec().Outputs[i].Name, verdict(what, r))
+		}
+	}
+	return nil
+}
