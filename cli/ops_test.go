@@ -49,6 +49,33 @@ func TestRunMixedOps(t *testing.T) {
 	}
 }
 
+// TestMixedOpsFindWrongOutputs runs the same suite with a plugin that
+// writes zeros: every rmsnorm row, like the attention row, FAILs with the
+// reason, and the honest plugin beside it still PASSes.
+func TestMixedOpsFindWrongOutputs(t *testing.T) {
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference", "test-zeros": "internal/testplugins/zeros"})
+	out := filepath.Join(t.TempDir(), "r.json")
+	_, stderr, _ := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir},
+		"run", "--suite", "testdata/mixed-ops.toml", "--out", out)
+	run, err := results.Load(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	byBackend := map[string]map[results.Status]int{}
+	for _, r := range run.Results {
+		if byBackend[r.Backend] == nil {
+			byBackend[r.Backend] = map[results.Status]int{}
+		}
+		byBackend[r.Backend][r.Status]++
+		if r.Backend == "test-zeros" && !strings.Contains(r.Reason, "all zeros") {
+			t.Errorf("%s %s: %s %q, want a FAIL for the zeros", r.CaseID, r.Label, r.Status, r.Reason)
+		}
+	}
+	if byBackend["test-zeros"][results.StatusFail] != 10 || byBackend["cpu-reference"][results.StatusPass] != 10 {
+		t.Errorf("verdicts by backend %v, want 10 FAIL for test-zeros and 10 PASS for cpu-reference", byBackend)
+	}
+}
+
 // TestListOps is `flashcore list --ops` against its golden file.
 func TestListOps(t *testing.T) {
 	stdout, stderr, code := runMain(t, nil, "list", "--ops")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/internal/buildtest"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
@@ -66,6 +67,29 @@ func TestKitFindsWrongOutputs(t *testing.T) {
 			_, err := k.checkCase(v, gqaCase(t, v), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("checkCase = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The kit finds the same wrong outputs in a case of another op: rmsnorm's
+// y written as x (echo), as zeros, as NaN.
+func TestKitFindsWrongOutputsOfOtherOps(t *testing.T) {
+	tests := []struct {
+		plugin string
+		want   string
+	}{
+		{"echo", "output y: output: FAIL"},
+		{"zeros", "output is all zeros"},
+		{"nan", "output has"},
+	}
+	c := ops.Examples("rmsnorm")[3] // 37 rows of 1000, fp16
+	for _, tc := range tests {
+		t.Run(tc.plugin, func(t *testing.T) {
+			k, v := startKit(t, "test-"+tc.plugin, "internal/testplugins/"+tc.plugin, Options{})
+			_, err := k.checkOpCase(v, c)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("checkOpCase(%s) = %v, want an error containing %q", c.ID, err, tc.want)
 			}
 		})
 	}

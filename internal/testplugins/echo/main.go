@@ -13,6 +13,7 @@ func main() {
 	sdk.Serve(func() sdk.Backend {
 		return testbackend.New(testbackend.Options{
 			Name:        "test-echo",
+			Ops:         []string{"attention", "rmsnorm"},
 			Description: "test only: writes Q as its output",
 		})
 	})

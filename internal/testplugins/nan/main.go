@@ -13,6 +13,7 @@ func main() {
 	sdk.Serve(func() sdk.Backend {
 		return testbackend.New(testbackend.Options{
 			Name:        "test-nan",
+			Ops:         []string{"attention", "rmsnorm"},
 			Description: "test only: writes NaN into every output element",
 			FillOutput:  testbackend.FillNaN,
 		})

@@ -46,6 +46,10 @@ type Options struct {
 	Device *sdk.Device
 	// PrepareFacts, when set, adds facts to every Prepare's answer.
 	PrepareFacts func() map[string]string
+	// Ops are the ops the variant lists (nil: attention alone). For an op
+	// other than attention the output is the size of the first input, and
+	// FillOutput gets that input as q and its dtype in the shape.
+	Ops []string
 }
 
 // Backend is the test plugins' sdk.Backend.
@@ -100,6 +104,7 @@ func (b *Backend) describe() sdk.Description {
 		Variants: []sdk.Variant{{
 			Name:        b.options.Name,
 			Description: b.options.Description,
+			Ops:         b.options.Ops,
 			Capabilities: sdk.Capabilities{
 				DTypes:            []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32},
 				Causal:            true,
@@ -115,6 +120,9 @@ func (b *Backend) describe() sdk.Description {
 func (b *Backend) Prepare(_ context.Context, request sdk.PrepareRequest) (sdk.Prepared, error) {
 	if request.Variant != b.options.Name {
 		return sdk.Prepared{}, fmt.Errorf("unknown variant %q (have %q)", request.Variant, b.options.Name)
+	}
+	if request.Op != "" && request.Op != "attention" {
+		return b.prepareOp(request)
 	}
 	shape := request.Shape
 	if !shape.DType.Valid() {
@@ -140,6 +148,30 @@ func (b *Backend) Prepare(_ context.Context, request sdk.PrepareRequest) (sdk.Pr
 		prepared.Facts = b.options.PrepareFacts()
 	}
 	return prepared, nil
+}
+
+// prepareOp loads the inputs of a case of any other op, in order, and
+// keeps the first as q.
+func (b *Backend) prepareOp(request sdk.PrepareRequest) (sdk.Prepared, error) {
+	if len(request.Inputs) == 0 || len(request.Outputs) == 0 {
+		return sdk.Prepared{}, fmt.Errorf("op %s: no inputs or outputs named", request.Op)
+	}
+	hash := sha256.New()
+	loaded := &loadedCase{shape: sdk.Shape{DType: request.Inputs[0].DType}, outputPath: request.Outputs[0].Path}
+	for i, in := range request.Inputs {
+		data, err := os.ReadFile(in.Path)
+		if err != nil {
+			return sdk.Prepared{}, err
+		}
+		hash.Write(data)
+		if i == 0 {
+			loaded.q = data
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cases[request.CaseID] = loaded
+	return sdk.Prepared{LoadedSHA256: hex.EncodeToString(hash.Sum(nil))}, nil
 }
 
 func readTensor(path string, wantBytes int) ([]byte, error) {

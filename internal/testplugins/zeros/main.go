@@ -12,6 +12,7 @@ func main() {
 	sdk.Serve(func() sdk.Backend {
 		return testbackend.New(testbackend.Options{
 			Name:        "test-zeros",
+			Ops:         []string{"attention", "rmsnorm"},
 			Description: "test only: writes an all-zero output",
 			FillOutput:  testbackend.FillZeros,
 		})
