@@ -85,7 +85,7 @@ func TestLifecycleThroughAWorker(t *testing.T) {
 	if err != nil || !d.Available {
 		t.Fatalf("Describe = %+v, %v", d, err)
 	}
-	if d.Name != "probe" || d.Version != "probe-1" || d.Device.Kind == "" || len(d.Variants) != 7 {
+	if d.Name != "probe" || d.Version != "probe-1" || d.Device.Kind == "" || len(d.Variants) != 9 {
 		t.Errorf("Describe = %+v", d)
 	}
 
