@@ -16,7 +16,8 @@ const maxFrameBytes = 64 << 20
 // host–plugin protocol (sdk.ProtocolVersion), though both went to 2 with
 // ops: a prepare frame may name an op other than attention, with named
 // input and output files, which a version 1 worker would read as
-// attention.
+// attention; and the bridge checks capabilities, which a version 1 worker
+// did itself.
 const protocolVersion = 2
 
 // request is one host→worker frame.

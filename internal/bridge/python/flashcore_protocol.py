@@ -12,7 +12,8 @@ import struct
 # PROTOCOL_VERSION mirrors internal/bridge's protocolVersion (not
 # sdk.ProtocolVersion, the host–plugin protocol): the bridge refuses a
 # worker whose hello names another. Version 2: prepare may name an op
-# other than attention, with named input and output files.
+# other than attention, with named input and output files, and the worker
+# no longer checks capabilities (the bridge does, in Go).
 PROTOCOL_VERSION = 2
 _HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 64 << 20

@@ -6,12 +6,14 @@ backend module (the plugin's own, e.g. ``sdpa_backend``), then calls
 ``serve``. Every request is answered in turn:
 
 1. ``describe``: the device and the backend's variants.
-2. ``prepare``: check an attention shape against the variant's
-   capabilities and the tunables against the variant's, load the inputs
+2. ``prepare``: check the tunables against the variant's, load the inputs
    from the host's files (attention: Q, K and V of a shape; any other op:
    its named tensors), hash the bytes loaded, and let the backend build a
    ``Kernel`` (``prepare`` for attention, ``prepare_op`` for other ops),
-   which may answer ``Unsupported``.
+   which may answer ``Unsupported``. Capabilities are not checked here:
+   the bridge checks every request against the variant's declared
+   capabilities in Go, with the host's own check (ops.Unsupported),
+   before it reaches the worker.
 3. ``fetch``: poison the kernel's output buffers (when it owns them), run
    once, write each output file.
 4. ``run``: the measurement contract (docs/measurement.md): warm-up and the
@@ -182,31 +184,6 @@ def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
         "needs_gpu": needs_gpu,
         "seq_multiple": seq_multiple,
     }
-
-
-def capability_gap(caps, shape, on_gpu):
-    """The reason shape falls outside caps, or None when it fits."""
-    checks = [
-        (caps["needs_gpu"] and not on_gpu, "needs a CUDA GPU; this machine has none"),
-        (shape.dtype not in caps["dtypes"], f"dtype {shape.dtype} not supported (supports {', '.join(caps['dtypes'])})"),
-        (min(shape.batch, shape.heads, shape.kv_heads, shape.seq_q, shape.seq_k, shape.head_dim) < 1,
-         "a dimension is below 1"),
-        (shape.heads % max(shape.kv_heads, 1) != 0, f"heads {shape.heads} is not a multiple of kv_heads {shape.kv_heads}"),
-        (caps["head_dims"] and shape.head_dim not in caps["head_dims"],
-         f"head dim {shape.head_dim} not supported (supports {caps['head_dims']})"),
-        (shape.causal and not caps["causal"], "causal masking not supported"),
-        (not shape.causal and not caps["non_causal"], "only causal attention supported"),
-        (shape.grouped and not caps["grouped_query_heads"], "grouped-query heads not supported"),
-        (shape.seq_q != shape.seq_k and not caps["unequal_seq_lens"], "seq_q != seq_k not supported"),
-        (caps["max_seq_len"] and max(shape.seq_q, shape.seq_k) > caps["max_seq_len"],
-         f"sequence length above {caps['max_seq_len']}"),
-        (caps["max_elements"] and max(math.prod(shape.q_shape), math.prod(shape.kv_shape)) > caps["max_elements"],
-         f"more than {caps['max_elements']} elements per tensor"),
-    ]
-    for failed, reason in checks:
-        if failed:
-            return reason
-    return None
 
 
 @dataclasses.dataclass
@@ -398,13 +375,10 @@ class Worker:
         if variant is None:
             raise ValueError(f"unknown variant {params['variant']!r} (have {', '.join(self._variants)})")
         tunables = params.get("tunables") or {}
-        op = params.get("op") or ATTENTION
-        gap = None
-        if op == ATTENTION:
-            gap = capability_gap(variant["capabilities"], Shape.from_json(params["shape"]), self.device.type == "cuda")
-        gap = gap or tunable_gap(variant, tunables)
+        gap = tunable_gap(variant, tunables)
         if gap:
             return {"loaded_sha256": "", "diagnostics": [diagnostic("unsupported", f"{variant['name']}: {gap}")]}
+        op = params.get("op") or ATTENTION
         if op == ATTENTION:
             shape = Shape.from_json(params["shape"])
             (q, k, v), loaded = load_inputs(params["files"], shape, self.device)

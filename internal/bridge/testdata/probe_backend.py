@@ -25,6 +25,9 @@ class Backend:
         caps = core.capabilities(("fp32", "fp16"))
         names = ("math", "untouched", "crash", "hang", "oom", "refuse", "raise")
         attention = [{"name": name, "capabilities": caps} for name in names]
+        # gpu is math that declares it needs a GPU: on a CPU the bridge must
+        # refuse it before the worker sees the request.
+        attention.append({"name": "gpu", "capabilities": core.capabilities(("fp32", "fp16"), needs_gpu=True)})
         rmsnorm = [{"name": name, "ops": ["rmsnorm"], "capabilities": caps} for name in ("rmsnorm", "rmsnorm-untouched")]
         return attention + rmsnorm
 
