@@ -156,9 +156,8 @@ def test_a_request_without_output_files_is_an_error(worker, tmp_path):
 
 
 class PairBackend:
-    """A made-up op, pair(x) -> (x + 1, 2·x in fp32), with an attention
-    variant that lists no prepare_op: what the generic path does with more
-    than one output and with a backend that cannot build an op."""
+    """A made-up op, pair(x) -> (x + 1, 2·x in fp32): what the generic path
+    does with more than one output (wrong=True returns only the first)."""
 
     version = "pair-1"
     build = "test"
