@@ -97,8 +97,8 @@ func (b *Backend) Describe(ctx context.Context) (sdk.Description, error) {
 		}
 		return sdk.Description{Name: b.config.Name, Available: false, UnavailableReason: err.Error()}, nil
 	}
-	var description sdk.Description
-	if err := w.call(ctx, "describe", nil, &description); err != nil {
+	description, err := describe(ctx, w)
+	if err != nil {
 		return sdk.Description{}, err
 	}
 	description.Name = b.config.Name
@@ -106,8 +106,22 @@ func (b *Backend) Describe(ctx context.Context) (sdk.Description, error) {
 	return description, nil
 }
 
+// describe is w's description, asked of it once.
+func describe(ctx context.Context, w *worker) (sdk.Description, error) {
+	if w.described == nil {
+		var description sdk.Description
+		if err := w.call(ctx, "describe", nil, &description); err != nil {
+			return sdk.Description{}, err
+		}
+		w.described = &description
+	}
+	return *w.described, nil
+}
+
 // Prepare starts the worker if needed (again, if it died) and has it load
-// the case.
+// the case, unless the variant cannot run it: then the answer is an
+// Unsupported diagnostic, decided here in Go (unsupported), and the worker
+// reads nothing.
 func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prepared, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -117,6 +131,13 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 			return sdk.Prepared{}, ctx.Err()
 		}
 		return sdk.Prepared{}, fmt.Errorf("%s: %w", b.config.Name, err)
+	}
+	description, err := describe(ctx, w)
+	if err != nil {
+		return sdk.Prepared{}, err
+	}
+	if reason := unsupported(description, req); reason != "" {
+		return sdk.Prepared{Diagnostics: []sdk.Diagnostic{{Severity: sdk.Unsupported, Summary: req.Variant + ": " + reason}}}, nil
 	}
 	var prepared sdk.Prepared
 	err = w.call(ctx, "prepare", req, &prepared)

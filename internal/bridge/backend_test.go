@@ -7,12 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flashcore/bench/internal/bridge"
 	"github.com/flashcore/bench/internal/bridge/bridgetest"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/rmsnorm"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -85,7 +88,7 @@ func TestLifecycleThroughAWorker(t *testing.T) {
 	if err != nil || !d.Available {
 		t.Fatalf("Describe = %+v, %v", d, err)
 	}
-	if d.Name != "probe" || d.Version != "probe-1" || d.Device.Kind == "" || len(d.Variants) != 7 {
+	if d.Name != "probe" || d.Version != "probe-1" || d.Device.Kind == "" || len(d.Variants) != 10 {
 		t.Errorf("Describe = %+v", d)
 	}
 
@@ -234,5 +237,100 @@ func TestEndedContextKillsTheWorker(t *testing.T) {
 	c := bridgetest.NewCase(t, "after", "math", shape, 6)
 	if _, err := b.Prepare(bridgetest.Context(t, callTimeout), c.Request); err != nil {
 		t.Fatalf("Prepare after the kill: %v", err)
+	}
+}
+
+// rmsnormParams are an rmsnorm case's axis values.
+func rmsnormParams(rows, cols int, dtype sdk.DType) op.Params {
+	return op.Params{"rows": strconv.Itoa(rows), "cols": strconv.Itoa(cols), "dtype": string(dtype)}
+}
+
+// TestRMSNormThroughAWorker: an op other than attention, served by the
+// worker's generic path: its named inputs loaded and hashed, its output
+// written where Fetch and Run are told, and both held to the op's check.
+func TestRMSNormThroughAWorker(t *testing.T) {
+	bridgetest.RequireTorch(t)
+	m := bridgetest.QuickMeasurement()
+	for i, dtype := range []sdk.DType{sdk.FP32, sdk.FP16} {
+		c := bridgetest.NewOpCase(t, "rmsnorm", rmsnorm.Name, rmsnormParams(37, 300, dtype), uint64(i))
+		out := bridgetest.RunOpCase(t, shared, c, &m)
+		if out.Skip != nil || out.Prepared.Facts["probe"] != "yes" {
+			t.Errorf("%s: Prepare = %+v", c.Case.ID, out.Prepared)
+		}
+	}
+}
+
+// TestAnUnwrittenOpOutputStaysPoisoned: the worker poisons an op's output
+// buffer before the checked run, as attention's.
+func TestAnUnwrittenOpOutputStaysPoisoned(t *testing.T) {
+	bridgetest.RequireTorch(t)
+	ctx := bridgetest.Context(t, callTimeout)
+	c := bridgetest.NewOpCase(t, "rmsnorm-untouched", rmsnorm.Name, rmsnormParams(3, 8, sdk.FP16), 1)
+	if _, err := shared.Prepare(ctx, c.Request); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.Fetch(ctx, sdk.FetchRequest{CaseID: c.Request.CaseID}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(c.Request.Outputs[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Repeat("\xff", 3*8*2); string(raw) != want {
+		t.Errorf("output of an op that writes nothing is not all poison bytes")
+	}
+}
+
+// TestTheBridgeRefusesBeforeTheWorkerReads: a request outside the
+// variant's capabilities is answered in Go with the host's reason, before
+// the worker reads a byte (its input files here do not exist).
+func TestTheBridgeRefusesBeforeTheWorkerReads(t *testing.T) {
+	bridgetest.RequireTorch(t)
+	ctx := bridgetest.Context(t, callTimeout)
+	d, err := shared.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.bin")
+	attention := func(variant string, dtype sdk.DType) sdk.PrepareRequest {
+		req := bridgetest.NewCase(t, "refused", variant, bridgetest.Shape(1, 2, 2, 8, 8, 16, false, dtype), 7).Request
+		req.Files.Q, req.Files.K, req.Files.V = missing, missing, missing
+		return req
+	}
+	norm := func(variant string, dtype sdk.DType) sdk.PrepareRequest {
+		req := bridgetest.NewOpCase(t, variant, rmsnorm.Name, rmsnormParams(4, 8, dtype), 7).Request
+		for i := range req.Inputs {
+			req.Inputs[i].Path = missing
+		}
+		return req
+	}
+	tests := []struct {
+		name string
+		req  sdk.PrepareRequest
+		want string
+	}{
+		{"dtype", attention("math", sdk.BF16), "math: dtype bf16 not supported (supports fp32, fp16)"},
+		{"rmsnorm dtype", norm("rmsnorm", sdk.BF16), "rmsnorm: dtype bf16 not supported (supports fp32, fp16)"},
+		{"rmsnorm on attention", norm("math", sdk.FP32), "math: op rmsnorm not supported"},
+		{"attention on rmsnorm", attention("rmsnorm", sdk.FP32), "rmsnorm: op attention not supported"},
+	}
+	if d.Device.Kind != "gpu" {
+		tests = append(tests, struct {
+			name string
+			req  sdk.PrepareRequest
+			want string
+		}{"needs a GPU", attention("gpu", sdk.FP16), "gpu: needs a CUDA GPU; this machine has none"})
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			prepared, err := shared.Prepare(ctx, tc.req)
+			if err != nil {
+				t.Fatalf("Prepare: %v", err)
+			}
+			want := sdk.Diagnostic{Severity: sdk.Unsupported, Summary: tc.want}
+			if len(prepared.Diagnostics) != 1 || prepared.Diagnostics[0] != want || prepared.LoadedSHA256 != "" {
+				t.Errorf("Prepare = %+v, want only %+v", prepared, want)
+			}
+		})
 	}
 }

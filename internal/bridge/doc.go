@@ -7,7 +7,8 @@
 //
 //  1. The first call that needs the worker (Describe or Prepare) writes the
 //     embedded Python scripts (python/: worker_main.py and the shared core
-//     flashcore_worker.py, plus the plugin's own backend module) into a
+//     flashcore_worker.py with its flashcore_* modules, plus the plugin's
+//     own backend module) into a
 //     private temporary directory, and starts
 //     `$FLASHCORE_PYTHON -u worker_main.py <module>` (python3 when the
 //     variable is unset).
@@ -23,6 +24,11 @@
 //     again at the next Prepare (or Describe).
 //  5. Close ends the worker (EOF on its request pipe, then SIGKILL) and
 //     removes the scripts directory.
+//
+// Prepare checks the request against the variant the worker described
+// before the worker sees it (capabilities.go): the host's own capability
+// check (ops.Unsupported) and the device's, answered as an Unsupported
+// diagnostic. The worker has no copy of that check.
 //
 // The measurement contract (docs/measurement.md) runs inside the worker:
 // flashcore_worker.py replicates sdk.CollectSamples' warm-up and stopping

@@ -11,8 +11,14 @@ import (
 // maxFrameBytes bounds one frame's body, as the worker's MAX_FRAME_BYTES does.
 const maxFrameBytes = 64 << 20
 
-// protocolVersion must equal the worker's PROTOCOL_VERSION.
-const protocolVersion = 1
+// protocolVersion must equal the worker's PROTOCOL_VERSION
+// (flashcore_protocol.py). It versions this bridge's frames, not the
+// host–plugin protocol (sdk.ProtocolVersion), though both went to 2 with
+// ops: a prepare frame may name an op other than attention, with named
+// input and output files, which a version 1 worker would read as
+// attention; and the bridge checks capabilities, which a version 1 worker
+// did itself.
+const protocolVersion = 2
 
 // request is one host→worker frame.
 type request struct {

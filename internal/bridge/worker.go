@@ -36,6 +36,9 @@ type worker struct {
 	waitErr  error         // set before exited closes
 	killed   atomic.Bool
 	lastID   uint64
+	// described is the worker's answer to describe, once asked: the
+	// variants and device its Prepare requests are checked against.
+	described *sdk.Description
 }
 
 // WorkerWrapperEnv names a command prefix the Python worker is started

@@ -47,7 +47,7 @@ func parseArgs(args []string) (name, file string, err error) {
 	fs := flag.NewFlagSet(runnerName, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&name, "name", "", "the backend's name in tables")
-	fs.StringVar(&file, "file", "", "the .py file that defines attention(q, k, v, *, causal, scale)")
+	fs.StringVar(&file, "file", "", "the .py file that defines attention(q, k, v, *, causal, scale), rmsnorm(x, weight, *, eps) or both")
 	if err := fs.Parse(args); err != nil {
 		return "", "", fmt.Errorf("%s: %w", runnerName, err)
 	}

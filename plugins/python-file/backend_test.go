@@ -4,12 +4,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/internal/bridge/bridgetest"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/rmsnorm"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -98,5 +101,51 @@ func TestAFileThatFailsToImportIsUnavailable(t *testing.T) {
 	want := file + ":2: import failed: ModuleNotFoundError: No module named 'flash_attn_not_here'"
 	if err != nil || d.Available || d.UnavailableReason != want {
 		t.Errorf("Describe = %+v, %v\nwant unavailable with %q", d, err, want)
+	}
+}
+
+// The rmsnorm examples through the plugin binary: a file that defines
+// rmsnorm(x, weight, *, eps) alone offers the rmsnorm op alone, and its
+// outputs, the timed ones too, pass rmsnorm's check. The Triton one runs
+// under Triton's interpreter where there is no GPU.
+func TestServesAnRMSNormFileThroughGoPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin and starts torch")
+	}
+	bridgetest.RequireTorch(t)
+	binary := bridgetest.Plugin(t, "python-file")
+	for _, name := range []string{"rmsnorm_torch.py", "rmsnorm_triton.py"} {
+		t.Run(name, func(t *testing.T) {
+			file, _ := filepath.Abs(filepath.Join("..", "..", "examples", "python", name))
+			backend := bridgetest.StartPlugin(t, binary, host.PythonFileArgs("my-norm", file)...)
+			d, err := backend.Describe(bridgetest.Context(t, 2*time.Minute))
+			if err != nil {
+				t.Fatalf("Describe: %v", err)
+			}
+			if !d.Available && name == "rmsnorm_triton.py" && strings.Contains(d.UnavailableReason, "No module named 'triton'") {
+				t.Skipf("unavailable: %s", d.UnavailableReason)
+			}
+			if !d.Available {
+				t.Fatalf("Describe: unavailable: %s", d.UnavailableReason)
+			}
+			if len(d.Variants) != 1 || !slices.Equal(d.Variants[0].Ops, []string{rmsnorm.Name}) {
+				t.Fatalf("Describe: variants %+v, want one offering rmsnorm alone", d.Variants)
+			}
+			m := bridgetest.QuickMeasurement()
+			for i, p := range []op.Params{
+				{"rows": "5", "cols": "300", "dtype": "fp16"},
+				{"rows": "3", "cols": "5000", "dtype": "fp32"},
+			} {
+				c := bridgetest.NewOpCase(t, "my-norm", rmsnorm.Name, p, uint64(i))
+				if out := bridgetest.RunOpCase(t, backend, c, &m); out.Skip != nil {
+					t.Errorf("%s skipped: %s", c.Case.ID, out.Skip.Summary)
+				}
+			}
+			c := bridgetest.NewCase(t, "attention", "my-norm", bridgetest.Shape(1, 2, 2, 8, 8, 16, false, sdk.FP16), 1)
+			want := "my-norm: op attention not supported"
+			if out := bridgetest.RunCase(t, backend, c, nil); out.Skip == nil || out.Skip.Summary != want {
+				t.Errorf("attention on an rmsnorm file: %+v, want the skip %q", out.Skip, want)
+			}
+		})
 	}
 }

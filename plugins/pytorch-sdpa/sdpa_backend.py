@@ -10,6 +10,11 @@ SDPA allocates its own output, so there is no buffer to poison before the
 checked run: the tensor it returns is what the host checks. The kernels
 PyTorch actually ran are named in the facts of every Run (from the CUPTI
 cross-check), which is how the results record what ``sdpa`` dispatched to.
+
+Variant ``torch-rmsnorm`` is the torch baseline of the rmsnorm op:
+torch.nn.functional.rms_norm, built by ``prepare_op``. It is timed by the
+same contract as the SDPA rows: on a GPU, each call's kernel time is the
+sum of CUPTI's durations of every kernel the call launches.
 """
 
 import functools
@@ -31,6 +36,11 @@ VARIANTS = {
     "sdpa-math": (SDPBackend.MATH, "SDPBackend.MATH (the unfused reference composition)"),
 }
 
+# Variants of ops other than attention: name -> (op, description).
+OP_VARIANTS = {
+    "torch-rmsnorm": ("rmsnorm", "torch.nn.functional.rms_norm(x, (cols,), weight, eps=1e-6)"),
+}
+
 # Messages with which PyTorch refuses a pinned backend (CUDA, then CPU).
 _REFUSALS = ("No available kernel", "No viable backend")
 
@@ -49,7 +59,9 @@ class Backend:
             self.build += f", CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}"
 
     def variants(self):
-        return [self._variant(name) for name in VARIANTS]
+        ops = [{"name": name, "description": description, "ops": [op], "capabilities": core.capabilities(_ALL_DTYPES)}
+               for name, (op, description) in OP_VARIANTS.items()]
+        return [self._variant(name) for name in VARIANTS] + ops
 
     def _variant(self, name):
         _, description = VARIANTS[name]
@@ -81,6 +93,22 @@ class Backend:
         if pinned == SDPBackend.MATH and self.device.type == "cuda":
             refuse_unfitting_math(case)
         probe(kernel, case)
+        return kernel
+
+    def prepare_op(self, case):
+        """torch-rmsnorm: rms_norm over the last dimension of x, run once
+        here so that a first call's costs (and errors) fall in Prepare."""
+        op, _ = OP_VARIANTS[case.variant]
+        if case.op != op:
+            raise ValueError(f"{case.variant} runs {op}, not {case.op}")
+        x, weight = case.inputs["x"], case.inputs["weight"]
+        run = functools.partial(F.rms_norm, x, (x.shape[-1],), weight, eps=core.RMSNORM_EPS)
+        kernel = core.Kernel(run, facts={
+            "torch": torch.__version__,
+            "function": "torch.nn.functional.rms_norm",
+            "output_poison": "not applied: rms_norm allocates its output; the returned tensor is written",
+        })
+        kernel.run()
         return kernel
 
     def _facts(self, pinned):

@@ -38,6 +38,58 @@ def make_case(tmp_path, s, variant, seed=0, case_id="case"):
     return params, tensors, digest.hexdigest()
 
 
+def make_op_case(tmp_path, op, variant, inputs, outputs, params=None, case_id="case"):
+    """Writes the named input tensors (name -> tensor, in the op's order)
+    into tmp_path, as the host writes an op's inputs; returns the prepare
+    params, naming the outputs ((name, dims, dtype), in the op's order), and
+    the SHA-256 of the bytes written, file after file."""
+    digest, files = hashlib.sha256(), []
+    for name, tensor in inputs.items():
+        path = tmp_path / f"{name}.bin"
+        raw = tensor.contiguous().view(torch.uint8).numpy().tobytes()
+        path.write_bytes(raw)
+        digest.update(raw)
+        files.append(tensor_file(name, path, list(tensor.shape), DTYPE_NAMES[tensor.dtype]))
+    out = [tensor_file(name, tmp_path / ("out.bin" if len(outputs) == 1 else f"out-{name}.bin"), dims, dtype)
+           for name, dims, dtype in outputs]
+    request = {"case_id": case_id, "variant": variant, "op": op, "params": params or {}, "inputs": files,
+               "outputs": out}
+    return request, digest.hexdigest()
+
+
+def tensor_file(name, path, dims, dtype):
+    """sdk.TensorFile as JSON."""
+    return {"name": name, "path": str(path), "dtype": dtype, "dims": list(dims)}
+
+
+DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+
+
+def make_rmsnorm_case(tmp_path, rows, cols, dtype, variant, seed=0, case_id="case"):
+    """An rmsnorm case as the host sends it: x [rows, cols] and weight
+    [cols] in dtype, y [rows, cols]. Returns the prepare params, (x, weight)
+    and the input hash."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, cols, generator=gen).to(DTYPES[dtype])
+    weight = (1 + 0.5 * torch.randn(cols, generator=gen)).to(DTYPES[dtype])
+    params = {"rows": str(rows), "cols": str(cols), "dtype": dtype}
+    request, digest = make_op_case(tmp_path, "rmsnorm", variant, {"x": x, "weight": weight},
+                                   [("y", [rows, cols], dtype)], params, case_id)
+    return request, (x, weight), digest
+
+
+def rmsnorm_reference(x, weight, eps=1e-6):
+    """y = x / sqrt(mean(x²) + eps) · weight per row, in float64."""
+    x = x.double()
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight.double()
+
+
+def read_tensor(path, dims, dtype):
+    """The tensor in the file at path, as the host reads an output."""
+    raw = torch.from_file(str(path), size=math.prod(dims) * core.DTYPE_SIZES[dtype], dtype=torch.uint8)
+    return raw.view(DTYPES[dtype]).reshape(dims)
+
+
 def reference(q, k, v, causal):
     """softmax(Q·Kᵀ/√D)·V in float64, top-left causal, grouped-query heads."""
     q, k, v = (t.double() for t in (q, k, v))

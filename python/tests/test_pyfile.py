@@ -15,7 +15,17 @@ import torch
 import flashcore_worker as core
 import pyfile_backend as pyfile
 import worker_main
-from helpers import assert_close, make_case, read_output, reference, restore_triton_autotune, shape
+from helpers import (
+    assert_close,
+    make_case,
+    make_rmsnorm_case,
+    read_output,
+    read_tensor,
+    reference,
+    restore_triton_autotune,
+    rmsnorm_reference,
+    shape,
+)
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
 QUICK = {"warmup_runs": 1, "warmup_time": 0, "min_samples": 3, "max_samples": 6, "target_noise": 0.5,
@@ -109,7 +119,11 @@ def test_an_error_raised_deeper_names_the_files_line(tmp_path):
 
 
 @pytest.mark.parametrize("source, message", [
-    ("x = 1\n", "defines no function attention(q, k, v, *, causal, scale)"),
+    ("x = 1\n", "defines no function attention(q, k, v, *, causal, scale) or rmsnorm(x, weight, *, eps)"),
+    ("def rmsnorm(x, weight):\n    return x\n", "takes no keyword 'eps': define rmsnorm(x, weight, *, eps)"),
+    ("def rmsnorm(x, weight, *, eps):\n    return x\nTUNABLES = {'block': [64]}\n",
+     "takes no keyword 'config' (it defines TUNABLES)"),
+    ("rmsnorm = 3\n", "rmsnorm is a int, not a function"),
     ("attention = 3\n", "attention is a int, not a function"),
     ("def attention(q, k, v, causal):\n    return q\n", "takes no keyword 'scale'"),
     ("def attention(q, k, v, *, causal, scale):\n    return q\nTUNABLES = {'block': [64]}\n",
@@ -369,3 +383,100 @@ def test_the_autotuned_triton_example_runs_through_the_worker_core_on_the_cpu(tm
     assert_close(read_output(params["files"]["Output"], s), reference(q, k, v, s.causal), s.dtype)
     module = worker.backend.file.module
     assert module._attention_forward.best_config is module.CONFIGS[0]
+
+
+# ---------------------------------------------------------------- rmsnorm
+
+RMSNORM_FILE = """
+import torch
+
+def rmsnorm(x, weight, *, eps):
+    return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps=eps)
+"""
+
+
+def test_a_file_offers_the_ops_whose_functions_it_defines(tmp_path, monkeypatch):
+    (only_rmsnorm,) = served(monkeypatch, write(tmp_path, RMSNORM_FILE, "norm.py")).describe({})["variants"]
+    assert only_rmsnorm["ops"] == ["rmsnorm"] and only_rmsnorm["description"] == "rmsnorm() of norm.py"
+    (both,) = served(monkeypatch, write(tmp_path, SDPA_FILE + RMSNORM_FILE, "both.py")).describe({})["variants"]
+    assert both["ops"] == ["attention", "rmsnorm"] and both["description"] == "attention() and rmsnorm() of both.py"
+    (attention,) = served(monkeypatch, write(tmp_path, SDPA_FILE, "sdpa.py")).describe({})["variants"]
+    assert "ops" not in attention  # attention alone, as every file before ops
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_the_torch_rmsnorm_example_runs_through_the_worker_core(tmp_path, monkeypatch, dtype):
+    worker = served(monkeypatch, str(EXAMPLES / "rmsnorm_torch.py"))
+    params, (x, w), digest = make_rmsnorm_case(tmp_path, 11, 300, dtype, "my-kernel")
+    prepared = worker.prepare(params)
+    assert prepared["loaded_sha256"] == digest and "diagnostics" not in prepared
+    assert prepared["facts"]["output_poison"] == "not applied: rmsnorm() allocates its output; the returned tensor is written"
+    worker.fetch({"case_id": "case"})
+    assert_close(read_tensor(params["outputs"][0]["path"], [11, 300], dtype), rmsnorm_reference(x, w), dtype)
+    timed = tmp_path / "timed.bin"
+    samples = worker.run({"case_id": "case", "measurement": QUICK, "output": str(timed)})
+    assert samples["method"] == "wall-clock" and len(samples["kernel_times"]) >= 3
+    assert_close(read_tensor(timed, [11, 300], dtype), rmsnorm_reference(x, w), dtype)
+
+
+def test_rmsnorm_gets_the_ops_eps_and_the_chosen_config(tmp_path, monkeypatch):
+    seen = tmp_path / "seen.txt"
+    path = write(tmp_path, f"""
+def rmsnorm(x, weight, *, eps, config):
+    open({str(seen)!r}, "w").write(repr((eps, config)))
+    return x
+TUNABLES = {{"BLOCK": [1024, 4096]}}
+""")
+    worker = served(monkeypatch, path)
+    params, _, _ = make_rmsnorm_case(tmp_path, 2, 8, "fp32", "my-kernel")
+    worker.prepare({**params, "tunables": {"BLOCK": "4096"}})
+    assert seen.read_text() == "(1e-06, {'BLOCK': 4096})"
+
+
+@pytest.mark.parametrize("body, message", [
+    ("return (x,)", "returned tuple, want a torch.Tensor [rows, cols]"),
+    ("return x.float()", "returned torch.float32, want torch.float16 (x's dtype)"),
+    ("return x[:-1]", "returned shape (2, 8), want (3, 8) ([rows, cols], as x)"),
+])
+def test_an_rmsnorm_result_the_host_cannot_check_is_an_error_naming_the_file(tmp_path, monkeypatch, body, message):
+    path = write(tmp_path, f"def rmsnorm(x, weight, *, eps):\n    {body}\n")
+    worker = served(monkeypatch, path)
+    params, _, _ = make_rmsnorm_case(tmp_path, 3, 8, "fp16", "my-kernel")
+    with pytest.raises((TypeError, ValueError)) as caught:
+        worker.prepare(params)
+    assert f"rmsnorm() in {path}" in str(caught.value) and message in str(caught.value)
+
+
+def test_rmsnorm_raising_not_implemented_is_a_skip(tmp_path, monkeypatch):
+    path = write(tmp_path, "def rmsnorm(x, weight, *, eps):\n    raise NotImplementedError('rows of 8 only')\n")
+    worker = served(monkeypatch, path)
+    params, _, _ = make_rmsnorm_case(tmp_path, 3, 16, "fp32", "my-kernel")
+    (diagnostic,) = worker.prepare(params)["diagnostics"]
+    assert (diagnostic["severity"], diagnostic["summary"]) == ("unsupported", "my-kernel: rows of 8 only")
+
+
+@pytest.mark.parametrize("name", ["rmsnorm_torch.py", "rmsnorm_triton.py"])
+def test_every_rmsnorm_example_parses_and_defines_rmsnorm(name):
+    tree = ast.parse((EXAMPLES / name).read_text(), filename=name)
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    rmsnorm = functions["rmsnorm"]
+    assert [a.arg for a in rmsnorm.args.args] == ["x", "weight"]
+    assert "eps" in {a.arg for a in rmsnorm.args.kwonlyargs}
+
+
+@pytest.mark.parametrize("dtype, rows, cols", [("fp16", 5, 300), ("fp32", 3, 5000)])
+def test_the_triton_rmsnorm_example_runs_through_the_worker_core(tmp_path, monkeypatch, keep_triton_autotune,
+                                                                 dtype, rows, cols):
+    """On the CPU under Triton's interpreter (the worker sets it before the
+    import), and on a GPU as compiled; 5000 columns take two blocks."""
+    if not torch.cuda.is_available():
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    worker = served(monkeypatch, str(EXAMPLES / "rmsnorm_triton.py"))
+    (variant,) = worker.describe({})["variants"]
+    assert variant["ops"] == ["rmsnorm"]
+    params, (x, w), digest = make_rmsnorm_case(tmp_path, rows, cols, dtype, "my-kernel")
+    prepared = worker.prepare(params)
+    assert prepared["loaded_sha256"] == digest and "diagnostics" not in prepared
+    assert prepared["facts"]["output_poison"].startswith("applied: rmsnorm(out=)")
+    worker.fetch({"case_id": "case"})
+    assert_close(read_tensor(params["outputs"][0]["path"], [rows, cols], dtype), rmsnorm_reference(x, w), dtype)

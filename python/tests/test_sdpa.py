@@ -5,7 +5,7 @@ import torch
 
 import flashcore_worker as core
 import sdpa_backend
-from helpers import assert_close, make_case, read_output, reference, shape
+from helpers import assert_close, make_case, make_rmsnorm_case, read_output, read_tensor, reference, rmsnorm_reference, shape
 
 CPU = torch.device("cpu")
 SHAPES = [
@@ -34,16 +34,18 @@ def test_cpu_variants_match_reference(worker, tmp_path, variant, s):
 
 
 @pytest.mark.parametrize("variant", ["sdpa-efficient", "sdpa-cudnn"])
-def test_gpu_only_variants_skip_on_cpu(worker, tmp_path, variant):
+def test_gpu_only_variants_are_refused_by_pytorch_on_cpu(worker, tmp_path, variant):
+    """The bridge skips them on a CPU in Go (they declare needs_gpu); a
+    request that reaches the worker all the same is PyTorch's to refuse."""
     params, _, _ = make_case(tmp_path, SHAPES[1], variant)
     (diag,) = worker.handle("prepare", params)["diagnostics"]
     assert diag["severity"] == "unsupported"
-    assert "needs a CUDA GPU" in diag["summary"]
+    assert diag["summary"] == f"PyTorch refused {variant} for {SHAPES[1]}"
 
 
 def test_capabilities_are_those_of_the_cpu(worker):
     caps = {v["name"]: v["capabilities"] for v in worker.handle("describe", {})["variants"]}
-    assert list(caps) == ["sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math"]
+    assert list(caps) == ["sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "torch-rmsnorm"]
     assert not caps["sdpa"]["needs_gpu"] and not caps["sdpa-flash"]["needs_gpu"]
     assert caps["sdpa-efficient"]["needs_gpu"] and caps["sdpa-cudnn"]["needs_gpu"]
 
@@ -60,3 +62,20 @@ def test_refusal_carries_pytorch_reason(tmp_path):
         sdpa_backend.Backend(CPU).prepare(case)
     assert refused.value.summary == f"PyTorch refused sdpa-efficient for {s}"
     assert "No viable backend" in refused.value.detail
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_torch_rmsnorm_matches_the_reference(worker, tmp_path, dtype):
+    params, (x, w), digest = make_rmsnorm_case(tmp_path, 9, 257, dtype, "torch-rmsnorm", seed=2)
+    prepared = worker.handle("prepare", params)
+    assert prepared["loaded_sha256"] == digest and "diagnostics" not in prepared
+    assert prepared["facts"]["function"] == "torch.nn.functional.rms_norm"
+    worker.handle("fetch", {"case_id": "case"})
+    assert_close(read_tensor(params["outputs"][0]["path"], [9, 257], dtype), rmsnorm_reference(x, w), dtype)
+    worker.handle("release", {"case_id": "case"})
+
+
+def test_torch_rmsnorm_offers_only_rmsnorm(worker):
+    (variant,) = [v for v in worker.handle("describe", {})["variants"] if v["name"] == "torch-rmsnorm"]
+    assert variant["ops"] == ["rmsnorm"] and not variant["capabilities"]["needs_gpu"]
+    assert all("ops" not in v for v in worker.handle("describe", {})["variants"] if v["name"].startswith("sdpa"))

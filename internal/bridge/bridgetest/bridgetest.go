@@ -1,10 +1,13 @@
 // Package bridgetest holds what the tests of the Python bridges share: the
-// interpreter check that skips without torch, small attention cases written
-// as the host writes them, and the build-and-dispense of a plugin binary
-// through go-plugin. Outputs are checked by the conformance kit's
-// CheckOutput; there is no reference or tolerance here.
+// interpreter check that skips without torch, small attention cases (and
+// cases of any other op) written as the host writes them, and the
+// build-and-dispense of a plugin binary through go-plugin. Outputs are
+// checked by the conformance kit's CheckOutput, or by the op's own check
+// with the default suite's tolerances; there is no reference or tolerance
+// here.
 //
-// Where to start: RequireTorch, then NewCase and CheckOutput.
+// Where to start: RequireTorch, then NewCase and CheckOutput (attention)
+// or NewOpCase and RunOpCase (any op).
 package bridgetest
 
 import (
@@ -14,6 +17,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -26,9 +30,11 @@ import (
 	"github.com/flashcore/bench/conformance"
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/internal/bridge"
 	"github.com/flashcore/bench/internal/buildtest"
 	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
@@ -278,4 +284,119 @@ func CheckEventsAboveCUPTI(t testing.TB, s sdk.Samples) {
 	if events == 0 || events < cupti-time.Duration(0.05*float64(cupti)) || events > cupti+slack {
 		t.Errorf("events+sleep %v vs CUPTI kernel time %v: outside -5%%..+%v", events, cupti, slack)
 	}
+}
+
+// OpCase is one case of any op, its inputs written to files as the host
+// writes them.
+type OpCase struct {
+	Case   op.Case
+	Inputs *op.Inputs
+	// Request names the input files and the files Fetch writes.
+	Request sdk.PrepareRequest
+	// Timed are the files Run writes the outputs of its last timed call to.
+	Timed []sdk.TensorFile
+}
+
+// NewOpCase generates the inputs of op opName at params (normal values,
+// keyed by the case's ID and seed, as flashcore run draws them), writes
+// them into a temporary directory and returns the request the host would
+// send variant, with the input hash.
+func NewOpCase(t testing.TB, variant, opName string, params op.Params, seed uint64) OpCase {
+	t.Helper()
+	o, err := ops.Lookup(opName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := op.Case{ID: o.CaseID(params, op.Normal), Op: opName, Params: params, Distribution: op.Normal}
+	in := o.Generate(seed, c)
+	dir := t.TempDir()
+	files := make([]sdk.TensorFile, len(in.Tensors))
+	for i, tensor := range in.Tensors {
+		files[i] = sdk.TensorFile{Name: tensor.Name, Path: filepath.Join(dir, tensor.Name+".bin"), DType: tensor.DType, Dims: tensor.Dims}
+		if err := os.WriteFile(files[i].Path, tensor.Data, 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := o.Spec()
+	return OpCase{Case: c, Inputs: in,
+		Request: ops.PrepareRequest(c, variant, nil, files, outputFiles(dir, "out", spec.Outputs, params), in.SHA256),
+		Timed:   outputFiles(dir, "timed-out", spec.Outputs, params)}
+}
+
+// outputFiles names an op's output files in dir, as the host does: base.bin
+// for an only output, base-{name}.bin for each of several.
+func outputFiles(dir, base string, outputs []op.Tensor, p op.Params) []sdk.TensorFile {
+	out := make([]sdk.TensorFile, len(outputs))
+	for i, tensor := range outputs {
+		name := base + ".bin"
+		if len(outputs) > 1 {
+			name = base + "-" + tensor.Name + ".bin"
+		}
+		out[i] = sdk.TensorFile{Name: tensor.Name, Path: filepath.Join(dir, name), DType: tensor.ElemType(p), Dims: tensor.Shape(p)}
+	}
+	return out
+}
+
+// CheckOutputs reads the output files a backend wrote (c.Request.Outputs
+// or c.Timed) and holds them to the op's reference with the default
+// suite's check settings and tolerances, as flashcore run does.
+func (c OpCase) CheckOutputs(t testing.TB, files []sdk.TensorFile) {
+	t.Helper()
+	outputs := make([][]byte, len(files))
+	for i, f := range files {
+		raw, err := os.ReadFile(f.Path)
+		if err != nil {
+			t.Fatalf("read output %s: %v", f.Name, err)
+		}
+		outputs[i] = raw
+	}
+	d := suite.Default()
+	for i, r := range ops.Of(c.Case).Check(c.Case, c.Inputs, outputs, d.Check, d.Tolerances[c.Case.DType()]) {
+		if r.Verdict != check.Pass {
+			t.Errorf("%s: output %s: %s: %s (max abs err %.3g, rel L2 %.3g)", c.Case.ID, files[i].Name, r.Verdict, r.Reason, r.MaxAbsErr, r.RelL2Err)
+		}
+	}
+}
+
+// RunOpCase takes c through the lifecycle the host drives, as RunCase does
+// for attention: Prepare (the loaded hash must equal the input hash), Fetch
+// (every output must pass the op's check), Run under m when m is not nil
+// (the samples must obey m, and the timed outputs pass the check too), and
+// Release. A refusal stops it after Prepare, reported in Outcome.Skip.
+func RunOpCase(t testing.TB, backend sdk.Backend, c OpCase, m *sdk.Measurement) Outcome {
+	t.Helper()
+	ctx := Context(t, 5*time.Minute)
+	var out Outcome
+	var err error
+	if out.Prepared, err = backend.Prepare(ctx, c.Request); err != nil {
+		t.Fatalf("Prepare %s: %v", c.Case.ID, err)
+	}
+	for _, d := range out.Prepared.Diagnostics {
+		if d.Severity == sdk.Unsupported {
+			out.Skip = &d
+			return out
+		}
+	}
+	if out.Prepared.LoadedSHA256 != c.Request.InputSHA256 {
+		t.Errorf("Prepare: loaded hash %s, the host wrote %s", out.Prepared.LoadedSHA256, c.Request.InputSHA256)
+	}
+	defer func() {
+		if err := backend.Release(ctx, sdk.ReleaseRequest{CaseID: c.Request.CaseID}); err != nil {
+			t.Errorf("Release: %v", err)
+		}
+	}()
+	if _, err := backend.Fetch(ctx, sdk.FetchRequest{CaseID: c.Request.CaseID}); err != nil {
+		t.Fatalf("Fetch %s: %v", c.Case.ID, err)
+	}
+	c.CheckOutputs(t, c.Request.Outputs)
+	if m == nil {
+		return out
+	}
+	run := sdk.RunRequest{CaseID: c.Request.CaseID, Measurement: *m, Output: c.Timed[0].Path, Outputs: c.Timed}
+	if out.Samples, err = backend.Run(ctx, run); err != nil {
+		t.Fatalf("Run %s: %v", c.Case.ID, err)
+	}
+	CheckSamples(t, out.Samples, *m)
+	c.CheckOutputs(t, c.Timed)
+	return out
 }

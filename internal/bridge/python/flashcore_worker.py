@@ -6,11 +6,16 @@ backend module (the plugin's own, e.g. ``sdpa_backend``), then calls
 ``serve``. Every request is answered in turn:
 
 1. ``describe``: the device and the backend's variants.
-2. ``prepare``: check the shape against the variant's capabilities, load
-   Q, K and V from the host's files, hash the bytes loaded, and let the
-   backend build a ``Kernel`` (which may answer ``Unsupported``).
-3. ``fetch``: poison the kernel's output buffer (when it owns one), run once,
-   write the output file.
+2. ``prepare``: check the tunables against the variant's, load the inputs
+   from the host's files (attention: Q, K and V of a shape; any other op:
+   its named tensors), hash the bytes loaded, and let the backend build a
+   ``Kernel`` (``prepare`` for attention, ``prepare_op`` for other ops),
+   which may answer ``Unsupported``. Capabilities are not checked here:
+   the bridge checks every request against the variant's declared
+   capabilities in Go, with the host's own check (ops.Unsupported),
+   before it reaches the worker.
+3. ``fetch``: poison the kernel's output buffers (when it owns them), run
+   once, write each output file.
 4. ``run``: the measurement contract (docs/measurement.md): warm-up and the
    stopping rule of ``sdk.CollectSamples``, replicated exactly here, for
    kernel time; then host-inclusive call time; then the cross-check. On a
@@ -19,53 +24,67 @@ backend module (the plugin's own, e.g. ``sdpa_backend``), then calls
    where CUPTI cannot time the calls, the two swap and a fact says why.
 5. ``release``: forget the case.
 
-The protocol is one JSON object per frame, each frame a 4-byte big-endian
-length and the UTF-8 JSON body, on two pipes the host opens for the worker
-(not stdout: torch and triton print there). This module imports only the
-standard library at load time, so its protocol and statistics are testable
-without torch; everything that needs torch imports it where it is used.
+The concerns live in modules of their own, each loadable without torch:
+framing (flashcore_protocol), the stopping rule and placements
+(flashcore_sampling), loading and writing tensors (flashcore_tensors),
+timers (flashcore_timing) and the device's description
+(flashcore_device). This module holds the cases and the worker, and
+re-exports the names backends and tests reach as ``flashcore_worker.X``.
 """
 
 import contextlib
 import dataclasses
-import hashlib
-import json
 import math
 import os
-import platform
 import re
-import struct
 import sys
-import time
 import traceback
 
 import flashcore_cupti as cupti
 
-PROTOCOL_VERSION = 1
-_HEADER = struct.Struct(">I")
-MAX_FRAME_BYTES = 64 << 20
-
-# The stopping rule re-evaluates the noise every CHECK_EVERY samples, as
-# sdk/sampling.go's checkEvery does.
-CHECK_EVERY = 5
-
-POISON_BYTE = 0xFF
-
-# The sleep kernel that holds the stream must outlast the host's queueing of
-# everything after it. It is at least MIN_SLEEP_NS and at least twice the
-# slowest queueing time seen in a probe.
-MIN_SLEEP_NS = 100_000
-MAX_SLEEP_NS = 20_000_000
-SAMPLE_ATTEMPTS = 3
-# Hot-mode samples time a batch of back-to-back calls between one event pair
-# and divide by the batch, so the event pair's own latency (about 2 µs on an
-# H100) is spread over the batch: the batch is sized to last about
-# HOT_BATCH_TARGET_NS, at most HOT_BATCH_MAX calls (docs/measurement.md).
-HOT_BATCH_TARGET_NS = 100_000
-HOT_BATCH_MAX = 32
-# The cross-check: CUPTI over this many calls where events time the kernel,
-# events over this many samples where CUPTI does.
-CROSS_CHECK_CALLS = 20
+# Re-exported: backends and tests reach every name through this module.
+from flashcore_device import cpu_flush_bytes, describe_device, device_peaks, pick_device  # noqa: F401
+from flashcore_protocol import (  # noqa: F401
+    MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    ProtocolError,
+    diagnostic,
+    read_frame,
+    write_frame,
+)
+from flashcore_sampling import (  # noqa: F401
+    CHECK_EVERY,
+    Measurement,
+    StayPut,
+    block_measurement,
+    collect_placed_samples,
+    collect_samples,
+    median_sorted,
+    placements,
+    relative_noise,
+    spacer_bytes,
+)
+from flashcore_tensors import (  # noqa: F401
+    DTYPE_SIZES,
+    POISON_BYTE,
+    TensorFile,
+    as_tensors,
+    check_outputs,
+    load_inputs,
+    load_tensors,
+    poison,
+    torch_dtype,
+    write_tensor,
+)
+from flashcore_timing import (  # noqa: F401
+    CROSS_CHECK_CALLS,
+    CudaTimer,
+    WallClockTimer,
+    cupti_call_times,
+    hot_batch,
+    kernel_times,
+    nvml_sm_clock_mhz,
+)
 
 # Under a profiler (internal/bridge.UnderProfilerEnv set to 1) every call
 # runs inside two NVTX push/pop ranges: NVTX_OUTER_RANGE, which ncu's filter
@@ -80,200 +99,12 @@ NVTX_OUTER_RANGE = "flashcore"
 # returns those times as facts.
 TIMING_REFERENCE_ENV = "FLASHCORE_TIMING_REFERENCE"
 
-
-# ---------------------------------------------------------------- protocol
-
-
-class ProtocolError(Exception):
-    """The byte stream is not a sequence of frames."""
-
-
-def write_frame(stream, message):
-    """Writes message as one frame: length, then compact JSON."""
-    body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
-    if len(body) > MAX_FRAME_BYTES:
-        raise ProtocolError(f"frame of {len(body)} bytes exceeds {MAX_FRAME_BYTES}")
-    stream.write(_HEADER.pack(len(body)) + body)
-    stream.flush()
-
-
-def read_frame(stream):
-    """Reads one frame. Returns None at a clean end of stream."""
-    header = _read_exactly(stream, _HEADER.size)
-    if header is None:
-        return None
-    (length,) = _HEADER.unpack(header)
-    if length > MAX_FRAME_BYTES:
-        raise ProtocolError(f"frame of {length} bytes exceeds {MAX_FRAME_BYTES}")
-    body = _read_exactly(stream, length)
-    if body is None:
-        raise ProtocolError(f"stream ended inside a frame of {length} bytes")
-    return json.loads(body)
-
-
-def _read_exactly(stream, n):
-    chunks, got = [], 0
-    while got < n:
-        chunk = stream.read(n - got)
-        if not chunk:
-            if got == 0:
-                return None
-            raise ProtocolError(f"stream ended after {got} of {n} bytes")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-# ---------------------------------------------------------------- statistics
-
-
-@dataclasses.dataclass(frozen=True)
-class Measurement:
-    """sdk.Measurement as it arrives: durations in nanoseconds."""
-
-    warmup_runs: int = 10
-    warmup_time_ns: int = 50_000_000
-    min_samples: int = 20
-    max_samples: int = 2000
-    target_noise: float = 0.005
-    time_cap_ns: int = 2_000_000_000
-    l2: str = "hot"
-    call_samples: int = 20
-    placements: int = 1
-
-    @classmethod
-    def from_json(cls, m):
-        return cls(
-            warmup_runs=int(m.get("warmup_runs", 0)),
-            warmup_time_ns=int(m.get("warmup_time", 0)),
-            min_samples=int(m.get("min_samples", 0)),
-            max_samples=int(m.get("max_samples", 0)),
-            target_noise=float(m.get("target_noise", 0)),
-            time_cap_ns=int(m.get("time_cap", 0)),
-            l2=m.get("l2") or "hot",
-            call_samples=int(m.get("call_samples", 0)),
-            placements=int(m.get("placements", 0) or 1),
-        )
-
-
-def median_sorted(values):
-    """The median of an ascending list (sdk.MedianSorted)."""
-    n = len(values)
-    if n == 0:
-        return math.nan
-    if n % 2 == 1:
-        return values[n // 2]
-    return (values[n // 2 - 1] + values[n // 2]) / 2
-
-
-def relative_noise(samples):
-    """sdk.RelativeNoise: the half-width of the distribution-free 95%
-    confidence interval of the median (order statistics at ranks
-    n/2 ± 0.98·√n), over the median. +inf below 6 samples."""
-    n = len(samples)
-    if n < 6:
-        return math.inf
-    ordered = sorted(float(s) for s in samples)
-    half = 0.98 * math.sqrt(n)
-    lo = max(math.floor(n / 2 - half), 0)
-    hi = min(math.ceil(n / 2 + half), n - 1)
-    median = median_sorted(ordered)
-    if median <= 0:
-        return math.inf
-    return (ordered[hi] - ordered[lo]) / 2 / median
-
-
-def collect_samples(m, sample, clock=time.perf_counter_ns, warm_up=None):
-    """sdk.CollectSamples, step for step: warm up until both warmup_runs
-    and warmup_time are reached, then sample until min_samples are taken and
-    the noise (checked every CHECK_EVERY samples) is below target_noise, or
-    max_samples are taken, or time_cap has passed since the first sample.
-    sample() returns nanoseconds. A warm-up run calls warm_up() where given
-    (an untimed call), else sample()."""
-    _warm_up(m, warm_up or sample, clock)
-    min_samples = max(m.min_samples, 1)
-    max_samples = max(m.max_samples, min_samples)
-    samples = []
-    start = clock()
-    while len(samples) < max_samples:
-        samples.append(sample())
-        if len(samples) < min_samples:
-            continue
-        if m.time_cap_ns > 0 and clock() - start >= m.time_cap_ns:
-            break
-        if len(samples) % CHECK_EVERY == 0 and relative_noise(samples) < m.target_noise:
-            break
-    return samples
-
-
-class StayPut(Exception):
-    """Raised by a move when the buffers cannot move (no room on the
-    device for a second copy): sampling goes on where they are
-    (sdk.ErrStayPut)."""
-
-
-def placements(m):
-    """sdk.Placements: how many blocks m's samples are taken in."""
-    return max(min(m.placements, max(m.min_samples, 1)), 1)
-
-
-def block_measurement(m, i):
-    """sdk.BlockMeasurement: block i's share of m (counting from 0)."""
-    n = placements(m)
-    if n <= 1:
-        return m
-
-    def share(total):
-        return total // n + (1 if i < total % n else 0)
-
-    lo = max(share(max(m.min_samples, 1)), 1)
-    b = dataclasses.replace(m, placements=1, min_samples=lo, time_cap_ns=m.time_cap_ns // n)
-    if m.max_samples > 0:
-        b = dataclasses.replace(b, max_samples=max(share(m.max_samples), lo))
-    if i > 0:
-        b = dataclasses.replace(b, warmup_runs=max(-(-m.warmup_runs // n), 1), warmup_time_ns=m.warmup_time_ns // n)
-    return b
-
-
-def collect_placed_samples(m, collect_block, move):
-    """sdk.CollectPlacedSamples: the samples of placements(m) blocks, with
-    move(placement) between two blocks; collect_block(block_measurement)
-    takes one block's samples. Returns the samples and the samples per
-    block (None for one placement). A move that raises StayPut leaves the
-    buffers where they are, and its block's samples count to the block
-    before."""
-    n = placements(m)
-    if n <= 1 or move is None:
-        return collect_block(m), None
-    samples, blocks = [], []
-    for i in range(n):
-        stay = False
-        if i > 0:
-            try:
-                move(i)
-            except StayPut:
-                stay = True
-        block = collect_block(block_measurement(m, i))
-        samples.extend(block)
-        if stay:
-            blocks[-1] += len(block)
-        else:
-            blocks.append(len(block))
-    return samples, blocks
-
-
-def spacer_bytes(placement):
-    """The spacer allocated in front of placement's buffers: 2 to 64 MiB in
-    steps of 2 MiB, as internal/cudabackend's spacerBytes."""
-    return (1 + (placement * 13) % 32) * 2 << 20
-
-
-def _warm_up(m, sample, clock):
-    start = clock()
-    runs = 0
-    while runs < m.warmup_runs or clock() - start < m.warmup_time_ns:
-        sample()
-        runs += 1
+# The op a request names when it names none (sdk.PrepareRequest.Op).
+ATTENTION = "attention"
+# rmsnorm's epsilon, added to the mean square: ops/rmsnorm.Eps in Go (a
+# bridge test holds the two equal). The host sends no eps, since it is
+# part of the op's definition, not an axis.
+RMSNORM_EPS = 1e-6
 
 
 # ---------------------------------------------------------------- cases
@@ -337,15 +168,6 @@ class Shape:
         return text + (" causal" if self.causal else "")
 
 
-DTYPE_SIZES = {"fp16": 2, "bf16": 2, "fp32": 4}
-
-
-def torch_dtype(name):
-    import torch
-
-    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[name]
-
-
 def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
                  unequal_seq_lens=True, head_dims=(), max_seq_len=0, max_elements=0,
                  needs_gpu=False, seq_multiple=1):
@@ -364,34 +186,10 @@ def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
     }
 
 
-def capability_gap(caps, shape, on_gpu):
-    """The reason shape falls outside caps, or None when it fits."""
-    checks = [
-        (caps["needs_gpu"] and not on_gpu, "needs a CUDA GPU; this machine has none"),
-        (shape.dtype not in caps["dtypes"], f"dtype {shape.dtype} not supported (supports {', '.join(caps['dtypes'])})"),
-        (min(shape.batch, shape.heads, shape.kv_heads, shape.seq_q, shape.seq_k, shape.head_dim) < 1,
-         "a dimension is below 1"),
-        (shape.heads % max(shape.kv_heads, 1) != 0, f"heads {shape.heads} is not a multiple of kv_heads {shape.kv_heads}"),
-        (caps["head_dims"] and shape.head_dim not in caps["head_dims"],
-         f"head dim {shape.head_dim} not supported (supports {caps['head_dims']})"),
-        (shape.causal and not caps["causal"], "causal masking not supported"),
-        (not shape.causal and not caps["non_causal"], "only causal attention supported"),
-        (shape.grouped and not caps["grouped_query_heads"], "grouped-query heads not supported"),
-        (shape.seq_q != shape.seq_k and not caps["unequal_seq_lens"], "seq_q != seq_k not supported"),
-        (caps["max_seq_len"] and max(shape.seq_q, shape.seq_k) > caps["max_seq_len"],
-         f"sequence length above {caps['max_seq_len']}"),
-        (caps["max_elements"] and max(math.prod(shape.q_shape), math.prod(shape.kv_shape)) > caps["max_elements"],
-         f"more than {caps['max_elements']} elements per tensor"),
-    ]
-    for failed, reason in checks:
-        if failed:
-            return reason
-    return None
-
-
 @dataclasses.dataclass
 class Case:
-    """One prepared case as a backend sees it: inputs already on the device."""
+    """One prepared attention case as a backend sees it: inputs already on
+    the device."""
 
     case_id: str
     variant: str
@@ -402,16 +200,49 @@ class Case:
     k: object
     v: object
 
+    def moved(self):
+        """The case on copies of its inputs (a new placement)."""
+        return dataclasses.replace(self, q=self.q.clone(), k=self.k.clone(), v=self.v.clone())
+
+
+@dataclasses.dataclass
+class OpCase:
+    """One prepared case of an op other than attention, as a backend's
+    prepare_op sees it: ``op`` names it (ops/ in Go), ``params`` are its
+    axis values in canonical text ("4096", "fp16"), ``inputs`` its input
+    tensors by name on the device, in the op's order, and ``outputs`` the
+    TensorFile of each output, in the op's order (their dims and dtypes say
+    what run() must return)."""
+
+    case_id: str
+    variant: str
+    op: str
+    params: dict
+    tunables: dict
+    device: object  # torch.device
+    inputs: dict
+    outputs: list
+
+    def int(self, axis):
+        """The value of an integer axis."""
+        return int(self.params[axis])
+
+    def moved(self):
+        """The case on copies of its inputs (a new placement)."""
+        return dataclasses.replace(self, inputs={name: t.clone() for name, t in self.inputs.items()})
+
 
 class Kernel:
-    """What a backend's prepare returns: one runnable attention.
+    """What a backend's prepare returns: one runnable call of the op.
 
-    run() computes the attention once and returns the output tensor. When
-    the kernel writes into a buffer it owns, that buffer is ``output`` and
-    the core poisons it before the checked run; when the library allocates
-    its own result (torch SDPA), ``output`` is None and the result is written
-    as returned. session() is entered around every fetch and run (SDPA uses
-    it to pin the backend once, outside the timed region)."""
+    run() computes the op once and returns the output tensor (for an op
+    with several outputs, a tuple of them in the op's order). When the
+    kernel writes into buffers it owns, they are ``output`` (a tensor, or a
+    tuple for several) and the core poisons them before the checked run;
+    when the library allocates its own result (torch SDPA), ``output`` is
+    None and the result is written as returned. session() is entered
+    around every fetch and run (SDPA uses it to pin the backend once,
+    outside the timed region)."""
 
     def __init__(self, run, facts=None, output=None, session=None):
         self.run = run
@@ -430,12 +261,14 @@ class PreparedCase:
     ranges are numbered on across Run requests)."""
 
     kernel: Kernel
-    shape: Shape
-    output_path: str
+    shape: Shape  # attention's; None for other ops
+    output_path: str  # the first output's file
     case_id: str = ""
     label: str = ""
     calls: int = 0
-    inputs: object = None  # the Case the kernel was prepared from
+    inputs: object = None  # the Case or OpCase the kernel was prepared from
+    op: str = ATTENTION
+    outputs: list = dataclasses.field(default_factory=list)  # TensorFile of each output (ops other than attention)
 
 
 def row_label(variant, tunables):
@@ -458,7 +291,7 @@ def under_profiler():
 def nvtx_marked(fn, case, nvtx):
     """fn, with each call inside NVTX_OUTER_RANGE and its own call_range.
     Only the call is inside: the sleep and the L2 flush queued around it
-    are not, so ncu profiles the attention alone."""
+    are not, so ncu profiles the op's call alone."""
 
     def marked():
         case.calls += 1
@@ -473,273 +306,6 @@ def nvtx_marked(fn, case, nvtx):
     return marked
 
 
-# ---------------------------------------------------------------- tensors
-
-
-def load_inputs(files, shape, device):
-    """Reads Q, K and V from the host's files and returns them on device,
-    with the hex SHA-256 of the bytes loaded, Q then K then V."""
-    import numpy
-    import torch
-
-    digest = hashlib.sha256()
-    dtype = torch_dtype(shape.dtype)
-    tensors = []
-    for key, dims in (("Q", shape.q_shape), ("K", shape.kv_shape), ("V", shape.kv_shape)):
-        path = files[key]
-        raw = numpy.fromfile(path, dtype=numpy.uint8)
-        want = math.prod(dims) * DTYPE_SIZES[shape.dtype]
-        if raw.size != want:
-            raise ValueError(f"{path}: {raw.size} bytes, want {want} for {key} of {shape}")
-        digest.update(raw)
-        tensor = torch.from_numpy(raw).view(dtype).reshape(dims)
-        tensors.append(tensor.to(device))
-    return tensors, digest.hexdigest()
-
-
-def poison(tensor):
-    """Fills tensor's bytes with POISON_BYTE (a NaN no arithmetic makes)."""
-    import torch
-
-    tensor.view(torch.uint8).fill_(POISON_BYTE)
-
-
-def write_tensor(path, tensor):
-    """Writes tensor's raw little-endian bytes to path."""
-    import torch
-
-    raw = tensor.detach().contiguous().cpu().view(torch.uint8).numpy()
-    raw.tofile(path)
-
-
-# ---------------------------------------------------------------- timing
-
-
-class WallClockTimer:
-    """CPU timing: no host/device split, both times are wall-clock."""
-
-    method = "wall-clock"
-
-    def __init__(self, flush_bytes):
-        self.flush_bytes = flush_bytes
-        self._flush_buffer = None
-
-    def flush(self):
-        import torch
-
-        if self._flush_buffer is None:
-            self._flush_buffer = torch.empty(self.flush_bytes, dtype=torch.uint8)
-        self._flush_buffer.fill_(POISON_BYTE)
-
-    def prepare_sampling(self, fn, cold):
-        return {}
-
-    def kernel_sample(self, fn, cold):
-        if cold:
-            self.flush()
-        start = time.perf_counter_ns()
-        fn()
-        return time.perf_counter_ns() - start
-
-    call_sample = kernel_sample
-
-    def sampling_report(self):
-        return 0.0, {}, []
-
-    def device_state(self):
-        return None
-
-
-class CudaTimer:
-    """GPU kernel time with host launch gaps excluded (docs/measurement.md).
-
-    Per sample the stream gets: a sleep kernel long enough to cover the
-    host's queueing of everything after it; the L2 flush in cold mode; the
-    start event; the attention; the end event. The interval between the
-    events then holds the attention alone, not Python's dispatch. In hot
-    mode the attention is called `batch` times back to back between the
-    events and the interval divided by the batch, so the events' own
-    latency (about 2 µs on an H100) is spread over the batch; cold samples
-    are single calls, each after its own flush."""
-
-    method = "cuda-events+sleep"
-
-    def __init__(self, torch, device):
-        self.torch = torch
-        props = torch.cuda.get_device_properties(device)
-        self.flush_bytes = 2 * int(getattr(props, "L2_cache_size", 0) or (50 << 20))
-        self._flush_buffer = None
-        self.start, self.end, self._mark = (torch.cuda.Event(enable_timing=True) for _ in range(3))
-        self.cycles_per_ns = self._calibrate()
-        self.sleep_ns = MIN_SLEEP_NS
-        self.batch = 1
-        self._short = self._retaken = self._samples = 0
-
-    def _calibrate(self):
-        """Cycles of torch.cuda._sleep per nanosecond, roughly (it sizes
-        sleeps; the clock reported comes from sm_clock_mhz)."""
-        cycles = 1_000_000
-        rates = []
-        for _ in range(5):
-            self.start.record()
-            self.torch.cuda._sleep(cycles)
-            self.end.record()
-            self.end.synchronize()
-            rates.append(cycles / (self.start.elapsed_time(self.end) * 1e6))
-        return median_sorted(sorted(rates[1:]))
-
-    def cycles(self, ns):
-        return int(ns * self.cycles_per_ns)
-
-    def flush(self):
-        if self._flush_buffer is None:
-            self._flush_buffer = self.torch.empty(self.flush_bytes, dtype=self.torch.uint8, device="cuda")
-        self._flush_buffer.fill_(POISON_BYTE)
-
-    def prepare_sampling(self, fn, cold):
-        """Sizes the hot batch from a few single-call probes, then the sleep
-        from the slowest queueing time of a few probes of the chosen batch."""
-        self.sleep_ns = MAX_SLEEP_NS // 4
-        self.batch = 1
-        singles = []
-        for _ in range(3):
-            self._queue(fn, cold)
-            self.end.synchronize()
-            singles.append(self.start.elapsed_time(self.end) * 1e6)
-        self.batch = 1 if cold else hot_batch(median_sorted(sorted(singles)))
-        queued = [self._queue(fn, cold) for _ in range(5)]
-        self.torch.cuda.synchronize()
-        self.sleep_ns = min(max(MIN_SLEEP_NS, 2 * max(queued)), MAX_SLEEP_NS)
-        self.reset_sample_counts()
-        return {"sleep_us": f"{self.sleep_ns / 1000:.0f}", "host_queue_us": f"{max(queued) / 1000:.1f}",
-                "calls_per_sample": str(self.batch)}
-
-    def reset_sample_counts(self):
-        """Forgets the retaken and short samples counted so far."""
-        self._short = self._retaken = self._samples = 0
-
-    def _queue(self, fn, cold):
-        """Queues one sample; returns how long the host took after the sleep."""
-        self.torch.cuda._sleep(self.cycles(self.sleep_ns))
-        queue_start = time.perf_counter_ns()
-        if cold:
-            self.flush()
-        self.start.record()
-        for _ in range(self.batch):
-            fn()
-        self.end.record()
-        return time.perf_counter_ns() - queue_start
-
-    def kernel_sample(self, fn, cold):
-        """One kernel time. A sample whose queueing outlasted the sleep may
-        hold a host gap (the device reached the start event before the
-        work was queued): it is taken again, up to SAMPLE_ATTEMPTS times,
-        and counted as short if it never fits."""
-        for _ in range(SAMPLE_ATTEMPTS):
-            queued = self._queue(fn, cold)
-            self.end.synchronize()
-            if queued < self.sleep_ns:
-                break
-            self._retaken += 1
-        else:
-            self._short += 1
-        self._samples += 1
-        return int(round(self.start.elapsed_time(self.end) * 1e6 / self.batch))
-
-    def call_sample(self, fn, cold):
-        if cold:
-            self.flush()
-            self.torch.cuda.synchronize()
-        start = time.perf_counter_ns()
-        fn()
-        self.torch.cuda.synchronize()
-        return time.perf_counter_ns() - start
-
-    def sm_clock_mhz(self):
-        """The SM clock now, from the slope of sleep cycles over event time:
-        a short and a long sleep between events, queued behind a blocker so
-        no host gap and no fixed latency enters the difference."""
-        short, long = 100_000, 400_000  # ns
-        estimates = []
-        for _ in range(3):
-            self.torch.cuda._sleep(self.cycles(MIN_SLEEP_NS))
-            self._mark.record()
-            self.torch.cuda._sleep(self.cycles(short))
-            self.start.record()
-            self.torch.cuda._sleep(self.cycles(long))
-            self.end.record()
-            self.end.synchronize()
-            extra_ms = self.start.elapsed_time(self.end) - self._mark.elapsed_time(self.start)
-            if extra_ms > 0:
-                estimates.append((self.cycles(long) - self.cycles(short)) / (extra_ms * 1000))
-        return median_sorted(sorted(estimates)) if estimates else 0.0
-
-    def device_state(self):
-        """sdk.DeviceState now: the SM clock (NVML where pynvml is installed,
-        else the sleep-kernel estimate), and NVML's temperature and power
-        where it can read them."""
-        state = {"sm_clock_mhz": nvml_sm_clock_mhz(self.torch) or self.sm_clock_mhz()}
-        for field, read, scale in (("temperature_c", "temperature", 1.0), ("power_w", "power_draw", 1e-3)):
-            with contextlib.suppress(Exception):
-                state[field] = float(getattr(self.torch.cuda, read)()) * scale
-        return {k: v for k, v in state.items() if v and v > 0} or None
-
-    def sampling_report(self):
-        """The SM clock seen at the end of sampling, facts and diagnostics.
-        The clock is NVML's (torch.cuda.clock_rate) where pynvml is
-        installed, else the sleep-kernel estimate; the facts carry both."""
-        measured = self.sm_clock_mhz()
-        nvml = nvml_sm_clock_mhz(self.torch)
-        facts = {"sleep_clock_mhz": f"{measured:.0f}",
-                 "sm_clock_source": "NVML (torch.cuda.clock_rate)" if nvml else
-                 "sleep kernel: clock64 cycles over CUDA event time"}
-        if nvml:
-            facts["nvml_sm_clock_mhz"] = f"{nvml:.0f}"
-        diagnostics = []
-        if self._retaken:
-            facts["samples_retaken"] = f"{self._retaken} (host queueing outlasted the sleep)"
-        if self._short:
-            facts["sleep_short_samples"] = f"{self._short}/{self._samples}"
-            if self._short * 20 > self._samples:
-                diagnostics.append(diagnostic(
-                    "warning", f"host queueing outlasted the {self.sleep_ns / 1000:.0f} µs sleep in "
-                    f"{self._short} of {self._samples} samples",
-                    "those samples may include host launch gaps"))
-        return (nvml or measured), facts, diagnostics
-
-
-def kernel_times(m, run, cold, timer, sampler, facts, move=None):
-    """The kernel-time samples of one Run, their method and the samples per
-    placement block (None for one). With a CUPTI sampler (on a GPU) the
-    samples are CUPTI's; where it cannot time the calls (CuptiUnavailable,
-    before or during sampling) the Run starts over with the timer's own
-    method (CUDA events behind a sleep) and the fact cupti_fallback says
-    why. Either way the stopping rule runs whole in every block, so
-    min_samples is honoured. move(placement) moves the case's buffers
-    between two blocks (collect_placed_samples)."""
-    if sampler is not None:
-        def cupti_block(bm):
-            facts.update(sampler.prepare(bm.min_samples, bm.max_samples))
-            block = collect_samples(bm, sampler.sample, warm_up=sampler.warm_up)
-            sampler.finish_block()
-            return block
-
-        try:
-            times, blocks = collect_placed_samples(m, cupti_block, move)
-            facts.update(sampler.report())
-            timer.reset_sample_counts()
-            return times, sampler.method, blocks
-        except cupti.CuptiUnavailable as why:
-            facts["cupti_fallback"] = str(why)
-
-    def events_block(bm):
-        facts.update(timer.prepare_sampling(run, cold))
-        return collect_samples(bm, lambda: timer.kernel_sample(run, cold))
-
-    times, blocks = collect_placed_samples(m, events_block, move)
-    return times, timer.method, blocks
-
-
 def _recording(run):
     """run wrapped to remember what its latest call returned, and a getter
     for it. The remembered tensor is the timed output the host checks."""
@@ -750,151 +316,6 @@ def _recording(run):
         return holder[0]
 
     return recorded, lambda: holder[0]
-
-
-def hot_batch(single_call_ns):
-    """How many back-to-back calls one hot sample times: enough to last
-    about HOT_BATCH_TARGET_NS, between 1 and HOT_BATCH_MAX."""
-    if single_call_ns <= 0:
-        return HOT_BATCH_MAX
-    return max(1, min(HOT_BATCH_MAX, -(-HOT_BATCH_TARGET_NS // int(single_call_ns))))
-
-
-def nvml_sm_clock_mhz(torch):
-    """The current SM clock through NVML (torch.cuda.clock_rate), or 0."""
-    try:
-        return float(torch.cuda.clock_rate())
-    except Exception:  # pynvml missing or NVML unavailable
-        return 0.0
-
-
-def cupti_call_times(torch, fn, calls=CROSS_CHECK_CALLS):
-    """Times fn by CUPTI through torch.profiler: the summed device durations
-    of the kernels (and memsets or copies) of each call. Returns the
-    per-call times in ns, one call's device activities as (name, median ns
-    over the calls), and a note when the calls could not be told apart (the
-    mean per call is returned then) or CUPTI gave nothing."""
-    try:
-        activities = cupti.profile_window(torch, lambda: [fn() for _ in range(calls)])
-        groups = cupti.group_calls(activities, calls)
-    except cupti.AttributionError as why:
-        if not activities:
-            return [], [], str(why)
-        total = sum(a.duration_ns for a in activities)
-        return [total // calls], [], f"{why}: reported the mean only"
-    except cupti.CuptiUnavailable as why:
-        return [], [], str(why)
-    return cupti.call_times(groups), cupti.activity_medians(groups), ""
-
-
-# ---------------------------------------------------------------- device
-
-
-def pick_device():
-    import torch
-
-    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-
-
-def describe_device(device):
-    """sdk.Device as JSON for the device the worker measures on."""
-    import torch
-
-    if device.type == "cuda":
-        return _describe_gpu(torch, device)
-    return {
-        "kind": "cpu",
-        "name": _cpu_name(),
-        "cores": os.cpu_count() or 0,
-        "runtime": f"torch {torch.__version__} (CPU, {torch.get_num_threads()} threads)",
-    }
-
-
-def _describe_gpu(torch, device):
-    props = torch.cuda.get_device_properties(device)
-    runtime = f"torch {torch.__version__}, CUDA {torch.version.cuda}"
-    if torch.backends.cudnn.is_available():
-        runtime += f", cuDNN {torch.backends.cudnn.version()}"
-    out = {
-        "kind": "gpu",
-        "name": props.name,
-        "compute_capability": f"{props.major}.{props.minor}",
-        "multiprocessors": props.multi_processor_count,
-        "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
-        "memory_bytes": int(props.total_memory),
-        "runtime": runtime,
-    }
-    for field, attr, scale in (("sm_clock_mhz", "clock_rate", 1e-3), ("mem_clock_mhz", "memory_clock_rate", 1e-3),
-                               ("mem_bus_width_bits", "memory_bus_width", 1)):
-        value = getattr(props, attr, 0)
-        if value:
-            out[field] = value * scale if scale != 1 else int(value)
-    out.update({k: v for k, v in _nvml_maxima(device).items() if v})
-    out.update(device_peaks(props.major, props.minor, props.multi_processor_count, out.get("sm_clock_mhz", 0),
-                            out.get("mem_clock_mhz", 0), out.get("mem_bus_width_bits", 0)))
-    return out
-
-
-# Dense fp16 tensor-core FLOP per clock per SM, by compute capability: the
-# same table as the Go CUDA plugins (internal/gpu), so % of peak means the
-# same in every row (A100: 312 TF at 108 SMs and 1410 MHz; L4: 121 TF at 58
-# SMs and 2040 MHz; H100 SXM: 989 TF at 132 SMs and 1830 MHz).
-DENSE_FP16_FLOP_PER_CLOCK = {(8, 0): 2048, (8, 6): 1024, (8, 9): 1024, (9, 0): 4096}
-
-
-def device_peaks(major, minor, sms, max_sm_clock_mhz, max_mem_clock_mhz, bus_width_bits):
-    """Peak dense fp16 TFLOP/s (SMs x max SM clock x FLOP/clock/SM) and
-    memory GB/s (two transfers per memory clock x bus width); 0 if unknown."""
-    per_clock = DENSE_FP16_FLOP_PER_CLOCK.get((major, minor), 0)
-    return {
-        "peak_tflops": sms * max_sm_clock_mhz * 1e6 * per_clock / 1e12,
-        "peak_gbps": 2 * max_mem_clock_mhz * 1e6 * bus_width_bits / 8 / 1e9,
-    }
-
-
-def _text(value):
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _nvml_maxima(device):
-    """Maximum SM and memory clocks and the bus width from NVML, where
-    pynvml is installed; an empty dict otherwise."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
-        return {
-            "sm_clock_mhz": float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
-            "mem_clock_mhz": float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)),
-            "mem_bus_width_bits": int(pynvml.nvmlDeviceGetMemoryBusWidth(handle)),
-            "driver": _text(pynvml.nvmlSystemGetDriverVersion()),
-        }
-    except Exception:  # pynvml missing, NVML unavailable, or an old driver
-        return {}
-
-
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def cpu_flush_bytes():
-    """Twice the last-level cache, read from sysfs; 64 MiB when unknown."""
-    sizes = []
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    with contextlib.suppress(OSError):
-        for index in os.listdir(base):
-            with contextlib.suppress(OSError, ValueError), open(f"{base}/{index}/size") as f:
-                text = f.read().strip()
-                sizes.append(int(text[:-1]) * 1024 if text.endswith("K") else int(text))
-    return 2 * max(sizes) if sizes else 64 << 20
 
 
 # ---------------------------------------------------------------- worker
@@ -911,18 +332,13 @@ def tunable_gap(variant, tunables):
     return None
 
 
-def diagnostic(severity, summary, detail=""):
-    out = {"severity": severity, "summary": summary}
-    if detail:
-        out["detail"] = detail
-    return out
-
-
 class Worker:
     """Answers the host's requests for one backend.
 
     A backend is an object with ``version``, ``build``, ``variants()`` (a
-    list of sdk.Variant as JSON) and ``prepare(case) -> Kernel``."""
+    list of sdk.Variant as JSON), ``prepare(case) -> Kernel`` for attention
+    and, when a variant lists other ops, ``prepare_op(case) -> Kernel`` for
+    an OpCase."""
 
     def __init__(self, backend, device):
         self.backend = backend
@@ -958,20 +374,44 @@ class Worker:
         variant = self._variants.get(params["variant"])
         if variant is None:
             raise ValueError(f"unknown variant {params['variant']!r} (have {', '.join(self._variants)})")
-        shape = Shape.from_json(params["shape"])
-        gap = capability_gap(variant["capabilities"], shape, self.device.type == "cuda")
-        gap = gap or tunable_gap(variant, params.get("tunables") or {})
+        tunables = params.get("tunables") or {}
+        gap = tunable_gap(variant, tunables)
         if gap:
             return {"loaded_sha256": "", "diagnostics": [diagnostic("unsupported", f"{variant['name']}: {gap}")]}
-        (q, k, v), loaded = load_inputs(params["files"], shape, self.device)
-        case = Case(case_id, variant["name"], shape, params.get("tunables") or {}, self.device, q, k, v)
+        op = params.get("op") or ATTENTION
+        if op == ATTENTION:
+            shape = Shape.from_json(params["shape"])
+            (q, k, v), loaded = load_inputs(params["files"], shape, self.device)
+            case = Case(case_id, variant["name"], shape, tunables, self.device, q, k, v)
+            outputs, output_path = [], params["files"]["Output"]
+        else:
+            inputs, loaded = load_tensors([TensorFile.from_json(t) for t in params.get("inputs") or ()], self.device)
+            outputs = [TensorFile.from_json(t) for t in params.get("outputs") or ()]
+            if not outputs:
+                raise ValueError(f"op {op}: the request names no output file")
+            case = OpCase(case_id, variant["name"], op, dict(params.get("params") or {}), tunables, self.device,
+                          inputs, outputs)
+            output_path = outputs[0].path
         try:
-            kernel = self.backend.prepare(case)
+            kernel = self._build(case)
         except Unsupported as refused:
             return {"loaded_sha256": loaded, "diagnostics": [diagnostic("unsupported", refused.summary, refused.detail)]}
-        label = row_label(variant["name"], params.get("tunables") or {})
-        self.cases[case_id] = PreparedCase(kernel, shape, params["files"]["Output"], case_id, label, inputs=case)
+        label = row_label(variant["name"], tunables)
+        self.cases[case_id] = PreparedCase(kernel, getattr(case, "shape", None), output_path, case_id, label,
+                                           inputs=case, op=op, outputs=outputs)
         return {"loaded_sha256": loaded, "facts": kernel.facts}
+
+    def _build(self, case):
+        """The backend's kernel for case: prepare for attention, prepare_op
+        for any other op."""
+        if isinstance(case, Case):
+            return self.backend.prepare(case)
+        prepare_op = getattr(self.backend, "prepare_op", None)
+        if prepare_op is None:
+            # The bridge refuses an op a variant does not list; a variant
+            # that lists one its module cannot build is the module's bug.
+            raise ValueError(f"variant {case.variant} lists op {case.op}, but its backend has no prepare_op")
+        return prepare_op(case)
 
     def _case(self, params):
         case = self.cases.get(params["case_id"])
@@ -983,10 +423,14 @@ class Worker:
         case = self._case(params)
         kernel = case.kernel
         with kernel.session():
-            if kernel.output is not None:
-                poison(kernel.output)
+            for buffer in as_tensors(kernel.output):
+                poison(buffer)
             out = kernel.run()
             self._synchronize()
+        if case.op != ATTENTION:
+            for f, tensor in zip(case.outputs, check_outputs(out, case.outputs, f"{case.op} of {case.label}")):
+                write_tensor(f.path, tensor)
+            return {}
         if tuple(out.shape) != case.shape.q_shape:
             raise ValueError(f"output shape {tuple(out.shape)}, want {case.shape.q_shape}")
         write_tensor(case.output_path, out)
@@ -999,6 +443,7 @@ class Worker:
         cold = m.l2 == "cold"
         timer = self.timer()
         output_path = params.get("output") or ""
+        timed = self._timed_outputs(case, params)
         run, last_output = _recording(lambda: case.kernel.run())
         profiled = under_profiler() and self.device.type == "cuda"
         if profiled:
@@ -1006,11 +451,12 @@ class Worker:
 
             run = nvtx_marked(run, case, torch.cuda.nvtx)
         with kernel.session():
-            if output_path and kernel.output is not None:
-                poison(kernel.output)
+            if timed:
+                for buffer in as_tensors(kernel.output):
+                    poison(buffer)
             before = timer.device_state()
             facts = {}
-            move = self._mover(case, poison_output=bool(output_path)) if self.device.type == "cuda" else None
+            move = self._mover(case, poison_output=bool(timed)) if self.device.type == "cuda" else None
             try:
                 kernel_times, method, blocks = self._kernel_times(m, run, cold, facts, profiled, move)
             finally:
@@ -1019,11 +465,16 @@ class Worker:
             call_times = [timer.call_sample(run, cold) for _ in range(m.call_samples)]
             after = timer.device_state()
             cross = [] if profiled else self._cross_check(case.kernel, method, cold, facts)
-            if output_path:
+            if timed:
                 # The cross-check calls ran after the timed ones: write what
                 # the last timed call returned (or left in the kernel's buffer).
                 self._synchronize()
-                write_tensor(output_path, last_output())
+                if case.op == ATTENTION:
+                    write_tensor(output_path, last_output())
+                else:
+                    outputs = check_outputs(last_output(), case.outputs, f"{case.op} of {case.label}")
+                    for f, tensor in zip(timed, outputs):
+                        write_tensor(f.path, tensor)
         facts.update(timer_facts)
         if profiled:
             facts["cross_check_note"] = "left out: the worker ran under a profiler, which holds CUPTI"
@@ -1042,6 +493,21 @@ class Worker:
             "kernel_blocks": blocks,
         }
 
+    def _timed_outputs(self, case, params):
+        """Where Run writes the outputs of its last timed call: for
+        attention, the request's output path; for other ops, its outputs
+        (every output, in the op's order), else the first output at its
+        output path. Empty when the host asked for none."""
+        output_path = params.get("output") or ""
+        if case.op == ATTENTION:
+            return [output_path] if output_path else []
+        timed = [TensorFile.from_json(t) for t in params.get("outputs") or ()]
+        if timed:
+            if len(timed) != len(case.outputs):
+                raise ValueError(f"run names {len(timed)} timed outputs, the case has {len(case.outputs)}")
+            return timed
+        return [dataclasses.replace(case.outputs[0], path=output_path)] if output_path else []
+
     def _mover(self, case, poison_output):
         """The move between two placements (collect_placed_samples): a
         spacer of another size (spacer_bytes) is allocated, then copies of
@@ -1056,12 +522,13 @@ class Worker:
             old = case.inputs
             try:
                 spacer = torch.empty(spacer_bytes(placement), dtype=torch.uint8, device=self.device)
-                moved = dataclasses.replace(old, q=old.q.clone(), k=old.k.clone(), v=old.v.clone())
-                kernel = self.backend.prepare(moved)
+                moved = old.moved()
+                kernel = self._build(moved)
             except torch.cuda.OutOfMemoryError as why:
                 raise StayPut(str(why)) from why
-            if poison_output and kernel.output is not None:
-                poison(kernel.output)
+            if poison_output:
+                for buffer in as_tensors(kernel.output):
+                    poison(buffer)
             case.inputs, case.kernel = moved, kernel
             self._spacer = spacer
 

@@ -3,16 +3,19 @@ backend, with no Go to write.
 
 Where to start: ``Backend`` loads the file named by $FLASHCORE_PYTHON_FILE
 (the python-file plugin sets it) with ``load_kernel_file``, and serves it as
-one variant named $FLASHCORE_BACKEND_NAME. The file defines
+one variant named $FLASHCORE_BACKEND_NAME. The file defines one or both of
 
     def attention(q, k, v, *, causal: bool, scale: float) -> torch.Tensor
+    def rmsnorm(x, weight, *, eps: float) -> torch.Tensor
 
-with q [B, H, Sq, D] and k, v [B, H_kv, Sk, D] on the worker's device, and
-may define ``capabilities()`` (a dict of CAPABILITY_DEFAULTS' keys),
-``TUNABLES`` (name -> list of values; attention then takes ``config=``) and
-``setup(shape)``, called outside the timed region. The worker core
-(flashcore_worker.py) does everything else: loading and hashing the inputs,
-poisoning, the measurement contract, errors.
+attention with q [B, H, Sq, D] and k, v [B, H_kv, Sk, D], rmsnorm with x
+[rows, cols] and weight [cols], on the worker's device; the variant offers
+the ops whose functions the file defines. The file may define
+``capabilities()`` (a dict of CAPABILITY_DEFAULTS' keys), ``TUNABLES``
+(name -> list of values; every function then takes ``config=``) and
+``setup(shape)``, called outside the timed region of an attention case.
+The worker core (flashcore_worker.py) does everything else: loading and
+hashing the inputs, poisoning, the measurement contract, errors.
 
 A file that cannot be loaded makes the backend unavailable with a reason
 that names the file and the line (``FileUnavailable``); worker_main.py
@@ -35,10 +38,21 @@ FILE_ENV = "FLASHCORE_PYTHON_FILE"
 NAME_ENV = "FLASHCORE_BACKEND_NAME"
 
 SIGNATURE = "attention(q, k, v, *, causal, scale)"
+RMSNORM_SIGNATURE = "rmsnorm(x, weight, *, eps)"
+
+# The functions a file may define, by op (ops/ in Go; `flashcore list
+# --ops` prints each op's contract): the signature and the keywords the
+# worker passes.
+OP_FUNCTIONS = {
+    "attention": (SIGNATURE, ("causal", "scale")),
+    "rmsnorm": (RMSNORM_SIGNATURE, ("eps",)),
+}
 
 # What a file that defines no capabilities() is assumed to run: everything.
 # The harness checks every output, so a shape the kernel gets wrong is a
 # FAIL row that says so; declare the limits and those cases become skips.
+# dtypes and needs_gpu apply to every op the file defines; the other keys
+# are attention's.
 CAPABILITY_DEFAULTS = {
     "dtypes": ("fp16", "bf16", "fp32"),
     "head_dims": (),  # any
@@ -117,27 +131,41 @@ def where(exc, path):
 
 
 class KernelFile:
-    """What a loaded file offers, checked: its attention function, its
-    capabilities, its tunables and its setup."""
+    """What a loaded file offers, checked: its function for each op
+    (``functions``, in OP_FUNCTIONS' order), its capabilities, its tunables
+    and its setup."""
 
     def __init__(self, path, module):
         self.path = path
         self.module = module
-        self.attention = module_function(module, path, "attention")
-        if self.attention is None:
-            raise FileUnavailable(f"{path} defines no function {SIGNATURE}")
+        self.functions = {}
+        for op in OP_FUNCTIONS:
+            fn = module_function(module, path, op)
+            if fn is not None:
+                self.functions[op] = fn
+        if not self.functions:
+            raise FileUnavailable(f"{path} defines no function {' or '.join(s for s, _ in OP_FUNCTIONS.values())}")
+        self.attention = self.functions.get("attention")
+        self.rmsnorm = self.functions.get("rmsnorm")
         self.setup = module_function(module, path, "setup")
         self.tunables = parse_tunables(getattr(module, "TUNABLES", None), path)
-        params = self._parameters(self.attention, "attention")
-        for keyword in ("causal", "scale") + (("config",) if self.tunables else ()):
-            if not accepts(params, keyword):
-                extra = " (it defines TUNABLES)" if keyword == "config" else ""
-                raise FileUnavailable(f"{path}: attention{inspect.signature(self.attention)} takes no keyword "
-                                      f"{keyword!r}{extra}: define {SIGNATURE[:-1]}"
-                                      f"{', config' if self.tunables else ''})")
-        self.takes_out = "out" in params
+        self.takes_out_by_op = {op: self._check_keywords(op, fn) for op, fn in self.functions.items()}
+        self.takes_out = self.takes_out_by_op.get("attention", False)
         self.setup_takes_config = self.setup is not None and accepts(self._parameters(self.setup, "setup"), "config")
         self.capabilities = parse_capabilities(self._call_capabilities(), path)
+
+    def _check_keywords(self, op, fn):
+        """Raises unless fn takes the keywords the worker passes for op;
+        returns whether it takes out=."""
+        signature, keywords = OP_FUNCTIONS[op]
+        params = self._parameters(fn, op)
+        for keyword in keywords + (("config",) if self.tunables else ()):
+            if not accepts(params, keyword):
+                extra = " (it defines TUNABLES)" if keyword == "config" else ""
+                raise FileUnavailable(f"{self.path}: {op}{inspect.signature(fn)} takes no keyword "
+                                      f"{keyword!r}{extra}: define {signature[:-1]}"
+                                      f"{', config' if self.tunables else ''})")
+        return "out" in params
 
     def _parameters(self, fn, name):
         try:
@@ -257,17 +285,24 @@ def sha256_of(path):
 
 def check_output(result, case, out, path):
     """Raises when attention() returned something the host cannot check."""
+    check_result(result, f"attention() in {path}", case.shape.q_shape, "[B, H, Sq, D]", case.q, "q", out)
+
+
+def check_result(result, told, dims, layout, like, like_name, out):
+    """Raises when a function (told) returned something the host cannot
+    check: not a tensor, or not of dims (layout names them) and of the
+    dtype and device of its input like_name; or, given out=, another
+    tensor than out."""
     import torch
 
-    told = f"attention() in {path}"
     if not isinstance(result, torch.Tensor):
-        raise TypeError(f"{told} returned {type(result).__name__}, want a torch.Tensor [B, H, Sq, D]")
-    if tuple(result.shape) != case.shape.q_shape:
-        raise ValueError(f"{told} returned shape {tuple(result.shape)}, want {case.shape.q_shape} ([B, H, Sq, D], as q)")
-    if result.dtype != case.q.dtype:
-        raise ValueError(f"{told} returned {result.dtype}, want {case.q.dtype} (q's dtype)")
-    if result.device != case.q.device:
-        raise ValueError(f"{told} returned a tensor on {result.device}, want {case.q.device} (q's device)")
+        raise TypeError(f"{told} returned {type(result).__name__}, want a torch.Tensor {layout}")
+    if tuple(result.shape) != tuple(dims):
+        raise ValueError(f"{told} returned shape {tuple(result.shape)}, want {tuple(dims)} ({layout}, as {like_name})")
+    if result.dtype != like.dtype:
+        raise ValueError(f"{told} returned {result.dtype}, want {like.dtype} ({like_name}'s dtype)")
+    if result.device != like.device:
+        raise ValueError(f"{told} returned a tensor on {result.device}, want {like.device} ({like_name}'s device)")
     if out is not None and result.data_ptr() != out.data_ptr():
         raise ValueError(f"{told} takes out= but returned another tensor: write into out and return it")
 
@@ -293,7 +328,8 @@ def at_user_line(exc, path):
 
 
 class Backend:
-    """One variant, named as the backend, running the file's attention."""
+    """One variant, named as the backend, running the file's functions:
+    attention through prepare, every other op through prepare_op."""
 
     def __init__(self, device):
         import torch
@@ -324,19 +360,25 @@ class Backend:
                      "description": f"TUNABLES[{name!r}] of {os.path.basename(self.path)}"}
                     for name, values in self.file.tunables.items()]
         variant = {"name": self.name, "description": self._description(), "capabilities": capabilities}
+        ops = list(self.file.functions)
+        if ops != ["attention"]:  # no list means attention alone, as before ops
+            variant["ops"] = ops
         if tunables:
             variant["tunables"] = tunables
         return [variant]
 
     def _description(self):
         doc = inspect.getdoc(self.file.module) or ""
-        text = doc.splitlines()[0] if doc else f"attention() of {os.path.basename(self.path)}"
+        functions = " and ".join(f"{op}()" for op in self.file.functions)
+        text = doc.splitlines()[0] if doc else f"{functions} of {os.path.basename(self.path)}"
         multiple = self.file.capabilities["seq_multiple"]
         if multiple > 1:
             text += f"; Sq and Sk must be multiples of {multiple} (other cases are skipped)"
         return text
 
     def prepare(self, case):
+        if self.file.attention is None:
+            raise ValueError(f"{self.path} defines no {SIGNATURE}")  # the bridge refuses attention first
         gap = self._seq_gap(case.shape)
         if gap:
             raise core.Unsupported(f"{self.name}: {gap}")
@@ -347,13 +389,37 @@ class Backend:
             import torch
 
             out = torch.empty(case.shape.q_shape, dtype=case.q.dtype, device=case.device)
-        run = self._runner(case, config, out)
-        try:
-            first = run()
-        except NotImplementedError as refused:
-            raise core.Unsupported(f"{self.name}: {refused or 'attention() raised NotImplementedError'}") from refused
+        kwargs = {"causal": case.shape.causal, "scale": case.shape.scale}
+        run = self._runner(self.file.attention, (case.q, case.k, case.v), kwargs, config, out)
+        first = self._first_call(run, "attention")
         check_output(first, case, out, self.path)
-        return core.Kernel(run, facts=self._facts(config, out), output=out)
+        return core.Kernel(run, facts=self._facts(config, out, "attention"), output=out)
+
+    def prepare_op(self, case):
+        """rmsnorm: the file's rmsnorm(x, weight, eps=) on the case, into
+        an output the harness allocates when the function takes out=."""
+        fn = self.file.functions.get(case.op)
+        if case.op != "rmsnorm" or fn is None:
+            raise ValueError(f"{self.path} defines no function for op {case.op}")  # the bridge refuses it first
+        config = self._config(case.tunables)
+        x, weight = case.inputs["x"], case.inputs["weight"]
+        out = None
+        if self.file.takes_out_by_op[case.op]:
+            import torch
+
+            out = torch.empty(case.outputs[0].dims, dtype=x.dtype, device=case.device)
+        run = self._runner(fn, (x, weight), {"eps": core.RMSNORM_EPS}, config, out)
+        first = self._first_call(run, case.op)
+        check_result(first, f"rmsnorm() in {self.path}", case.outputs[0].dims, "[rows, cols]", x, "x", out)
+        return core.Kernel(run, facts=self._facts(config, out, case.op), output=out)
+
+    def _first_call(self, run, op):
+        """The case's first call, in Prepare: NotImplementedError there
+        refuses the case."""
+        try:
+            return run()
+        except NotImplementedError as refused:
+            raise core.Unsupported(f"{self.name}: {refused or f'{op}() raised NotImplementedError'}") from refused
 
     def _seq_gap(self, shape):
         multiple = self.file.capabilities["seq_multiple"]
@@ -386,12 +452,11 @@ class Backend:
         except Exception as exc:
             raise at_user_line(exc, self.path)
 
-    def _runner(self, case, config, out):
-        """One call of the file's attention on the case, as the timed
-        region calls it. The try costs nothing unless it raises."""
-        attention, path = self.file.attention, self.path
-        q, k, v = case.q, case.k, case.v
-        kwargs = {"causal": case.shape.causal, "scale": case.shape.scale}
+    def _runner(self, fn, args, kwargs, config, out):
+        """One call of the file's function fn on args, as the timed region
+        calls it. The try costs nothing unless it raises."""
+        path = self.path
+        kwargs = dict(kwargs)
         if self.file.tunables:
             kwargs["config"] = config
         if out is not None:
@@ -399,7 +464,7 @@ class Backend:
 
         def run():
             try:
-                return attention(q, k, v, **kwargs)
+                return fn(*args, **kwargs)
             except NotImplementedError:
                 raise
             except Exception as exc:
@@ -407,10 +472,10 @@ class Backend:
 
         return run
 
-    def _facts(self, config, out):
+    def _facts(self, config, out, op):
         facts = {"file": self.path, "file_sha256": self.sha256}
         if config:
             facts["config"] = ", ".join(f"{name}={value}" for name, value in config.items())
-        facts["output_poison"] = ("applied: attention(out=) writes the buffer the harness poisons" if out is not None
-                                  else "not applied: attention() allocates its output; the returned tensor is written")
+        facts["output_poison"] = (f"applied: {op}(out=) writes the buffer the harness poisons" if out is not None
+                                  else f"not applied: {op}() allocates its output; the returned tensor is written")
         return facts

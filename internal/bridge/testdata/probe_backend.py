@@ -1,6 +1,7 @@
 """A backend for the bridge's own tests: torch's math attention on the
 CPU, plus variants that misbehave on purpose so the Go side's handling of
-crashes, hangs, errors and refusals can be tested against a real worker."""
+crashes, hangs, errors and refusals can be tested against a real worker,
+and rmsnorm variants for the worker's path of ops other than attention."""
 
 import os
 import sys
@@ -23,7 +24,27 @@ class Backend:
     def variants(self):
         caps = core.capabilities(("fp32", "fp16"))
         names = ("math", "untouched", "crash", "hang", "oom", "refuse", "raise")
-        return [{"name": name, "capabilities": caps} for name in names]
+        attention = [{"name": name, "capabilities": caps} for name in names]
+        # gpu is math that declares it needs a GPU: on a CPU the bridge must
+        # refuse it before the worker sees the request.
+        attention.append({"name": "gpu", "capabilities": core.capabilities(("fp32", "fp16"), needs_gpu=True)})
+        rmsnorm = [{"name": name, "ops": ["rmsnorm"], "capabilities": caps} for name in ("rmsnorm", "rmsnorm-untouched")]
+        return attention + rmsnorm
+
+    def prepare_op(self, case):
+        """rmsnorm into a buffer the core poisons: y = x / sqrt(mean(x²) +
+        eps) · weight in fp32, or nothing at all for rmsnorm-untouched."""
+        x, weight = case.inputs["x"], case.inputs["weight"]
+        out = torch.empty(case.outputs[0].dims, dtype=x.dtype, device=case.device)
+        if case.variant == "rmsnorm-untouched":
+            return core.Kernel(lambda: out, output=out)
+
+        def run():
+            xf = x.float()
+            out.copy_(xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + core.RMSNORM_EPS) * weight.float())
+            return out
+
+        return core.Kernel(run, facts={"probe": "yes"}, output=out)
 
     def prepare(self, case):
         if case.variant == "crash":

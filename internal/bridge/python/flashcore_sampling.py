@@ -1,0 +1,165 @@
+"""The sampling half of the measurement contract (docs/measurement.md), as
+sdk/sampling.go has it: warm-up, the stopping rule, the noise of a median,
+and samples taken in placements.
+
+Each function names its Go twin; both languages' tests read one fixture
+(internal/bridge/testdata/stopping_rule.json) and must take the same
+samples. Standard library only.
+"""
+
+import dataclasses
+import math
+import time
+
+# The stopping rule re-evaluates the noise every CHECK_EVERY samples, as
+# sdk/sampling.go's checkEvery does.
+CHECK_EVERY = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """sdk.Measurement as it arrives: durations in nanoseconds."""
+
+    warmup_runs: int = 10
+    warmup_time_ns: int = 50_000_000
+    min_samples: int = 20
+    max_samples: int = 2000
+    target_noise: float = 0.005
+    time_cap_ns: int = 2_000_000_000
+    l2: str = "hot"
+    call_samples: int = 20
+    placements: int = 1
+
+    @classmethod
+    def from_json(cls, m):
+        return cls(
+            warmup_runs=int(m.get("warmup_runs", 0)),
+            warmup_time_ns=int(m.get("warmup_time", 0)),
+            min_samples=int(m.get("min_samples", 0)),
+            max_samples=int(m.get("max_samples", 0)),
+            target_noise=float(m.get("target_noise", 0)),
+            time_cap_ns=int(m.get("time_cap", 0)),
+            l2=m.get("l2") or "hot",
+            call_samples=int(m.get("call_samples", 0)),
+            placements=int(m.get("placements", 0) or 1),
+        )
+
+
+def median_sorted(values):
+    """The median of an ascending list (sdk.MedianSorted)."""
+    n = len(values)
+    if n == 0:
+        return math.nan
+    if n % 2 == 1:
+        return values[n // 2]
+    return (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def relative_noise(samples):
+    """sdk.RelativeNoise: the half-width of the distribution-free 95%
+    confidence interval of the median (order statistics at ranks
+    n/2 ± 0.98·√n), over the median. +inf below 6 samples."""
+    n = len(samples)
+    if n < 6:
+        return math.inf
+    ordered = sorted(float(s) for s in samples)
+    half = 0.98 * math.sqrt(n)
+    lo = max(math.floor(n / 2 - half), 0)
+    hi = min(math.ceil(n / 2 + half), n - 1)
+    median = median_sorted(ordered)
+    if median <= 0:
+        return math.inf
+    return (ordered[hi] - ordered[lo]) / 2 / median
+
+
+def collect_samples(m, sample, clock=time.perf_counter_ns, warm_up=None):
+    """sdk.CollectSamples, step for step: warm up until both warmup_runs
+    and warmup_time are reached, then sample until min_samples are taken and
+    the noise (checked every CHECK_EVERY samples) is below target_noise, or
+    max_samples are taken, or time_cap has passed since the first sample.
+    sample() returns nanoseconds. A warm-up run calls warm_up() where given
+    (an untimed call), else sample()."""
+    _warm_up(m, warm_up or sample, clock)
+    min_samples = max(m.min_samples, 1)
+    max_samples = max(m.max_samples, min_samples)
+    samples = []
+    start = clock()
+    while len(samples) < max_samples:
+        samples.append(sample())
+        if len(samples) < min_samples:
+            continue
+        if m.time_cap_ns > 0 and clock() - start >= m.time_cap_ns:
+            break
+        if len(samples) % CHECK_EVERY == 0 and relative_noise(samples) < m.target_noise:
+            break
+    return samples
+
+
+class StayPut(Exception):
+    """Raised by a move when the buffers cannot move (no room on the
+    device for a second copy): sampling goes on where they are
+    (sdk.ErrStayPut)."""
+
+
+def placements(m):
+    """sdk.Placements: how many blocks m's samples are taken in."""
+    return max(min(m.placements, max(m.min_samples, 1)), 1)
+
+
+def block_measurement(m, i):
+    """sdk.BlockMeasurement: block i's share of m (counting from 0)."""
+    n = placements(m)
+    if n <= 1:
+        return m
+
+    def share(total):
+        return total // n + (1 if i < total % n else 0)
+
+    lo = max(share(max(m.min_samples, 1)), 1)
+    b = dataclasses.replace(m, placements=1, min_samples=lo, time_cap_ns=m.time_cap_ns // n)
+    if m.max_samples > 0:
+        b = dataclasses.replace(b, max_samples=max(share(m.max_samples), lo))
+    if i > 0:
+        b = dataclasses.replace(b, warmup_runs=max(-(-m.warmup_runs // n), 1), warmup_time_ns=m.warmup_time_ns // n)
+    return b
+
+
+def collect_placed_samples(m, collect_block, move):
+    """sdk.CollectPlacedSamples: the samples of placements(m) blocks, with
+    move(placement) between two blocks; collect_block(block_measurement)
+    takes one block's samples. Returns the samples and the samples per
+    block (None for one placement). A move that raises StayPut leaves the
+    buffers where they are, and its block's samples count to the block
+    before."""
+    n = placements(m)
+    if n <= 1 or move is None:
+        return collect_block(m), None
+    samples, blocks = [], []
+    for i in range(n):
+        stay = False
+        if i > 0:
+            try:
+                move(i)
+            except StayPut:
+                stay = True
+        block = collect_block(block_measurement(m, i))
+        samples.extend(block)
+        if stay:
+            blocks[-1] += len(block)
+        else:
+            blocks.append(len(block))
+    return samples, blocks
+
+
+def spacer_bytes(placement):
+    """The spacer allocated in front of placement's buffers: 2 to 64 MiB in
+    steps of 2 MiB, as internal/cudabackend's spacerBytes."""
+    return (1 + (placement * 13) % 32) * 2 << 20
+
+
+def _warm_up(m, sample, clock):
+    start = clock()
+    runs = 0
+    while runs < m.warmup_runs or clock() - start < m.warmup_time_ns:
+        sample()
+        runs += 1
