@@ -19,11 +19,10 @@ func TestTimingOnGPU(t *testing.T) {
 	cudatest.Timing(t, New(), tunables)
 }
 
-// The conformance kit checks attention only; rmsnorm is checked here, in
-// process, by the op's own check, and timed. The variant's dtypes are
-// widened to fp32 for this backend alone, so that the fp32 kernel, which
-// the host does not send cases to (the dtypes are attention's too), is
-// checked as well.
+// rmsnorm in process, checked by the op's own check and timed. The
+// variant's dtypes are widened to fp32 for this backend alone, so that the
+// fp32 kernel, which the host never sends a case (the dtypes are
+// attention's too), is checked as well.
 func TestRMSNormOnGPU(t *testing.T) {
 	s := spec()
 	s.Variant.Capabilities.DTypes = append(slices.Clone(s.Variant.Capabilities.DTypes), sdk.FP32)

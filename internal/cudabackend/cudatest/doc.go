@@ -7,6 +7,6 @@
 // CheckOpPlans (for ops other than attention) and
 // CheckBuildOutputsAreCurrent need no GPU; Timing logs attention kernel
 // times in process, and CheckOp checks and times cases of another op in
-// process, as the conformance kit does for attention (both with the cuda
-// tag, on a GPU).
+// process, by the rules the conformance kit holds a plugin binary to (both
+// with the cuda tag, on a GPU).
 package cudatest
