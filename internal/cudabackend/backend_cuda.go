@@ -93,14 +93,15 @@ type kernel struct {
 
 // deviceCase is one prepared case: its buffers, launches and facts.
 type deviceCase struct {
-	shape      sdk.Shape
-	launch     Launch
-	steps      []step
-	q, k, v, o *gpu.Buffer
-	scratch    []*gpu.Buffer // in the order of launch.Scratch
-	resets     []reset       // what is reset before every call
-	output     string
-	facts      map[string]string
+	attention *sdk.Shape // the shape of an attention case; nil for other ops
+	launch    Launch
+	steps     []step
+	// inputs and outputs are the case's tensors in the request's order
+	// (Q, K, V and O for attention), each with its device buffer.
+	inputs, outputs []deviceTensor
+	scratch         []*gpu.Buffer // in the order of launch.Scratch
+	resets          []reset       // what is reset before every call
+	facts           map[string]string
 
 	// For a profiler: the row's case and label, whether calls are marked
 	// now (during a Run under a profiler), and how many were, numbered on
@@ -108,6 +109,12 @@ type deviceCase struct {
 	caseID, label string
 	marking       bool
 	calls         int
+}
+
+// deviceTensor is one tensor of a case and the device buffer that holds it.
+type deviceTensor struct {
+	tensor
+	buf *gpu.Buffer
 }
 
 // step is one kernel launch of a call, with its parameters laid out.
@@ -150,10 +157,57 @@ func (c *deviceCase) run() error {
 // per reset buffer, then the plan's kernels.
 func (c *deviceCase) activitiesPerCall() int { return len(c.resets) + len(c.steps) }
 
+// buffers are the case's device buffers, for changing in place: every
+// input, every output, then the scratch.
+func (c *deviceCase) buffers() []**gpu.Buffer {
+	var bufs []**gpu.Buffer
+	for _, ts := range [][]deviceTensor{c.inputs, c.outputs} {
+		for i := range ts {
+			bufs = append(bufs, &ts[i].buf)
+		}
+	}
+	return append(bufs, pointersTo(c.scratch)...)
+}
+
+// poisonOutputs fills every output with sdk.PoisonByte, so that an element
+// the next call does not write is found as unwritten.
+func (c *deviceCase) poisonOutputs() error {
+	for _, t := range c.outputs {
+		if err := t.buf.Fill(sdk.PoisonByte); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outputNames are the names of the case's outputs, in order.
+func (c *deviceCase) outputNames() []string {
+	names := make([]string, len(c.outputs))
+	for i, t := range c.outputs {
+		names[i] = t.name
+	}
+	return names
+}
+
+// downloadOutputs copies every output to the host, after the stream's work.
+func (c *deviceCase) downloadOutputs() ([][]byte, error) {
+	if err := gpu.Synchronize(); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(c.outputs))
+	for i, t := range c.outputs {
+		out[i] = make([]byte, t.buf.Size())
+		if err := t.buf.Download(out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // moveBuffers gives the case new device buffers with the old ones' contents
 // and frees the old ones; on failure the case keeps its old buffers.
 func (c *deviceCase) moveBuffers() (err error) {
-	olds := append([]**gpu.Buffer{&c.q, &c.k, &c.v, &c.o}, pointersTo(c.scratch)...)
+	olds := c.buffers()
 	news := make([]*gpu.Buffer, 0, len(olds))
 	defer func() {
 		if err != nil {
@@ -199,10 +253,12 @@ func pointersTo(bufs []*gpu.Buffer) []**gpu.Buffer {
 	return ps
 }
 
+// free frees every buffer the case holds; it is called on a case whose
+// upload stopped half-way too, where some are still nil.
 func (c *deviceCase) free() error {
-	errs := []error{c.q.Free(), c.k.Free(), c.v.Free(), c.o.Free()}
-	for _, b := range c.scratch {
-		errs = append(errs, b.Free())
+	var errs []error
+	for _, b := range c.buffers() {
+		errs = append(errs, (*b).Free())
 	}
 	return errors.Join(errs...)
 }
@@ -242,9 +298,13 @@ func (b *Backend) startOnce() {
 	}
 }
 
-// start verifies the embedded kernels before touching the GPU, so a stale
-// fatbin is never loaded, then creates the context and loads everything.
+// start verifies the spec's ops and the embedded kernels before touching
+// the GPU, so a stale fatbin is never loaded, then creates the context and
+// loads everything.
 func (b *Backend) start() error {
+	if err := b.spec.CheckOps(); err != nil {
+		return err
+	}
 	if b.spec.Image != nil {
 		return b.startWithoutFatbin()
 	}
@@ -331,8 +391,9 @@ func (b *Backend) preparedCase(id string) (*deviceCase, error) {
 }
 
 // Prepare checks the case, reads and hashes its inputs, and uploads them.
-// A case the plugin cannot run comes back as an Unsupported diagnostic,
-// before anything is allocated.
+// A case the plugin cannot run (an op it does not run, a shape outside the
+// capabilities, a plan it has not) comes back as an Unsupported
+// diagnostic, before anything is read or allocated.
 func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prepared, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -345,56 +406,55 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 	if req.Variant != "" && req.Variant != b.spec.Variant.Name {
 		return unsupported("%s has no variant %q (it has %s)", b.spec.Name, req.Variant, b.spec.Variant.Name), nil
 	}
+	if reason := b.spec.notServed(req); reason != "" {
+		return unsupported("%s", reason), nil
+	}
 	tunables, err := ResolveTunables(b.spec.Variant.Tunables, req.Tunables)
 	if err != nil {
 		return unsupported("%v", err), nil
 	}
-	if err := CheckShape(b.spec.Variant.Capabilities, req.Shape); err != nil {
-		return unsupported("%v", err), nil
-	}
-	launch, err := b.spec.Plan(req.Shape, tunables)
-	if errors.Is(err, ErrInvalidPlan) {
-		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
-	}
-	if err != nil {
-		return unsupported("%v", err), nil
-	}
-	if err := launch.Validate(); err != nil {
-		return sdk.Prepared{}, fmt.Errorf("prepare %s: the plan: %w", req.CaseID, err)
-	}
-	image, err := b.image(tunables)
-	if err != nil {
-		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
-	}
-	in, err := readInputs(req.Files, req.Shape)
-	if err != nil {
-		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
-	}
-	var c *deviceCase
-	var reason string
-	err = b.do(func() error {
-		steps, facts, why, err := b.steps(image, launch)
-		if err != nil || why != "" {
-			reason = why
-			return err
-		}
-		c, err = b.upload(req.Shape, launch, steps, in)
-		if err != nil {
-			return err
-		}
-		c.facts = mergeFacts(b.buildFacts(image), facts, tunableFacts(tunables), scratchFacts(launch))
-		return nil
-	})
+	p, reason, err := b.spec.plan(req, tunables)
 	switch {
-	case gpu.IsOutOfMemory(err):
-		return sdk.Prepared{}, fmt.Errorf("out of memory: case %s needs %d bytes of device memory for Q, K, V, O and %d of scratch: %w",
-			req.CaseID, 2*(len(in.q)+len(in.k)), launch.ScratchBytes(), err)
 	case err != nil:
 		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
 	case reason != "":
 		return unsupported("%s", reason), nil
 	}
-	c.output = req.Files.Output
+	image, err := b.image(tunables)
+	if err != nil {
+		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
+	}
+	in, err := readTensors(p.inputs)
+	if err != nil {
+		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
+	}
+	var c *deviceCase
+	err = b.do(func() error {
+		steps, facts, why, err := b.steps(image, p.launch)
+		if err != nil || why != "" {
+			reason = why
+			return err
+		}
+		c, err = b.upload(p, steps, in)
+		if err != nil {
+			return err
+		}
+		c.facts = mergeFacts(b.buildFacts(image), facts, tunableFacts(tunables), scratchFacts(p.launch))
+		return nil
+	})
+	switch {
+	case gpu.IsOutOfMemory(err):
+		var outputs int64
+		for _, t := range p.outputs {
+			outputs += t.bytes
+		}
+		return sdk.Prepared{}, fmt.Errorf("out of memory: case %s needs %d bytes of device memory for %s and %d of scratch: %w",
+			req.CaseID, in.bytes()+outputs, p.tensorLabels(), p.launch.ScratchBytes(), err)
+	case err != nil:
+		return sdk.Prepared{}, fmt.Errorf("prepare %s: %w", req.CaseID, err)
+	case reason != "":
+		return unsupported("%s", reason), nil
+	}
 	c.caseID, c.label = req.CaseID, sdk.RowLabel(cmp.Or(req.Variant, b.spec.Variant.Name), req.Tunables)
 	b.cases[req.CaseID] = c
 	return sdk.Prepared{LoadedSHA256: in.sha256, Facts: c.facts}, nil
@@ -526,29 +586,33 @@ func (b *Backend) fit(k *kernel, l Launch) (blocksPerSM int, reason string, err 
 	return blocksPerSM, "", nil
 }
 
-// upload allocates the case's buffers, copies the inputs in, poisons the
-// scratch that is not zeroed, and lays out every step's parameters.
-func (b *Backend) upload(shape sdk.Shape, l Launch, steps []step, in inputs) (c *deviceCase, err error) {
-	c = &deviceCase{shape: shape, launch: l, steps: steps}
+// upload allocates the case's buffers, each tensor's of the size its
+// declaration gives, copies the inputs in, poisons the scratch that is not
+// zeroed, and lays out every step's parameters.
+func (b *Backend) upload(p planned, steps []step, in inputs) (c *deviceCase, err error) {
+	l := p.launch
+	c = &deviceCase{attention: p.attention, launch: l, steps: steps}
 	defer func() {
 		if err != nil {
 			c.free()
 			c = nil
 		}
 	}()
-	for _, buf := range []struct {
-		dst  **gpu.Buffer
-		size int
-	}{{&c.q, len(in.q)}, {&c.k, len(in.k)}, {&c.v, len(in.v)}, {&c.o, len(in.q)}} {
-		if *buf.dst, err = gpu.Alloc(int64(buf.size)); err != nil {
-			return nil, err
+	for _, t := range p.inputs {
+		c.inputs = append(c.inputs, deviceTensor{tensor: t})
+	}
+	for _, t := range p.outputs {
+		c.outputs = append(c.outputs, deviceTensor{tensor: t})
+	}
+	for _, ts := range [][]deviceTensor{c.inputs, c.outputs} {
+		for i := range ts {
+			if ts[i].buf, err = gpu.Alloc(ts[i].bytes); err != nil {
+				return nil, err
+			}
 		}
 	}
-	for _, up := range []struct {
-		dst *gpu.Buffer
-		src []byte
-	}{{c.q, in.q}, {c.k, in.k}, {c.v, in.v}} {
-		if err = up.dst.Upload(up.src); err != nil {
+	for i, t := range c.inputs {
+		if err = t.buf.Upload(in.data[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -565,7 +629,9 @@ func (b *Backend) upload(shape sdk.Shape, l Launch, steps []step, in inputs) (c 
 		}
 	}
 	if l.OutputReset {
-		c.resets = append(c.resets, reset{c.o, l.OutputWord})
+		for _, t := range c.outputs {
+			c.resets = append(c.resets, reset{t.buf, l.OutputWord})
+		}
 	}
 	for i := range c.steps {
 		c.steps[i].args = c.args(c.steps[i].launch)
@@ -575,28 +641,18 @@ func (b *Backend) upload(shape sdk.Shape, l Launch, steps []step, in inputs) (c 
 
 // args lays out the parameters of one step (see Launch.Params).
 func (c *deviceCase) args(l Launch) []gpu.Arg {
-	buffers := map[string]*gpu.Buffer{"q": c.q, "k": c.k, "v": c.v, "o": c.o}
+	a := caseArgs{attention: c.attention}
+	for _, t := range slices.Concat(c.inputs, c.outputs) {
+		a.tensors = append(a.tensors, namedArg{t.name, t.buf.Arg()})
+	}
 	for i, s := range c.launch.Scratch {
-		buffers[s.Name] = c.scratch[i]
+		a.scratch = append(a.scratch, namedArg{s.Name, c.scratch[i].Arg()})
 	}
-	if l.Params == nil {
-		args := KernelArgs(c.q.Arg(), c.k.Arg(), c.v.Arg(), c.o.Arg(), c.shape)
-		for _, b := range c.scratch {
-			args = append(args, b.Arg())
-		}
-		return args
-	}
-	args := make([]gpu.Arg, len(l.Params))
-	for i, p := range l.Params {
-		args[i] = p.Value
-		if p.Buffer != "" {
-			args[i] = buffers[p.Buffer].Arg()
-		}
-	}
-	return args
+	return a.args(l)
 }
 
-// Fetch poisons the output, runs the kernel once and writes the output file.
+// Fetch poisons every output, runs the case once and writes each output to
+// its file.
 func (b *Backend) Fetch(ctx context.Context, req sdk.FetchRequest) (sdk.Fetched, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -604,24 +660,24 @@ func (b *Backend) Fetch(ctx context.Context, req sdk.FetchRequest) (sdk.Fetched,
 	if err != nil {
 		return sdk.Fetched{}, err
 	}
-	out := make([]byte, c.o.Size())
+	var out [][]byte
 	err = b.do(func() error {
-		if err := c.o.Fill(sdk.PoisonByte); err != nil {
+		if err := c.poisonOutputs(); err != nil {
 			return err
 		}
 		if err := c.run(); err != nil {
 			return err
 		}
-		if err := gpu.Synchronize(); err != nil {
-			return err
-		}
-		return c.o.Download(out)
+		out, err = c.downloadOutputs()
+		return err
 	})
 	if err != nil {
 		return sdk.Fetched{}, fmt.Errorf("fetch %s: %w", req.CaseID, err)
 	}
-	if err := writeOutput(c.output, out); err != nil {
-		return sdk.Fetched{}, fmt.Errorf("fetch %s: %w", req.CaseID, err)
+	for i, t := range c.outputs {
+		if err := writeOutput(t.path, out[i]); err != nil {
+			return sdk.Fetched{}, fmt.Errorf("fetch %s: %w", req.CaseID, err)
+		}
 	}
 	return sdk.Fetched{}, nil
 }
@@ -635,28 +691,29 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 	if err != nil {
 		return sdk.Samples{}, err
 	}
+	paths, err := timedOutputPaths(req, c.outputNames())
+	if err != nil {
+		return sdk.Samples{}, fmt.Errorf("run %s: %w", req.CaseID, err)
+	}
 	s := &sampler{b: b, c: c, cold: req.Measurement.L2 == sdk.L2Cold}
 	c.marking = b.profiled
 	defer func() { c.marking = false }()
 	var samples sdk.Samples
-	var timedOutput []byte
+	var timedOutputs [][]byte
 	err = b.do(func() error {
-		if req.Output != "" {
+		if len(paths) > 0 {
 			// Poisoned before the first run, so a timed launch that
 			// writes nothing leaves poison for the host to find.
-			if err := c.o.Fill(sdk.PoisonByte); err != nil {
+			if err := c.poisonOutputs(); err != nil {
 				return err
 			}
 		}
 		var err error
-		if samples, err = s.collect(ctx, req.Measurement); err != nil || req.Output == "" {
+		if samples, err = s.collect(ctx, req.Measurement); err != nil || len(paths) == 0 {
 			return err
 		}
-		timedOutput = make([]byte, c.o.Size())
-		if err := gpu.Synchronize(); err != nil {
-			return err
-		}
-		return c.o.Download(timedOutput)
+		timedOutputs, err = c.downloadOutputs()
+		return err
 	})
 	switch {
 	case gpu.IsOutOfMemory(err):
@@ -664,8 +721,8 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 	case err != nil:
 		return sdk.Samples{}, fmt.Errorf("run %s: %w", req.CaseID, err)
 	}
-	if req.Output != "" {
-		if err := writeOutput(req.Output, timedOutput); err != nil {
+	for i, path := range paths {
+		if err := writeOutput(path, timedOutputs[i]); err != nil {
 			return sdk.Samples{}, fmt.Errorf("run %s: %w", req.CaseID, err)
 		}
 	}

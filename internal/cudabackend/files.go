@@ -9,46 +9,57 @@ import (
 	"github.com/flashcore/bench/sdk"
 )
 
-// inputs are the bytes of Q, K and V as the backend loaded them.
+// inputs are the bytes of a case's inputs as the backend loaded them.
 type inputs struct {
-	q, k, v []byte
-	sha256  string // hex SHA-256 of q, k and v concatenated
+	data   [][]byte // in the order of the case's inputs
+	sha256 string   // hex SHA-256 of every input concatenated in that order
 }
 
-// readInputs reads the case's input files, each of which must hold exactly
-// the bytes the shape implies, and hashes what it read.
+// bytes is the size of every input together.
+func (in inputs) bytes() int64 {
+	var n int64
+	for _, d := range in.data {
+		n += int64(len(d))
+	}
+	return n
+}
+
+// readInputs reads an attention case's input files, each of which must
+// hold exactly the bytes the shape implies, and hashes what it read: Q, K
+// and V concatenated.
 func readInputs(files sdk.Tensors, shape sdk.Shape) (inputs, error) {
-	qBytes := int64(shape.QElements()) * int64(shape.DType.Size())
-	kvBytes := int64(shape.KVElements()) * int64(shape.DType.Size())
+	ts, _ := attentionTensors(files, shape)
+	return readTensors(ts)
+}
+
+// readTensors reads the input files, each of which must hold exactly its
+// tensor's bytes, and hashes what it read, in order: the input hash of the
+// contract.
+func readTensors(ts []tensor) (inputs, error) {
 	var in inputs
-	var err error
-	if in.q, err = readTensor("Q", files.Q, qBytes, shape); err != nil {
-		return inputs{}, err
-	}
-	if in.k, err = readTensor("K", files.K, kvBytes, shape); err != nil {
-		return inputs{}, err
-	}
-	if in.v, err = readTensor("V", files.V, kvBytes, shape); err != nil {
-		return inputs{}, err
-	}
 	h := sha256.New()
-	h.Write(in.q)
-	h.Write(in.k)
-	h.Write(in.v)
+	for _, t := range ts {
+		data, err := readTensor(t)
+		if err != nil {
+			return inputs{}, err
+		}
+		in.data = append(in.data, data)
+		h.Write(data)
+	}
 	in.sha256 = hex.EncodeToString(h.Sum(nil))
 	return in, nil
 }
 
-func readTensor(name, path string, want int64, shape sdk.Shape) ([]byte, error) {
-	if path == "" {
-		return nil, fmt.Errorf("no %s input file given", name)
+func readTensor(t tensor) ([]byte, error) {
+	if t.path == "" {
+		return nil, fmt.Errorf("no %s input file given", t.label)
 	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(t.path)
 	if err != nil {
-		return nil, fmt.Errorf("read %s input: %w", name, err)
+		return nil, fmt.Errorf("read %s input: %w", t.label, err)
 	}
-	if int64(len(data)) != want {
-		return nil, fmt.Errorf("%s input %s has %d bytes, want %d for %s", name, path, len(data), want, shape)
+	if int64(len(data)) != t.bytes {
+		return nil, fmt.Errorf("%s input %s has %d bytes, want %d for %s", t.label, t.path, len(data), t.bytes, t.shape)
 	}
 	return data, nil
 }
@@ -62,4 +73,29 @@ func writeOutput(path string, data []byte) error {
 		return fmt.Errorf("write output: %w", err)
 	}
 	return nil
+}
+
+// timedOutputPaths are the files a Run writes the outputs of its last
+// timed call to, in the order of the case's outputs (named outputs): the
+// paths of RunRequest.Outputs, which must name every output in order, or,
+// where the host names only RunRequest.Output, that path for the first
+// output. None when the host asks for neither.
+func timedOutputPaths(req sdk.RunRequest, outputs []string) ([]string, error) {
+	if len(req.Outputs) == 0 {
+		if req.Output == "" {
+			return nil, nil
+		}
+		return []string{req.Output}, nil
+	}
+	if len(req.Outputs) != len(outputs) {
+		return nil, fmt.Errorf("%d timed output files for the case's %d outputs", len(req.Outputs), len(outputs))
+	}
+	paths := make([]string, len(req.Outputs))
+	for i, f := range req.Outputs {
+		if f.Name != outputs[i] {
+			return nil, fmt.Errorf("timed output file %d is for %q; the case's output %d is %q", i+1, f.Name, i+1, outputs[i])
+		}
+		paths[i] = f.Path
+	}
+	return paths, nil
 }

@@ -15,14 +15,22 @@ import (
 
 // Spec is what one CUDA plugin tells the shared backend.
 type Spec struct {
-	Name    string      // backend name, e.g. "cuda-v8"
-	Version string      // plugin version
-	Variant sdk.Variant // the one variant the plugin offers
+	Name    string // backend name, e.g. "cuda-v8"
+	Version string // plugin version
+	// Variant is the one variant the plugin offers. Its Ops lists the ops
+	// it runs (empty: attention alone); each has a plan below.
+	Variant sdk.Variant
 	Kernel  KernelFiles
-	// Plan maps a case (inside the capabilities) and its resolved tunables
-	// to the kernel function and launch geometry. An error means the plugin
-	// cannot run this case; it is reported as unsupported.
+	// Plan maps an attention case (inside the capabilities) and its
+	// resolved tunables to the kernel function and launch geometry. An
+	// error means the plugin cannot run this case; it is reported as
+	// unsupported.
 	Plan func(shape sdk.Shape, tunables map[string]string) (Launch, error)
+	// Ops are the plans of the ops other than attention, by op name
+	// (package ops): each op Variant.Ops lists, attention aside, has one
+	// here, and none is here that Variant.Ops does not list (CheckOps). A
+	// case of an op the variant does not list is refused as unsupported.
+	Ops map[string]OpPlan
 	// Device, when set, says why the kernels cannot run on a device (nil:
 	// they can). It is asked before the fatbin's targets, so a plugin whose
 	// kernels need one architecture (sm_90a) refuses other devices by name.
@@ -79,30 +87,34 @@ type Launch struct {
 	Function           string
 	Grid, Block        gpu.Dim3
 	DynamicSharedBytes int
-	// Params are the kernel's parameters in order. nil means the standard
-	// list (KernelArgs: q, k, v, o, heads, kv_heads, seq_q, seq_k, causal,
-	// scale·log2(e)) followed by a pointer to each scratch buffer, in the
-	// order of Scratch.
+	// Params are the kernel's parameters in order. nil means, for
+	// attention, the standard list (KernelArgs: q, k, v, o, heads,
+	// kv_heads, seq_q, seq_k, causal, scale·log2(e)) and, for another op, a
+	// pointer to each input and then each output, in the request's order;
+	// either followed by a pointer to each scratch buffer, in the order of
+	// Scratch.
 	Params []Param
-	// Scratch are device buffers the kernels need besides Q, K, V and O
-	// (partial outputs, row statistics, counters), allocated at Prepare
-	// and freed at Release.
+	// Scratch are device buffers the kernels need besides the case's
+	// tensors (Q, K, V and O for attention; an op's named inputs and
+	// outputs): partial outputs, row statistics, counters, allocated at
+	// Prepare and freed at Release.
 	Scratch []Scratch
 	// Then are kernels launched after this one in every call, in order (a
 	// combine step after a split-KV step). They see this launch's buffers;
 	// their own Scratch and Then must be empty.
 	Then []Launch
-	// OutputReset sets every 4-byte word of O to OutputWord before every
-	// call, for a kernel that reads O before it writes it (accumulates into
-	// it). O then no longer starts poisoned, so an element the kernel
-	// never writes is caught only where the reset value is wrong.
+	// OutputReset sets every 4-byte word of O (of every output, for an op
+	// other than attention) to OutputWord before every call, for a kernel
+	// that reads its output before it writes it (accumulates into it). The
+	// output then no longer starts poisoned, so an element the kernel never
+	// writes is caught only where the reset value is wrong.
 	OutputReset bool
 	OutputWord  uint32
 }
 
 // Scratch is one device buffer of a Launch.
 type Scratch struct {
-	Name  string // how Params name it; not q, k, v or o
+	Name  string // how Params name it; not the name of one of the case's tensors
 	Bytes int64
 	// Reset sets every 4-byte word of the buffer to Word before every call,
 	// inside the timed region (it is work the kernel needs done): Word 0
@@ -117,8 +129,9 @@ type Scratch struct {
 // Zeroed is a scratch buffer of bytes zeroed before every call.
 func Zeroed(name string, bytes int64) Scratch { return Scratch{Name: name, Bytes: bytes, Reset: true} }
 
-// Param is one kernel parameter: a buffer, by name (q, k, v, o or a
-// scratch buffer), or a value.
+// Param is one kernel parameter: a buffer, by name (a tensor of the case:
+// q, k, v or o for attention, an input or output of another op by its name
+// in the op; or a scratch buffer), or a value.
 type Param struct {
 	Buffer string
 	Value  gpu.Arg
@@ -130,19 +143,42 @@ func BufferParam(name string) Param { return Param{Buffer: name} }
 // ValueParam passes a scalar (gpu.Int32, gpu.Float32, gpu.Float64, ...).
 func ValueParam(a gpu.Arg) Param { return Param{Value: a} }
 
-// tensorBuffers are the buffers every case has.
+// tensorBuffers are the buffers every attention case has.
 var tensorBuffers = []string{"q", "k", "v", "o"}
+
+// TensorParams passes a pointer to each input of the case and then to each
+// output, in the request's order, followed by the scalars: the usual
+// parameter list of a kernel of an op other than attention.
+func TensorParams(c OpCase, scalars ...gpu.Arg) []Param {
+	params := make([]Param, 0, len(c.Inputs)+len(c.Outputs)+len(scalars))
+	for _, t := range c.Inputs {
+		params = append(params, BufferParam(t.Name))
+	}
+	for _, t := range c.Outputs {
+		params = append(params, BufferParam(t.Name))
+	}
+	for _, a := range scalars {
+		params = append(params, ValueParam(a))
+	}
+	return params
+}
 
 // Steps are the launches of one call, in order: l, then each of l.Then.
 func (l Launch) Steps() []Launch {
 	return append([]Launch{l}, l.Then...)
 }
 
-// Validate says what is wrong with a plan: a scratch buffer without a name,
-// a size or a unique name, a parameter naming a buffer that does not exist,
-// a nested Then or Scratch, an empty grid or block.
-func (l Launch) Validate() error {
-	names := slices.Clone(tensorBuffers)
+// Validate says what is wrong with a plan of an attention case: a scratch
+// buffer without a name, a size or a unique name, a parameter naming a
+// buffer that does not exist, a nested Then or Scratch, an empty grid or
+// block.
+func (l Launch) Validate() error { return l.ValidateWith(tensorBuffers) }
+
+// ValidateWith is Validate for a case whose tensors are named tensors (an
+// op's inputs and outputs): the buffers a parameter may name besides the
+// scratch buffers, and the names a scratch buffer may not take.
+func (l Launch) ValidateWith(tensors []string) error {
+	names := slices.Clone(tensors)
 	for _, s := range l.Scratch {
 		switch {
 		case s.Name == "":
@@ -203,8 +239,19 @@ func KernelName(dtype sdk.DType, headDim int, suffix ...string) string {
 	return strings.Join(append([]string{"attn_fwd", string(dtype), fmt.Sprintf("d%d", headDim)}, suffix...), "_")
 }
 
-// Grid limits of CUDA launches: y and z (heads and batch here).
-const maxGridYZ = 65535
+// OpKernelName is the extern "C" name of a kernel of an op other than
+// attention: <op>_<dtype>, then each of suffix joined by "_", e.g.
+// rmsnorm_fp16_v8.
+func OpKernelName(op string, dtype sdk.DType, suffix ...string) string {
+	return strings.Join(append([]string{op, string(dtype)}, suffix...), "_")
+}
+
+// Grid limits of CUDA launches: y and z (heads and batch here), and x.
+const (
+	maxGridYZ = 65535
+	// MaxGridX is the most blocks a grid has along x.
+	MaxGridX = 1<<31 - 1
+)
 
 // AttentionGrid is the grid every attention kernel uses: one block per
 // rowsPerBlock query rows, per head, per batch.

@@ -3,10 +3,13 @@ package main
 import (
 	_ "embed"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/flashcore/bench/internal/cudabackend"
 	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/ops/attention"
+	"github.com/flashcore/bench/ops/rmsnorm"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -31,7 +34,8 @@ func spec() cudabackend.Spec {
 		Version: version,
 		Variant: sdk.Variant{
 			Name:         name,
-			Description:  "online softmax in fp32 on CUDA cores, one warp per query row",
+			Description:  "online softmax in fp32 on CUDA cores, one warp per query row; rmsnorm with one block per row",
+			Ops:          []string{attention.Name, rmsnorm.Name},
 			Capabilities: capabilities,
 			Tunables:     tunables,
 		},
@@ -41,12 +45,15 @@ func spec() cudabackend.Spec {
 			Sources:  cudabackend.Sources(kernelPath, kernelSource),
 		},
 		Plan: plan,
+		Ops:  map[string]cudabackend.OpPlan{rmsnorm.Name: planRMSNorm},
 	}
 }
 
 // capabilities: fp16 and bf16 at head dims 64 and 128, with every masking
 // and shape option. Not supported: fp32 inputs and other head dims (the
-// kernel is instantiated for 64 and 128 only).
+// kernel is instantiated for 64 and 128 only). The dtypes hold for rmsnorm
+// too, since a variant declares one list for all its ops: its fp32 kernel
+// is built and planned, but the host skips fp32 rmsnorm cases here.
 var capabilities = sdk.Capabilities{
 	DTypes:            []sdk.DType{sdk.FP16, sdk.BF16},
 	HeadDims:          []int{64, 128},
@@ -61,7 +68,7 @@ var tunables = []sdk.Tunable{{
 	Name:        rowsPerBlock,
 	Values:      []string{"4", "8", "16"},
 	Default:     "8",
-	Description: "query rows per block, one warp each, sharing every K/V tile the block stages",
+	Description: "attention: query rows per block, one warp each, sharing every K/V tile the block stages (rmsnorm ignores it)",
 }}
 
 // plan: one warp per query row, rows_per_block rows per block, static
@@ -79,5 +86,36 @@ func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
 		Function: cudabackend.KernelName(shape.DType, shape.HeadDim, "rows"+t[rowsPerBlock]),
 		Grid:     grid,
 		Block:    gpu.Dim3{X: rows * 32, Y: 1, Z: 1},
+	}, nil
+}
+
+// rmsnormMaxThreads bounds an rmsnorm block: a CUDA block holds at most 1024
+// threads, and a longer row is looped over.
+const rmsnormMaxThreads = 1024
+
+// planRMSNorm: one block per row of x; its threads take 16-byte loads
+// (8 halves or 4 floats) where that many elements divide cols, so every
+// row starts aligned, else one element each; enough whole warps for one
+// load each, up to rmsnormMaxThreads. The kernel takes x, weight, y, rows
+// and cols.
+func planRMSNorm(c cudabackend.OpCase, _ map[string]string) (cudabackend.Launch, error) {
+	x, ok := c.Tensor("x")
+	if !ok || len(x.Dims) != 2 {
+		return cudabackend.Launch{}, fmt.Errorf("%w: rmsnorm without x[rows, cols]", cudabackend.ErrInvalidPlan)
+	}
+	rows, cols := x.Dims[0], x.Dims[1]
+	if rows > cudabackend.MaxGridX || cols > math.MaxInt32 {
+		return cudabackend.Launch{}, fmt.Errorf("x[%d, %d]: the kernel takes at most %d rows and %d cols", rows, cols, cudabackend.MaxGridX, math.MaxInt32)
+	}
+	vec := 16 / x.DType.Size()
+	if cols%vec != 0 {
+		vec = 1
+	}
+	threads := min(rmsnormMaxThreads, (cols/vec+31)/32*32)
+	return cudabackend.Launch{
+		Function: cudabackend.OpKernelName(rmsnorm.Name, x.DType, "v"+strconv.Itoa(vec)),
+		Grid:     gpu.Dim3{X: rows, Y: 1, Z: 1},
+		Block:    gpu.Dim3{X: threads, Y: 1, Z: 1},
+		Params:   cudabackend.TensorParams(c, gpu.Int32(int32(rows)), gpu.Int32(int32(cols))),
 	}, nil
 }

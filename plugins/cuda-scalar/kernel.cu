@@ -9,6 +9,9 @@
 // sum with shuffles, and each lane accumulates D/32 output columns of P·V.
 // The running maximum m, the normaliser l and the accumulator are rescaled by
 // exp2(m_old - m_new) whenever the maximum grows.
+//
+// The second op is rmsnorm (below the attention kernels): one block per row,
+// fp32 accumulation, 16-byte loads where the row's length allows them.
 #include "attention.cuh"
 
 using namespace flashcore;
@@ -129,3 +132,109 @@ SCALAR_KERNEL(attn_fwd_bf16_d64_rows16, __nv_bfloat16, 64, 16)
 SCALAR_KERNEL(attn_fwd_bf16_d128_rows4, __nv_bfloat16, 128, 4)
 SCALAR_KERNEL(attn_fwd_bf16_d128_rows8, __nv_bfloat16, 128, 8)
 SCALAR_KERNEL(attn_fwd_bf16_d128_rows16, __nv_bfloat16, 128, 16)
+
+// ---- rmsnorm -----------------------------------------------------------------
+//
+// y = x / sqrt(mean(x²) + eps) · weight over each row of x[rows, cols] (the op
+// rmsnorm of package ops/rmsnorm). One block per row: each thread sums the
+// squares of its share of the row in fp32, the block reduces the sum (shuffles
+// within each warp, then the first warp over the warps' sums in shared
+// memory), and each thread then scales its share, reading the row again (from
+// L1 or L2: a row is at most a few tens of KB) and the weight. The order of
+// the additions depends only on the block size, which the plan takes from
+// cols, so every call gives the same bits.
+//
+// VEC is the elements one load moves: 16 bytes (8 halves, 4 floats) where
+// VEC divides cols, so that every row starts on a 16-byte boundary (the
+// driver's allocations are 256-byte aligned); 1 otherwise.
+
+namespace {
+
+// kRMSNormEps is the op's epsilon, part of its contract.
+constexpr float kRMSNormEps = 1e-6f;
+
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float to_f32(half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T from_f32(float v);
+template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ half from_f32<half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Pack is VEC elements that travel as one load or store.
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Pack {
+  T e[VEC];
+};
+
+// block_sum is the sum of v over the block, in every thread. blockDim.x must
+// be a multiple of 32 and every thread must call it.
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float warp_sums[32];
+  __shared__ float total;
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  v = group_sum<32>(v);
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float s = lane < static_cast<int>(blockDim.x / 32) ? warp_sums[lane] : 0.f;
+    s = group_sum<32>(s);
+    if (lane == 0) total = s;
+  }
+  __syncthreads();
+  return total;
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void rmsnorm_row(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
+                                            int row, int cols) {
+  using P = Pack<T, VEC>;
+  const size_t base = static_cast<size_t>(row) * cols;
+  const P* xr = reinterpret_cast<const P*>(x + base);
+  const P* wr = reinterpret_cast<const P*>(weight);
+  P* yr = reinterpret_cast<P*>(y + base);
+  const int packs = cols / VEC;  // the plan picks a VEC that divides cols
+
+  float sum_sq = 0.f;
+  for (int i = threadIdx.x; i < packs; i += blockDim.x) {
+    const P p = xr[i];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      const float v = to_f32(p.e[k]);
+      sum_sq = fmaf(v, v, sum_sq);
+    }
+  }
+  // IEEE division and square root: once per row, and fp32 outputs are held
+  // to 2e-5 of the fp64 reference.
+  const float inv_rms = 1.f / sqrtf(block_sum(sum_sq) / static_cast<float>(cols) + kRMSNormEps);
+  for (int i = threadIdx.x; i < packs; i += blockDim.x) {
+    const P p = xr[i];
+    const P w = wr[i];
+    P out;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) out.e[k] = from_f32<T>(to_f32(p.e[k]) * inv_rms * to_f32(w.e[k]));
+    yr[i] = out;
+  }
+}
+
+}  // namespace
+
+// RMSNORM_KERNEL instantiates one extern "C" entry point,
+// rmsnorm_<dtype>_v<VEC>, as cudabackend.OpKernelName names it. Its
+// parameters are the op's tensors in order (x, weight, y), then rows and
+// cols; the grid is one block per row.
+#define RMSNORM_KERNEL(NAME, T, VEC)                                                                           \
+  extern "C" __global__ void __launch_bounds__(1024)                                                           \
+      NAME(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y, int rows, int cols) {     \
+    const int row = blockIdx.x;                                                                                \
+    if (row < rows) rmsnorm_row<T, VEC>(x, weight, y, row, cols);                                               \
+  }
+
+RMSNORM_KERNEL(rmsnorm_fp16_v8, half, 8)
+RMSNORM_KERNEL(rmsnorm_fp16_v1, half, 1)
+RMSNORM_KERNEL(rmsnorm_bf16_v8, __nv_bfloat16, 8)
+RMSNORM_KERNEL(rmsnorm_bf16_v1, __nv_bfloat16, 1)
+RMSNORM_KERNEL(rmsnorm_fp32_v4, float, 4)
+RMSNORM_KERNEL(rmsnorm_fp32_v1, float, 1)

@@ -3,7 +3,10 @@
 // runs as a real plugin process.
 //
 // Where to start: Conformance gives the kit's options for a CUDA plugin
-// (the facts every case records, the timing method). CheckPlans and
-// CheckBuildOutputsAreCurrent need no GPU; Timing (cuda tag, on a GPU) logs
-// kernel times in process.
+// (the facts every case records, the timing method). CheckPlans,
+// CheckOpPlans (for ops other than attention) and
+// CheckBuildOutputsAreCurrent need no GPU; Timing logs attention kernel
+// times in process, and CheckOp checks and times cases of another op in
+// process, by the rules the conformance kit holds a plugin binary to (both
+// with the cuda tag, on a GPU).
 package cudatest

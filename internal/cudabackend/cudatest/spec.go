@@ -12,14 +12,14 @@ import (
 	"github.com/flashcore/bench/internal/cudabackend"
 	"github.com/flashcore/bench/internal/gpu"
 	"github.com/flashcore/bench/ops/attention"
-	"github.com/flashcore/bench/sdk"
 )
 
 // instantiation matches the kernel instantiation macros of the plugins'
 // kernel.cu files, e.g. "V8_KERNEL(attn_fwd_fp16_d64_m48_n32_s2, half, ...".
 var instantiation = regexp.MustCompile(`(?m)^[A-Z0-9]+_KERNEL\((attn_fwd_\w+),`)
 
-// InstantiatedKernels lists the extern "C" kernels a kernel.cu instantiates.
+// InstantiatedKernels lists the extern "C" attention kernels (attn_fwd_…)
+// a kernel.cu instantiates.
 func InstantiatedKernels(kernelSource []byte) []string {
 	var names []string
 	for _, m := range instantiation.FindAllSubmatch(kernelSource, -1) {
@@ -28,13 +28,18 @@ func InstantiatedKernels(kernelSource []byte) []string {
 	return names
 }
 
-// CheckPlans checks, without a GPU, that spec plans every conformance case
-// of its variant (conformance.Cases: shapes inside the declared
+// CheckPlans checks, without a GPU, that the spec's ops agree with its
+// plans (Spec.CheckOps), and that spec plans every conformance case of its
+// variant (conformance.Cases: attention shapes inside the declared
 // capabilities), with every combination of tunables, to a kernel that
-// kernelSource instantiates, that every instantiated kernel is reachable,
-// and that every launch is well formed.
+// kernelSource instantiates, that every instantiated attention kernel is
+// reachable, and that every launch is well formed. CheckOpPlans does the
+// same for other ops.
 func CheckPlans(t *testing.T, spec cudabackend.Spec, kernelSource []byte) {
 	t.Helper()
+	if err := spec.CheckOps(); err != nil {
+		t.Error(err)
+	}
 	defined := InstantiatedKernels(kernelSource)
 	if len(defined) == 0 {
 		t.Fatal("kernel.cu instantiates no attn_fwd_* kernel")
@@ -58,7 +63,7 @@ func CheckPlans(t *testing.T, spec cudabackend.Spec, kernelSource []byte) {
 				}
 				used[step.Function] = true
 			}
-			checkLaunch(t, attention.ShapeOf(c.Case), l)
+			checkLaunch(t, attention.ShapeOf(c.Case).String(), l, nil)
 		}
 	}
 	for _, name := range defined {
@@ -70,11 +75,16 @@ func CheckPlans(t *testing.T, spec cudabackend.Spec, kernelSource []byte) {
 
 // checkLaunch checks what every launch must be, whatever the plugin's grid
 // rule: a valid plan (buffers, scratch, positive geometry) whose blocks are
-// whole warps up to 1024 threads, and a grid inside CUDA's limits.
-func checkLaunch(t *testing.T, s sdk.Shape, l cudabackend.Launch) {
+// whole warps up to 1024 threads, and a grid inside CUDA's limits. tensors
+// are the names of the case's tensors, or nil for attention's q, k, v, o.
+func checkLaunch(t *testing.T, what string, l cudabackend.Launch, tensors []string) {
 	t.Helper()
-	if err := l.Validate(); err != nil {
-		t.Errorf("plan %s: %v", s, err)
+	validate := l.Validate
+	if tensors != nil {
+		validate = func() error { return l.ValidateWith(tensors) }
+	}
+	if err := validate(); err != nil {
+		t.Errorf("plan %s: %v", what, err)
 		return
 	}
 	for _, step := range l.Steps() {
