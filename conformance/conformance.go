@@ -8,8 +8,7 @@
 //	}
 //
 // Where to start: Run, then Cases. The steps, for each variant the plugin
-// describes that offers attention (a variant of other ops alone is
-// skipped):
+// describes:
 //
 //  1. Start the binary as a real plugin process through host.Start, as
 //     flashcore does; a plugin unavailable here (no GPU, no torch) is
@@ -112,15 +111,7 @@ func Run(t *testing.T, opts Options) {
 	k.inst = start(t, opts)
 	desc := k.describe(t)
 	for _, v := range desc.Variants {
-		t.Run(v.Name, func(t *testing.T) {
-			if !ops.Supports(v, attention.Name) {
-				// Every case and refusal here is attention's: a variant of
-				// other ops alone would only answer "op attention not
-				// supported" to each.
-				t.Skipf("offers %s, not attention, and the kit checks attention only", strings.Join(v.Ops, ", "))
-			}
-			k.checkVariant(t, desc.Device, v)
-		})
+		t.Run(v.Name, func(t *testing.T) { k.checkVariant(t, desc.Device, v) })
 	}
 }
 

@@ -83,7 +83,7 @@ func TestKitFindsWrongOutputsOfOtherOps(t *testing.T) {
 		{"zeros", "output is all zeros"},
 		{"nan", "output has"},
 	}
-	c := ops.Examples("rmsnorm")[3] // 37 rows of 1000, fp16
+	c := ops.Examples("rmsnorm")[3] // 37 rows of 1003, fp16
 	for _, tc := range tests {
 		t.Run(tc.plugin, func(t *testing.T) {
 			k, v := startKit(t, "test-"+tc.plugin, "internal/testplugins/"+tc.plugin, Options{})
