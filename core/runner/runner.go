@@ -147,6 +147,11 @@ func (r *runner) save() error {
 
 // selected reports whether the run takes rw's rows on case c.
 func (r *runner) selected(c op.Case, rw row) bool {
+	// A variant that does not run the case's op has no row for it: an
+	// attention table shows no rmsnorm rows, and the other way round.
+	if !ops.Supports(rw.variant, c.Op) {
+		return false
+	}
 	return r.cfg.Select == nil || r.cfg.Select(c.ID, rw.backend.plugin.Name)
 }
 
