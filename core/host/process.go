@@ -84,10 +84,7 @@ func (pp *pluginProcess) command(wrapper []string, extra, env, pin []string, soc
 	cmd.Args[0] = "flashcore-reaper"
 	cmd.Env = append(all, reaperEnv+"="+strconv.Itoa(os.Getpid()))
 	cmd.Stdin = os.Stdin
-	// Its own process group keeps a terminal's Ctrl-C for the host, which
-	// then ends the plugins in order; SIGTERM on the host's death lets the
-	// reaper clean up.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = reaperProcAttr()
 	var err error
 	if pp.stdout, err = cmd.StdoutPipe(); err != nil {
 		return err
@@ -193,3 +190,16 @@ func (pp *pluginProcess) PluginToHost(network, address string) (string, string, 
 func (pp *pluginProcess) HostToPlugin(network, address string) (string, string, error) {
 	return network, address, nil
 }
+
+// reaperArgs is the reaper's command line after argv[0].
+func reaperArgs(scratch, sockets, cgroup, wall string, command []string) []string {
+	return append([]string{"-scratch", scratch, "-sockets", sockets, "-cgroup", cgroup, "-wall", wall, "--"}, command...)
+}
+
+// reaperEnv marks a process as a plugin's reaper; its value is the host's
+// pid, which the reaper watches.
+const reaperEnv = "FLASHCORE_REAPER"
+
+// sweepLimit bounds how long the reaper keeps killing descendants that are
+// slow to die.
+const sweepLimit = 5 * time.Second

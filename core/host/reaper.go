@@ -1,3 +1,5 @@
+//go:build linux
+
 package host
 
 import (
@@ -26,14 +28,6 @@ import (
 // empties and removes the plugin's cgroup and scratch directory, and exits
 // with the plugin's status.
 
-// reaperEnv marks a process as a plugin's reaper; its value is the host's
-// pid, which the reaper watches.
-const reaperEnv = "FLASHCORE_REAPER"
-
-// sweepLimit bounds how long the reaper keeps killing descendants that are
-// slow to die.
-const sweepLimit = 5 * time.Second
-
 // parentPoll is how often the reaper checks that the host is alive, in case
 // the parent-death signal was lost (it follows the host's thread, not its
 // process).
@@ -53,11 +47,6 @@ type reaperConfig struct {
 	cgroup  string   // the plugin's cgroup, or "" to use none
 	wall    string   // the plugin's wall rules (wall.go), or "" to start it unconfined
 	command []string // the plugin (under its wrapper, if any)
-}
-
-// reaperArgs is the reaper's command line after argv[0].
-func reaperArgs(scratch, sockets, cgroup, wall string, command []string) []string {
-	return append([]string{"-scratch", scratch, "-sockets", sockets, "-cgroup", cgroup, "-wall", wall, "--"}, command...)
 }
 
 func parseReaperArgs(hostPID string, args []string) (reaperConfig, error) {
@@ -305,4 +294,11 @@ func parseStat(stat string) (ppid int, state string, ok bool) {
 	}
 	ppid, err := strconv.Atoi(fields[1])
 	return ppid, fields[0], err == nil
+}
+
+// reaperProcAttr starts the reaper in its own process group (a terminal's
+// Ctrl-C is the host's, which then ends the plugins in order), with
+// SIGTERM on the host's death so that the reaper cleans up.
+func reaperProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 }

@@ -220,3 +220,6 @@ func linkedDir(path string) string {
 	}
 	return filepath.Dir(real)
 }
+
+// wallEnv carries the wall's rules (JSON) from the reaper to the wall.
+const wallEnv = "FLASHCORE_WALL"

@@ -21,9 +21,6 @@ import (
 // unconfined, so it can still empty the plugin's cgroup and remove its
 // files.
 
-// wallEnv carries the wall's rules (JSON) from the reaper to the wall.
-const wallEnv = "FLASHCORE_WALL"
-
 func init() {
 	if rules := os.Getenv(wallEnv); rules != "" {
 		os.Exit(wallMain(rules, os.Args[1:]))
