@@ -177,8 +177,8 @@ func (s Spec) plan(req sdk.PrepareRequest, tunables map[string]string) (p planne
 // planAttention is plan for attention, which reads the request's Shape and
 // Files as every attention plugin did before ops existed.
 func (s Spec) planAttention(req sdk.PrepareRequest, tunables map[string]string) (planned, string, error) {
-	if err := CheckShape(s.Variant.Capabilities, req.Shape); err != nil {
-		return planned{}, err.Error(), nil
+	if reason := s.Variant.Capabilities.Unsupported(req.Shape); reason != "" {
+		return planned{}, reason, nil
 	}
 	if s.Plan == nil {
 		return planned{}, "", fmt.Errorf("%w: variant %s runs attention but the spec has no Plan", ErrInvalidPlan, s.Variant.Name)

@@ -239,7 +239,7 @@ func TestPlanOfAttention(t *testing.T) {
 	}
 	shape.HeadDim = 128
 	if _, reason, err := s.plan(sdk.PrepareRequest{Op: "attention", Shape: shape, Files: files}, nil); err != nil ||
-		reason != "head dim 128 is not supported (supported: 64)" {
+		reason != "head dim 128 not supported (supported: [64])" {
 		t.Errorf("head dim 128: %q %v", reason, err)
 	}
 }

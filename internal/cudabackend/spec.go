@@ -3,7 +3,6 @@ package cudabackend
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -278,79 +277,4 @@ func KernelArgs(q, k, v, o gpu.Arg, shape sdk.Shape) []gpu.Arg {
 		gpu.Int32(int32(shape.SeqQ)), gpu.Int32(int32(shape.SeqK)),
 		gpu.Int32(causal), gpu.Float32(float32(shape.Scale() * math.Log2E)),
 	}
-}
-
-// ResolveTunables fills the declared defaults and applies the requested
-// values, rejecting unknown names and values that are not declared.
-func ResolveTunables(declared []sdk.Tunable, requested map[string]string) (map[string]string, error) {
-	resolved := make(map[string]string, len(declared))
-	byName := make(map[string]sdk.Tunable, len(declared))
-	for _, t := range declared {
-		resolved[t.Name] = t.Default
-		byName[t.Name] = t
-	}
-	for _, name := range slices.Sorted(maps.Keys(requested)) {
-		t, ok := byName[name]
-		if !ok {
-			known := slices.Sorted(maps.Keys(byName))
-			return nil, fmt.Errorf("unknown tunable %q (this variant has: %s)", name, listOrNone(known))
-		}
-		if value := requested[name]; !slices.Contains(t.Values, value) {
-			return nil, fmt.Errorf("tunable %s: %q is not one of %s", name, value, strings.Join(t.Values, ", "))
-		}
-		resolved[name] = requested[name]
-	}
-	return resolved, nil
-}
-
-func listOrNone(items []string) string {
-	if len(items) == 0 {
-		return "none"
-	}
-	return strings.Join(items, ", ")
-}
-
-// CheckShape returns why caps do not cover shape, or nil.
-func CheckShape(caps sdk.Capabilities, shape sdk.Shape) error {
-	switch {
-	case shape.Batch <= 0 || shape.Heads <= 0 || shape.KVHeads <= 0 || shape.SeqQ <= 0 || shape.SeqK <= 0 || shape.HeadDim <= 0:
-		return fmt.Errorf("shape %s has a size that is not positive", shape)
-	case shape.Heads%shape.KVHeads != 0:
-		return fmt.Errorf("heads %d is not a multiple of kv heads %d", shape.Heads, shape.KVHeads)
-	case !slices.Contains(caps.DTypes, shape.DType):
-		return fmt.Errorf("dtype %s is not supported (supported: %s)", shape.DType, joinDTypes(caps.DTypes))
-	case len(caps.HeadDims) > 0 && !slices.Contains(caps.HeadDims, shape.HeadDim):
-		return fmt.Errorf("head dim %d is not supported (supported: %s)", shape.HeadDim, joinInts(caps.HeadDims))
-	case shape.Causal && !caps.Causal:
-		return fmt.Errorf("causal masking is not supported")
-	case !shape.Causal && !caps.NonCausal:
-		return fmt.Errorf("attention without causal masking is not supported")
-	case shape.KVHeads != shape.Heads && !caps.GroupedQueryHeads:
-		return fmt.Errorf("grouped-query heads (%d/%d) are not supported", shape.Heads, shape.KVHeads)
-	case shape.SeqQ != shape.SeqK && !caps.UnequalSeqLens:
-		return fmt.Errorf("unequal sequence lengths (%d×%d) are not supported", shape.SeqQ, shape.SeqK)
-	case caps.SeqMultiple > 1 && (shape.SeqQ%caps.SeqMultiple != 0 || shape.SeqK%caps.SeqMultiple != 0):
-		return fmt.Errorf("sequence lengths %d×%d are not multiples of %d", shape.SeqQ, shape.SeqK, caps.SeqMultiple)
-	case caps.MaxSeqLen > 0 && max(shape.SeqQ, shape.SeqK) > caps.MaxSeqLen:
-		return fmt.Errorf("sequence length %d exceeds the maximum %d", max(shape.SeqQ, shape.SeqK), caps.MaxSeqLen)
-	case caps.MaxElements > 0 && max(shape.QElements(), shape.KVElements()) > caps.MaxElements:
-		return fmt.Errorf("%d elements per tensor exceed the maximum %d", max(shape.QElements(), shape.KVElements()), caps.MaxElements)
-	}
-	return nil
-}
-
-func joinDTypes(ds []sdk.DType) string {
-	parts := make([]string, len(ds))
-	for i, d := range ds {
-		parts[i] = string(d)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func joinInts(xs []int) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = fmt.Sprint(x)
-	}
-	return strings.Join(parts, ", ")
 }
