@@ -26,7 +26,7 @@
 //   - attention, the op of every request that names none: Spec.Plan gets
 //     the request's sdk.Shape; the tensors are Q, K and V (read from
 //     Files, hashed in that order) and O (written to Files.Output), sized
-//     from the shape; the capability check is CheckShape; a Launch without
+//     from the shape; the capability check is sdk.Capabilities.Unsupported; a Launch without
 //     Params gets the standard parameter list (KernelArgs).
 //   - any other op of the ops registry, listed in Variant.Ops: its OpPlan
 //     in Spec.Ops gets an OpCase, the request's params and named tensor
