@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"math"
-
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/stats"
@@ -17,10 +15,6 @@ import (
 type attentionOp struct{}
 
 func (attentionOp) Spec() op.Spec { return attention.Spec }
-
-// maxElements bounds one tensor: kernels index elements with 32-bit
-// integers, and the host holds every tensor in memory.
-const maxElements = math.MaxInt32
 
 func (attentionOp) Validate(p op.Params) (string, string) {
 	s := attention.ShapeFrom(p)

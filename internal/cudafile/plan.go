@@ -93,7 +93,7 @@ func parseParam(text string, known map[string]bool) (Param, error) {
 	body = strings.TrimSpace(body)
 	p := Param{Text: text, Type: typ}
 	switch {
-	case slices.Contains(tensorParams, body) || known[body] == false && hasKey(known, body):
+	case slices.Contains(tensorParams, body) || !known[body] && hasKey(known, body):
 		p.Buffer = body
 		if typ != "" && typ != "ptr" {
 			return Param{}, fmt.Errorf("param %q: %s is a buffer, passed as a pointer", text, body)
