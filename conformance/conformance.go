@@ -37,11 +37,9 @@
 package conformance
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -230,54 +228,11 @@ func (k *kit) checkVariant(t *testing.T, device sdk.Device, v sdk.Variant) {
 	}
 }
 
-// checkCase takes c through the lifecycle the runner drives. It returns the
+// checkCase takes an attention case through the lifecycle the runner
+// drives (runCase, the kit's one driver for every op). It returns the
 // reason of an allowed run-time refusal, or what broke a rule.
 func (k *kit) checkCase(v sdk.Variant, c Case, modes []sdk.L2Mode) (skip string, err error) {
-	// The inputs go in the plugin's own workspace: behind its wall it can
-	// read nowhere else in the temporary directories.
-	dir, err := os.MkdirTemp(k.inst.Workspace(), "case-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	tensors := inputs.Generate(defaults().Seed, c.Case)
-	files, err := inputs.WriteFiles(dir, tensors)
-	if err != nil {
-		return "", err
-	}
-	prepared, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Prepared, error) {
-		return api.Prepare(ctx, sdk.PrepareRequest{CaseID: c.ID, Variant: v.Name, Shape: attention.ShapeOf(c.Case),
-			Tunables: c.Tunables, Files: files, InputSHA256: tensors.SHA256})
-	})
-	if err != nil {
-		return "", fmt.Errorf("Prepare: %w", err)
-	}
-	defer func() {
-		_, releaseErr := call(k, func(ctx context.Context, api sdk.Backend) (struct{}, error) {
-			return struct{}{}, api.Release(ctx, sdk.ReleaseRequest{CaseID: c.ID})
-		})
-		if releaseErr != nil {
-			err = errors.Join(err, fmt.Errorf("Release: %w", releaseErr))
-		}
-	}()
-	if reason := unsupportedIn(prepared.Diagnostics); reason != "" {
-		if k.opts.RuntimeSkipsAllowed {
-			return reason, nil
-		}
-		return "", fmt.Errorf("Prepare declined a case inside the declared capabilities: %s", reason)
-	}
-	if err := k.preparedProblems(prepared, tensors.SHA256); err != nil {
-		return "", err
-	}
-	if err := k.checkedRuns(c, tensors, files.Output); err != nil {
-		return "", err
-	}
-	for _, mode := range modes {
-		if err := k.timedRun(c, tensors, filepath.Join(dir, "timed-"+string(mode)+".bin"), mode); err != nil {
-			return "", err
-		}
-	}
-	return "", nil
+	return k.runCase(v, c.Case, c.Tunables, modes)
 }
 
 func (k *kit) preparedProblems(p sdk.Prepared, inputHash string) error {
@@ -297,61 +252,6 @@ func (k *kit) preparedProblems(p sdk.Prepared, inputHash string) error {
 		return fmt.Errorf("Prepare: facts %v missing (facts: %v)", missing, p.Facts)
 	}
 	return nil
-}
-
-// checkedRuns does the checked run as many times as the default suite's
-// check repeats it: the first output must pass CheckOutput, the others
-// must equal it bit for bit.
-func (k *kit) checkedRuns(c Case, tensors *inputs.Tensors, outputPath string) error {
-	var first []byte
-	for run := 1; run <= max(defaults().Check.Repeat, 1); run++ {
-		if err := os.RemoveAll(outputPath); err != nil {
-			return err
-		}
-		fetched, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Fetched, error) {
-			return api.Fetch(ctx, sdk.FetchRequest{CaseID: c.ID})
-		})
-		if err != nil {
-			return fmt.Errorf("Fetch (checked run %d): %w", run, err)
-		}
-		if len(fetched.Diagnostics) > 0 {
-			return fmt.Errorf("Fetch (checked run %d): diagnostics %+v", run, fetched.Diagnostics)
-		}
-		output, err := os.ReadFile(outputPath)
-		if err != nil {
-			return fmt.Errorf("Fetch (checked run %d) wrote no output file: %w", run, err)
-		}
-		if run == 1 {
-			if err := verdict("output", CheckOutput(tensors, output)); err != nil {
-				return err
-			}
-			first = output
-		} else if !bytes.Equal(output, first) {
-			return fmt.Errorf("nondeterministic: checked run %d differs from run 1", run)
-		}
-	}
-	return nil
-}
-
-// timedRun samples the case briefly in one L2 mode: the samples must obey
-// the measurement, and the output of the last timed call must pass the
-// same check as the checked run's.
-func (k *kit) timedRun(c Case, tensors *inputs.Tensors, outputPath string, mode sdk.L2Mode) error {
-	m := quickMeasurement(mode)
-	samples, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Samples, error) {
-		return api.Run(ctx, sdk.RunRequest{CaseID: c.ID, Measurement: m, Output: outputPath})
-	})
-	if err != nil {
-		return fmt.Errorf("Run (L2 %s): %w", mode, err)
-	}
-	if err := k.sampleProblems(samples, m); err != nil {
-		return fmt.Errorf("Run (L2 %s): %w", mode, err)
-	}
-	output, err := os.ReadFile(outputPath)
-	if err != nil {
-		return fmt.Errorf("Run (L2 %s) wrote no timed output: %w", mode, err)
-	}
-	return verdict(fmt.Sprintf("output of the last timed call (L2 %s)", mode), CheckOutput(tensors, output))
 }
 
 // quickMeasurement keeps the sampling in tests short.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/flashcore/bench/core/check"
@@ -55,21 +54,32 @@ func (k *kit) checkOps(t *testing.T, v sdk.Variant) {
 	}
 }
 
-// checkOpCase takes one case of any op through the lifecycle.
+// checkOpCase takes one case of an op other than attention through the
+// lifecycle, with one timed Run, hot.
 func (k *kit) checkOpCase(v sdk.Variant, c op.Case) (skip string, err error) {
+	return k.runCase(v, c, nil, []sdk.L2Mode{sdk.L2Hot})
+}
+
+// runCase takes a case of any op through the lifecycle the runner drives:
+// Prepare on the inputs the host would write (the loaded hash must be
+// theirs), the checked runs, a timed Run per mode, and Release. It returns
+// the reason of an allowed run-time refusal, or what broke a rule.
+func (k *kit) runCase(v sdk.Variant, c op.Case, tunables map[string]string, modes []sdk.L2Mode) (skip string, err error) {
+	// The inputs go in the plugin's own workspace: behind its wall it can
+	// read nowhere else in the temporary directories.
 	dir, err := os.MkdirTemp(k.inst.Workspace(), "case-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	o := ops.Of(c)
-	in := o.Generate(defaults().Seed, c)
-	inputs, outputs, err := writeOpFiles(dir, c, in)
+	in := ops.Of(c).Generate(defaults().Seed, c)
+	inputs, err := writeInputs(dir, in)
 	if err != nil {
 		return "", err
 	}
+	outputs := ops.OutputFiles(c, dir, "out")
 	prepared, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Prepared, error) {
-		return api.Prepare(ctx, ops.PrepareRequest(c, v.Name, nil, inputs, outputs, in.SHA256))
+		return api.Prepare(ctx, ops.PrepareRequest(c, v.Name, tunables, inputs, outputs, in.SHA256))
 	})
 	if err != nil {
 		return "", fmt.Errorf("Prepare: %w", err)
@@ -91,32 +101,26 @@ func (k *kit) checkOpCase(v sdk.Variant, c op.Case) (skip string, err error) {
 	if err := k.preparedProblems(prepared, in.SHA256); err != nil {
 		return "", err
 	}
-	if err := k.checkedOpRuns(c, in, outputs); err != nil {
+	if err := k.checkedRuns(c, in, outputs); err != nil {
 		return "", err
 	}
-	return "", k.timedOpRun(c, in, dir)
-}
-
-// writeOpFiles writes a case's inputs as the host does and names its
-// output files.
-func writeOpFiles(dir string, c op.Case, in *op.Inputs) (inputs, outputs []sdk.TensorFile, err error) {
-	for _, t := range in.Tensors {
-		path := filepath.Join(dir, t.Name+".bin")
-		if err := os.WriteFile(path, t.Data, 0o444); err != nil {
-			return nil, nil, err
+	for _, mode := range modes {
+		if err := k.timedRun(c, in, ops.OutputFiles(c, dir, "timed-"+string(mode)), mode); err != nil {
+			return "", err
 		}
-		inputs = append(inputs, sdk.TensorFile{Name: t.Name, Path: path, DType: t.DType, Dims: t.Dims})
 	}
-	return inputs, outputFilesIn(dir, "out", c), nil
+	return "", nil
 }
 
-func outputFilesIn(dir, base string, c op.Case) []sdk.TensorFile {
-	var out []sdk.TensorFile
-	for _, t := range ops.Of(c).Spec().Outputs {
-		out = append(out, sdk.TensorFile{Name: t.Name, Path: filepath.Join(dir, base+"-"+t.Name+".bin"),
-			DType: t.ElemType(c.Params), Dims: t.Shape(c.Params)})
+// writeInputs writes a case's inputs, read-only, as the host does.
+func writeInputs(dir string, in *op.Inputs) ([]sdk.TensorFile, error) {
+	files := ops.InputFiles(in, dir, "")
+	for i, f := range files {
+		if err := os.WriteFile(f.Path, in.Tensors[i].Data, 0o444); err != nil {
+			return nil, err
+		}
 	}
-	return out
+	return files, nil
 }
 
 func readAll(files []sdk.TensorFile) ([][]byte, error) {
@@ -131,7 +135,10 @@ func readAll(files []sdk.TensorFile) ([][]byte, error) {
 	return out, nil
 }
 
-func (k *kit) checkedOpRuns(c op.Case, in *op.Inputs, outputs []sdk.TensorFile) error {
+// checkedRuns does the checked run as many times as the default suite's
+// check repeats it: the first outputs must pass the op's check, the
+// others must equal them bit for bit.
+func (k *kit) checkedRuns(c op.Case, in *op.Inputs, outputs []sdk.TensorFile) error {
 	var first [][]byte
 	for run := 1; run <= max(defaults().Check.Repeat, 1); run++ {
 		for _, f := range outputs {
@@ -168,23 +175,25 @@ func (k *kit) checkedOpRuns(c op.Case, in *op.Inputs, outputs []sdk.TensorFile) 
 	return nil
 }
 
-func (k *kit) timedOpRun(c op.Case, in *op.Inputs, dir string) error {
-	timed := outputFilesIn(dir, "timed", c)
-	m := quickMeasurement(sdk.L2Hot)
+// timedRun samples the case briefly in one L2 mode: the samples must obey
+// the measurement, and the outputs of the last timed call must pass the
+// same check as the checked run's.
+func (k *kit) timedRun(c op.Case, in *op.Inputs, timed []sdk.TensorFile, mode sdk.L2Mode) error {
+	m := quickMeasurement(mode)
 	samples, err := call(k, func(ctx context.Context, api sdk.Backend) (sdk.Samples, error) {
 		return api.Run(ctx, sdk.RunRequest{CaseID: c.ID, Measurement: m, Output: timed[0].Path, Outputs: timed})
 	})
 	if err != nil {
-		return fmt.Errorf("Run: %w", err)
+		return fmt.Errorf("Run (L2 %s): %w", mode, err)
 	}
 	if err := k.sampleProblems(samples, m); err != nil {
-		return fmt.Errorf("Run: %w", err)
+		return fmt.Errorf("Run (L2 %s): %w", mode, err)
 	}
 	got, err := readAll(timed)
 	if err != nil {
-		return fmt.Errorf("Run: %w", err)
+		return fmt.Errorf("Run (L2 %s) wrote no timed output: %w", mode, err)
 	}
-	return opVerdict("output of the last timed call", c, in, got)
+	return opVerdict(fmt.Sprintf("output of the last timed call (L2 %s)", mode), c, in, got)
 }
 
 // opVerdict checks outputs by the op's own check and the default suite's

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"fmt"
+
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/stats"
@@ -19,7 +21,7 @@ func (attentionOp) Spec() op.Spec { return attention.Spec }
 func (attentionOp) Validate(p op.Params) (string, string) {
 	s := attention.ShapeFrom(p)
 	if s.KVHeads > 0 && s.Heads%s.KVHeads != 0 {
-		return "kv_heads", sprintf("%d does not divide heads = %d (each key/value head serves heads/kv_heads query heads)", s.KVHeads, s.Heads)
+		return "kv_heads", fmt.Sprintf("%d does not divide heads = %d (each key/value head serves heads/kv_heads query heads)", s.KVHeads, s.Heads)
 	}
 	return "", ""
 }

@@ -13,8 +13,10 @@ package ops
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/op"
@@ -101,24 +103,10 @@ func Specs() []op.Spec {
 }
 
 func joinNames(names []string) string {
-	switch len(names) {
-	case 0:
-		return "nothing"
-	case 1:
-		return names[0]
+	if len(names) < 2 {
+		return strings.Join(names, "")
 	}
-	return fmt.Sprintf("%s or %s", joinComma(names[:len(names)-1]), names[len(names)-1])
-}
-
-func joinComma(names []string) string {
-	out := ""
-	for i, n := range names {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
-	}
-	return out
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // Label is the table label of a case: its op's, or the op name and
@@ -157,8 +145,6 @@ func Unsupported(v sdk.Variant, c op.Case) string {
 	}
 	return Of(c).Unsupported(v.Capabilities, c.Params)
 }
-
-func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
 // attentionView is what the attention op offers beyond Op: the SDK's
 // attention Shape and Tensors, which version 1 of the protocol and of
@@ -210,6 +196,31 @@ func Examples(name string) []op.Case {
 	var out []op.Case
 	for _, p := range ex.Examples() {
 		out = append(out, op.Case{ID: o.CaseID(p, op.Normal), Op: name, Params: p, Distribution: op.Normal})
+	}
+	return out
+}
+
+// InputFiles names the files of a case's inputs in dir, as the host
+// writes them: each tensor's name, after prefix, with .bin.
+func InputFiles(in *op.Inputs, dir, prefix string) []sdk.TensorFile {
+	out := make([]sdk.TensorFile, len(in.Tensors))
+	for i, t := range in.Tensors {
+		out[i] = sdk.TensorFile{Name: t.Name, Path: filepath.Join(dir, prefix+t.Name+".bin"), DType: t.DType, Dims: t.Dims}
+	}
+	return out
+}
+
+// OutputFiles names a case's output files in dir, as the host does:
+// base.bin for an op's only output, base-{name}.bin for each of several.
+func OutputFiles(c op.Case, dir, base string) []sdk.TensorFile {
+	outputs := Of(c).Spec().Outputs
+	out := make([]sdk.TensorFile, len(outputs))
+	for i, t := range outputs {
+		name := base + ".bin"
+		if len(outputs) > 1 {
+			name = base + "-" + t.Name + ".bin"
+		}
+		out[i] = sdk.TensorFile{Name: t.Name, Path: filepath.Join(dir, name), DType: t.ElemType(c.Params), Dims: t.Shape(c.Params)}
 	}
 	return out
 }

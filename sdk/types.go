@@ -229,6 +229,15 @@ type TensorFile struct {
 	Dims  []int  `json:"dims"`
 }
 
+// Bytes is the size of the tensor's file.
+func (t TensorFile) Bytes() int64 {
+	n := int64(t.DType.Size())
+	for _, d := range t.Dims {
+		n *= int64(d)
+	}
+	return n
+}
+
 // PrepareRequest asks a backend to allocate and load one case.
 type PrepareRequest struct {
 	CaseID  string `json:"case_id"`

@@ -264,6 +264,6 @@ func (r *runner) checkFreshOutput(c op.Case, fresh *op.Inputs, ws *workspace, re
 // writeFresh writes the fresh inputs beside the row's own, read-only, and
 // names them with the row's output files.
 func (w *workspace) writeFresh(in *op.Inputs) ([]sdk.TensorFile, error) {
-	files := inputFiles(w.dir, "fresh-", in)
+	files := ops.InputFiles(in, w.dir, "fresh-")
 	return files, writeInputs(files, in)
 }

@@ -12,10 +12,9 @@ import (
 // readOutputs reads every output file of a call, in the op's order; the
 // reason is the first file's problem ("" when all are there to check).
 func readOutputs(files []sdk.TensorFile, missing string) ([][]byte, string) {
-	sizes := outputSizes(files)
 	out := make([][]byte, len(files))
 	for i, f := range files {
-		data, reason := readOutput(f.Path, sizes[i], missing)
+		data, reason := readOutput(f.Path, f.Bytes(), missing)
 		if reason != "" {
 			if len(files) > 1 {
 				reason = f.Name + ": " + reason
@@ -93,8 +92,8 @@ func nonFinite(outputs [][]byte, files []sdk.TensorFile) bool {
 // totalBytes is the size of every file together.
 func totalBytes(files []sdk.TensorFile) int64 {
 	var n int64
-	for _, s := range outputSizes(files) {
-		n += s
+	for _, f := range files {
+		n += f.Bytes()
 	}
 	return n
 }

@@ -17,11 +17,6 @@ import (
 	"github.com/flashcore/bench/sdk"
 )
 
-// TimedOutputFile is the name of the file a row's Run writes for an op's
-// only output: the output of its last timed call. An op with several
-// outputs gets one such file per output, named after it.
-const TimedOutputFile = "timed-out.bin"
-
 // workspace is one row's private directory. The host writes fresh,
 // read-only copies of the case's inputs into it from its own memory, names
 // the output files in it, and removes it when the row ends. No two rows
@@ -59,55 +54,17 @@ func newWorkspace(caseDir string, c op.Case, in *op.Inputs) (*workspace, error) 
 	if err != nil {
 		return nil, fmt.Errorf("row workspace: %w", err)
 	}
-	outputs := ops.Of(c).Spec().Outputs
 	w := &workspace{
 		dir:     dir,
-		inputs:  inputFiles(dir, "", in),
-		outputs: outputFiles(dir, "out", outputs, c.Params),
-		timed:   outputFiles(dir, "timed-out", outputs, c.Params),
+		inputs:  ops.InputFiles(in, dir, ""),
+		outputs: ops.OutputFiles(c, dir, "out"),
+		timed:   ops.OutputFiles(c, dir, "timed-out"),
 	}
 	if err := writeInputs(w.inputs, in); err != nil {
 		w.remove()
 		return nil, err
 	}
 	return w, nil
-}
-
-// inputFiles names the files of inputs in dir: each tensor's name, after
-// prefix, with .bin.
-func inputFiles(dir, prefix string, in *op.Inputs) []sdk.TensorFile {
-	out := make([]sdk.TensorFile, len(in.Tensors))
-	for i, t := range in.Tensors {
-		out[i] = sdk.TensorFile{Name: t.Name, Path: filepath.Join(dir, prefix+t.Name+".bin"), DType: t.DType, Dims: t.Dims}
-	}
-	return out
-}
-
-// outputFiles names the output files in dir: base.bin for an op's only
-// output, base-{name}.bin for each of several.
-func outputFiles(dir, base string, outputs []op.Tensor, p op.Params) []sdk.TensorFile {
-	out := make([]sdk.TensorFile, len(outputs))
-	for i, t := range outputs {
-		name := base + ".bin"
-		if len(outputs) > 1 {
-			name = base + "-" + t.Name + ".bin"
-		}
-		out[i] = sdk.TensorFile{Name: t.Name, Path: filepath.Join(dir, name), DType: t.ElemType(p), Dims: t.Shape(p)}
-	}
-	return out
-}
-
-// outputSizes are the sizes in bytes of the output files.
-func outputSizes(files []sdk.TensorFile) []int64 {
-	out := make([]int64, len(files))
-	for i, f := range files {
-		n := int64(f.DType.Size())
-		for _, d := range f.Dims {
-			n *= int64(d)
-		}
-		out[i] = n
-	}
-	return out
 }
 
 // writeInputs writes the inputs, read-only, at the paths files names,

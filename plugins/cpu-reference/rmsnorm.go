@@ -57,11 +57,7 @@ func loadRMSNorm(req sdk.PrepareRequest) (*preparedCase, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("read %s: %w", in.Name, err)
 		}
-		elements := 1
-		for _, d := range in.Dims {
-			elements *= d
-		}
-		if want := elements * in.DType.Size(); len(raw) != want {
+		if want := in.Bytes(); int64(len(raw)) != want {
 			return nil, "", fmt.Errorf("%s file %s has %d bytes, want %d", in.Name, in.Path, len(raw), want)
 		}
 		hash.Write(raw)

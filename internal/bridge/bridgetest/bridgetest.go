@@ -17,7 +17,6 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -310,31 +309,15 @@ func NewOpCase(t testing.TB, variant, opName string, params op.Params, seed uint
 	c := op.Case{ID: o.CaseID(params, op.Normal), Op: opName, Params: params, Distribution: op.Normal}
 	in := o.Generate(seed, c)
 	dir := t.TempDir()
-	files := make([]sdk.TensorFile, len(in.Tensors))
-	for i, tensor := range in.Tensors {
-		files[i] = sdk.TensorFile{Name: tensor.Name, Path: filepath.Join(dir, tensor.Name+".bin"), DType: tensor.DType, Dims: tensor.Dims}
-		if err := os.WriteFile(files[i].Path, tensor.Data, 0o444); err != nil {
+	files := ops.InputFiles(in, dir, "")
+	for i, f := range files {
+		if err := os.WriteFile(f.Path, in.Tensors[i].Data, 0o444); err != nil {
 			t.Fatal(err)
 		}
 	}
-	spec := o.Spec()
 	return OpCase{Case: c, Inputs: in,
-		Request: ops.PrepareRequest(c, variant, nil, files, outputFiles(dir, "out", spec.Outputs, params), in.SHA256),
-		Timed:   outputFiles(dir, "timed-out", spec.Outputs, params)}
-}
-
-// outputFiles names an op's output files in dir, as the host does: base.bin
-// for an only output, base-{name}.bin for each of several.
-func outputFiles(dir, base string, outputs []op.Tensor, p op.Params) []sdk.TensorFile {
-	out := make([]sdk.TensorFile, len(outputs))
-	for i, tensor := range outputs {
-		name := base + ".bin"
-		if len(outputs) > 1 {
-			name = base + "-" + tensor.Name + ".bin"
-		}
-		out[i] = sdk.TensorFile{Name: tensor.Name, Path: filepath.Join(dir, name), DType: tensor.ElemType(p), Dims: tensor.Shape(p)}
-	}
-	return out
+		Request: ops.PrepareRequest(c, variant, nil, files, ops.OutputFiles(c, dir, "out"), in.SHA256),
+		Timed:   ops.OutputFiles(c, dir, "timed-out")}
 }
 
 // CheckOutputs reads the output files a backend wrote (c.Request.Outputs
