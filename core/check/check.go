@@ -135,36 +135,18 @@ func (e element) describe(s sdk.Shape, tol op.Tolerance) string {
 }
 
 // compare fills the error figures of the checked rows and returns the
-// element that exceeds its bound the most.
+// element that exceeds its bound the most: the row-matrix comparison
+// (compareRows), with the output seen as B·H·Sq rows of D.
 func (r *Report) compare(s sdk.Shape, output []byte, rows []reference.RowIndex, want [][]float64, tol op.Tolerance) element {
-	var worst element
-	var sumSqErr, sumSqRef float64
-	got := make([]float64, s.HeadDim)
-	rowBytes := s.HeadDim * s.DType.Size()
+	flat := make([]int, len(rows))
 	for i, row := range rows {
-		start := row.Flat(s) * rowBytes
-		inputs.DecodeInto(got, s.DType, output[start:start+rowBytes])
-		for col, o := range got {
-			ref := want[i][col]
-			if math.IsNaN(o) || math.IsInf(o, 0) {
-				continue // counted over the whole output
-			}
-			diff := math.Abs(o - ref)
-			r.MaxAbsErr = max(r.MaxAbsErr, diff)
-			sumSqErr += diff * diff
-			sumSqRef += ref * ref
-			excess := diff - (tol.Atol + tol.Rtol*math.Abs(ref))
-			if excess <= 0 {
-				continue
-			}
-			r.Violations++
-			if !worst.initialized || excess > worst.excess {
-				worst = element{row: row, col: col, got: o, want: ref, excess: excess, initialized: true}
-			}
-		}
+		flat[i] = row.Flat(s)
 	}
-	r.RelL2Err = relativeL2(sumSqErr, sumSqRef)
-	return worst
+	worst := r.compareRows(output, Matrix{DType: s.DType, Cols: s.HeadDim, Checked: flat, Want: want}, tol)
+	if !worst.found {
+		return element{}
+	}
+	return element{row: rows[worst.index], col: worst.col, got: worst.got, want: worst.want, excess: worst.excess, initialized: true}
 }
 
 func relativeL2(sumSqErr, sumSqRef float64) float64 {

@@ -60,11 +60,15 @@ func CheckMatrix(output []byte, m Matrix, tol op.Tolerance) Report {
 // matrixElement is one compared element of a Matrix.
 type matrixElement struct {
 	row, col  int
+	index     int // of the row in Matrix.Checked
 	got, want float64
 	excess    float64
 	found     bool
 }
 
+// compareRows fills the error figures of m's checked rows (MaxAbsErr,
+// Violations, RelL2Err) and returns the element that exceeds its bound the
+// most; NaN and Inf are left to the census of the whole output.
 func (r *Report) compareRows(output []byte, m Matrix, tol op.Tolerance) matrixElement {
 	var worst matrixElement
 	var sumSqErr, sumSqRef float64
@@ -87,7 +91,7 @@ func (r *Report) compareRows(output []byte, m Matrix, tol op.Tolerance) matrixEl
 			}
 			r.Violations++
 			if !worst.found || excess > worst.excess {
-				worst = matrixElement{row: row, col: col, got: o, want: ref, excess: excess, found: true}
+				worst = matrixElement{row: row, col: col, index: i, got: o, want: ref, excess: excess, found: true}
 			}
 		}
 	}
@@ -108,14 +112,9 @@ func SampleRows(n int, costPerRow int64, settings op.CheckSettings, seed uint64)
 		return out
 	}
 	picked := map[int]bool{0: true, n - 1: true}
-	state := seed
-	for len(picked) < settings.SampledRows {
-		state += 0x9E3779B97F4A7C15
-		z := state
-		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-		z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-		z ^= z >> 31
-		picked[int(z%uint64(n))] = true
+	draws := inputs.NewStream(seed, "sampled rows", 0) // the inputs' generator, keyed apart
+	for i := 0; len(picked) < settings.SampledRows; i++ {
+		picked[int(draws.Word(i)%uint64(n))] = true
 	}
 	out := make([]int, 0, len(picked))
 	for i := range n {
