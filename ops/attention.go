@@ -5,7 +5,6 @@ import (
 
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/inputs"
-	"github.com/flashcore/bench/core/stats"
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
@@ -56,7 +55,7 @@ func (attentionOp) Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op
 
 func (attentionOp) Work(c op.Case, _ *op.Inputs) op.Work {
 	s := attention.ShapeOf(c)
-	return op.Work{FLOPs: stats.FLOPs(s), Bytes: stats.Bytes(s)}
+	return op.Work{FLOPs: attention.FLOPs(s), Bytes: attention.Bytes(s)}
 }
 
 func (attentionOp) Unsupported(caps sdk.Capabilities, p op.Params) string {

@@ -1,9 +1,9 @@
 // Package stats turns timed samples into the figures of a result row: a
-// summary of the samples, and the work a case does (FLOPs, bytes) to turn
-// a time into throughput.
+// summary of the samples, and throughput from the work a case's op says
+// one call does (ops.Op.Work).
 //
-// Where to start: [Summarize] for samples; [FLOPs] and [Bytes] with
-// [TFLOPS] and [GBps] for throughput; [GeoMean] to sum up ratios across
+// Where to start: [Summarize] for samples; [TFLOPS] and [GBps] for
+// throughput; [GeoMean] to sum up ratios across
 // cases; [CompareRatio] to tell whether two sets of samples differ, and
 // by what factor.
 package stats
@@ -75,32 +75,6 @@ func meanStdev(values []float64) (mean, stdev float64) {
 }
 
 func round(ns float64) time.Duration { return time.Duration(math.Round(ns)) }
-
-// FLOPs is the work of one attention forward pass: 4·B·H·D per unmasked
-// (query, key) pair, 2·D for the score q·k and 2·D for adding p·v. Causal
-// masking (top-left) is counted exactly: query row i has min(i+1, Sk)
-// pairs. The softmax is not counted, as is the convention of published
-// attention figures.
-func FLOPs(s sdk.Shape) float64 {
-	return 4 * float64(s.Batch) * float64(s.Heads) * float64(s.HeadDim) * float64(unmaskedPairs(s))
-}
-
-// unmaskedPairs is the number of (i, j) pairs of one head that attend.
-func unmaskedPairs(s sdk.Shape) int64 {
-	sq, sk := int64(s.SeqQ), int64(s.SeqK)
-	if !s.Causal {
-		return sq * sk
-	}
-	// Rows i < Sk see i+1 keys; the rows after see all Sk.
-	full := min(sq, sk)
-	return full*(full+1)/2 + (sq-full)*sk
-}
-
-// Bytes is the least memory traffic of one pass: reading Q, K and V and
-// writing O, once each.
-func Bytes(s sdk.Shape) float64 {
-	return float64(2*s.QElements()+2*s.KVElements()) * float64(s.DType.Size())
-}
 
 // TFLOPS is flops done in d, in 10¹² per second; 0 for a non-positive d.
 func TFLOPS(flops float64, d time.Duration) float64 {
