@@ -21,6 +21,9 @@ func cleanDescription(d Description) Description {
 	for i := range d.Variants {
 		v := &d.Variants[i]
 		v.Name, v.Description = untrusted.Line(v.Name), untrusted.Text(v.Description)
+		for j := range v.Ops {
+			v.Ops[j] = untrusted.Line(v.Ops[j])
+		}
 		for j := range v.Tunables {
 			t := &v.Tunables[j]
 			t.Name, t.Default, t.Description = untrusted.Line(t.Name), untrusted.Line(t.Default), untrusted.Text(t.Description)
