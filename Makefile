@@ -17,11 +17,11 @@ LDFLAGS := -X github.com/flashcore/bench/cli.Version=$(VERSION) -X github.com/fl
 
 # Every folder under plugins/ with a main.go is a plugin; no list to edit.
 # A plugin that needs CUDA says so with a Go file under the cuda build tag
-# (paired with a !cuda twin), or by importing internal/cudabackend (whose
+# (paired with a !cuda twin), or by importing cudakit (whose
 # CUDA half is behind the tag): those go into flashcore-plugins-cuda, which
 # needs libcuda to start, the others into flashcore-plugins.
 PLUGINS      := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
-CUDA_PLUGINS := $(sort $(patsubst plugins/%/,%,$(dir $(shell grep -lE '^//go:build(.*[^!a-z_])?cuda([^a-z_0-9]|$$)|"github.com/flashcore/bench/internal/cudabackend"' \
+CUDA_PLUGINS := $(sort $(patsubst plugins/%/,%,$(dir $(shell grep -lE '^//go:build(.*[^!a-z_])?cuda([^a-z_0-9]|$$)|"github.com/flashcore/bench/cudakit"' \
                   $(filter-out %_test.go,$(wildcard plugins/*/*.go)) /dev/null))))
 GO_PLUGINS   := $(filter-out $(CUDA_PLUGINS),$(PLUGINS))
 VENV_PYTHON  := $(abspath $(VENV))/bin/python

@@ -197,7 +197,7 @@ func timedRows(run *results.Run, plugins []host.Plugin, mode sdk.L2Mode, referen
 		_, cuptiFailed := timing.Facts[sdk.FactReferenceError]
 		// The CUPTI reference is facts a backend reports about itself: it is
 		// taken only from the plugins this flashcore ships, whose code
-		// computes it (internal/cudabackend, the bridges' worker). Any other
+		// computes it (cudakit, the bridges' worker). Any other
 		// backend is measured by ncu, from outside.
 		shipped := shippedBeside(executable, r.plugin.Path)
 		useCupti := (hasCupti || cuptiFailed) && shipped && reference != ncu.ReferenceNcu

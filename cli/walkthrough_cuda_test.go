@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/internal/cudafile"
-	"github.com/flashcore/bench/internal/gpu"
 )
 
 // TestCUDAFileWalkthrough follows the CUDA-file route of

@@ -9,8 +9,8 @@
 #   make cuda-clean          remove the build outputs below
 #
 # Build outputs (git-ignored): plugins/cuda-*/kernel.fatbin{,.json},
-# plugins/cuda-*/kernel.ptxas.txt, internal/gpu/kernels/timing.fatbin{,.json},
-# internal/gpu/kernels/timing.ptxas.txt. See docs/cuda.md.
+# plugins/cuda-*/kernel.ptxas.txt, cudakit/gpu/kernels/timing.fatbin{,.json},
+# cudakit/gpu/kernels/timing.ptxas.txt. See docs/cuda.md.
 #
 # Every CUDA part of the build comes from one toolchain of PyPI wheels,
 # pinned by hash in mk/cuda-toolchain.txt and unpacked by
@@ -47,11 +47,11 @@ NVCC_HOST_FLAGS ?=
 # those that need the sm_90a target: mk/hopper.mk builds them.
 SM90A_KERNEL_PLUGINS := cuda-hopper
 CUDA_KERNEL_PLUGINS  := $(filter-out $(SM90A_KERNEL_PLUGINS),$(patsubst plugins/%/kernel.cu,%,$(wildcard plugins/*/kernel.cu)))
-CUDA_HEADERS        := $(wildcard internal/gpu/kernels/*.cuh)
-CUDA_TIMING_FATBIN  := internal/gpu/kernels/timing.fatbin
+CUDA_HEADERS        := $(wildcard cudakit/gpu/kernels/*.cuh)
+CUDA_TIMING_FATBIN  := cudakit/gpu/kernels/timing.fatbin
 CUDA_PLUGIN_FATBINS := $(CUDA_KERNEL_PLUGINS:%=plugins/%/kernel.fatbin)
 CUDA_FATBINS        := $(CUDA_TIMING_FATBIN) $(CUDA_PLUGIN_FATBINS)
-CUDA_SOURCES        := internal/gpu/kernels/timing.cu $(CUDA_KERNEL_PLUGINS:%=plugins/%/kernel.cu)
+CUDA_SOURCES        := cudakit/gpu/kernels/timing.cu $(CUDA_KERNEL_PLUGINS:%=plugins/%/kernel.cu)
 CUDA_COMPILE        := NVCC="$(NVCC)" NVCC_HOST_FLAGS="$(NVCC_HOST_FLAGS)" scripts/compile-kernels.sh
 
 .PHONY: cuda-toolchain cuda-toolchain-dir cuda-kernels cuda-check-compile cuda-vet cuda-ptxas-report cuda-clean
@@ -67,7 +67,7 @@ $(CUDA_TOOLCHAIN_STAMP): $(CUDA_TOOLCHAIN_MANIFEST) scripts/cuda_toolchain.py
 
 cuda-kernels: $(CUDA_FATBINS)
 
-$(CUDA_TIMING_FATBIN): internal/gpu/kernels/timing.cu scripts/compile-kernels.sh $(CUDA_TOOLCHAIN_STAMP)
+$(CUDA_TIMING_FATBIN): cudakit/gpu/kernels/timing.cu scripts/compile-kernels.sh $(CUDA_TOOLCHAIN_STAMP)
 	$(CUDA_COMPILE) $< $@
 
 plugins/%/kernel.fatbin: plugins/%/kernel.cu $(CUDA_HEADERS) scripts/compile-kernels.sh $(CUDA_TOOLCHAIN_STAMP)

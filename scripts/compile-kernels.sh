@@ -27,7 +27,7 @@ set -euo pipefail
 NVCC=${NVCC:-nvcc}
 NVCC_HOST_FLAGS=${NVCC_HOST_FLAGS:-}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-INCLUDE_DIR=internal/gpu/kernels
+INCLUDE_DIR=cudakit/gpu/kernels
 FLAGS=(-std=c++17 -O3 -I"$INCLUDE_DIR")
 case "${KERNEL_ARCHS:-portable}" in
   portable)

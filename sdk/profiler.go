@@ -12,7 +12,7 @@ import (
 // ProfilerOuterRange, which the profiler's filter selects, and the call's
 // own CallRange, which names the row and the call, so that one profiler
 // session can hold many rows and still tell their calls apart. The Go CUDA
-// plugins (internal/cudabackend) and the Python bridges (flashcore_worker.py,
+// plugins (cudakit) and the Python bridges (flashcore_worker.py,
 // call_range) do this.
 const (
 	UnderProfilerEnv   = "FLASHCORE_UNDER_PROFILER"
@@ -60,7 +60,7 @@ func TunablesKey(tunables map[string]string) string {
 // activity records with each call's kernels and memsets told apart by
 // correlation (not by the device's order, nor by events around them), and
 // reports them as the timing facts below: verify-timing's reference for
-// the row's figure. The Go CUDA plugins (internal/cudabackend) and the
+// the row's figure. The Go CUDA plugins (cudakit) and the
 // Python bridges (flashcore_cupti.py) do this.
 const (
 	TimingReferenceEnv   = "FLASHCORE_TIMING_REFERENCE"

@@ -346,7 +346,7 @@ type ReleaseRequest struct {
 const PoisonByte = 0xFF
 
 // The methods by which the Go CUDA plugins take kernel times
-// (internal/cudabackend, docs/measurement.md): CUPTI's device records of
+// (cudakit, docs/measurement.md): CUPTI's device records of
 // each sample's calls behind the spin, or, where CUPTI cannot be had (no
 // libcupti, or a tool holds it), CUDA events around them.
 const (

@@ -10,7 +10,7 @@ import (
 )
 
 // The facts a CUDA backend records for the function it launched
-// (internal/cudabackend, read from the driver with cuFuncGetAttribute and
+// (cudakit, read from the driver with cuFuncGetAttribute and
 // the occupancy calculator). They are repeated here as strings, not
 // imported: the host never links the CUDA packages.
 const (

@@ -17,8 +17,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flashcore/bench/internal/cudabackend"
-	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/cudakit"
+	"github.com/flashcore/bench/cudakit/gpu"
 )
 
 // compileTimeout bounds one nvcc run.
@@ -118,25 +118,25 @@ func Arch(d gpu.DeviceInfo) string { return fmt.Sprintf("sm_%d%d", d.Major, d.Mi
 
 // Image returns the module image of spec for device with tunables: the
 // prebuilt binary, or the source compiled for the device's architecture.
-func (c *Compiler) Image(spec *Spec, device gpu.DeviceInfo, tunables map[string]string) (cudabackend.Image, error) {
+func (c *Compiler) Image(spec *Spec, device gpu.DeviceInfo, tunables map[string]string) (cudakit.Image, error) {
 	if spec.Binary != "" {
 		return prebuilt(spec.Binary)
 	}
 	return c.compile(spec, Arch(device), tunables)
 }
 
-func prebuilt(path string) (cudabackend.Image, error) {
+func prebuilt(path string) (cudakit.Image, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return cudabackend.Image{}, fmt.Errorf("read kernel binary: %w", err)
+		return cudakit.Image{}, fmt.Errorf("read kernel binary: %w", err)
 	}
 	hash := sha256Hex(data)
-	return cudabackend.Image{Key: hash, Data: data, Facts: map[string]string{
-		cudabackend.FactKernelSourceHash:  hash,
-		cudabackend.FactKernelTarget:      "prebuilt " + strings.TrimPrefix(filepath.Ext(path), "."),
-		cudabackend.FactCompiler:          "prebuilt: " + filepath.Base(path),
-		cudabackend.FactCompilerFlags:     "",
-		cudabackend.FactKernelCompileFrom: path,
+	return cudakit.Image{Key: hash, Data: data, Facts: map[string]string{
+		cudakit.FactKernelSourceHash:  hash,
+		cudakit.FactKernelTarget:      "prebuilt " + strings.TrimPrefix(filepath.Ext(path), "."),
+		cudakit.FactCompiler:          "prebuilt: " + filepath.Base(path),
+		cudakit.FactCompilerFlags:     "",
+		cudakit.FactKernelCompileFrom: path,
 	}}, nil
 }
 
@@ -179,11 +179,11 @@ func sourceHash(source string) (string, error) {
 
 // compiled is a source compiled for one architecture and set of tunables.
 type compiled struct {
-	image cudabackend.Image
+	image cudakit.Image
 	log   string // nvcc's output: ptxas's resource report
 }
 
-func (c *Compiler) compile(spec *Spec, arch string, tunables map[string]string) (cudabackend.Image, error) {
+func (c *Compiler) compile(spec *Spec, arch string, tunables map[string]string) (cudakit.Image, error) {
 	out, err := c.build(spec, arch, tunables)
 	return out.image, err
 }
@@ -217,17 +217,17 @@ func (c *Compiler) build(spec *Spec, arch string, tunables map[string]string) (c
 	}
 	cached := filepath.Join(dir, key+".cubin")
 	facts := map[string]string{
-		cudabackend.FactKernelSourceHash:  src,
-		cudabackend.FactKernelTarget:      arch + " cubin",
-		cudabackend.FactCompiler:          version,
-		cudabackend.FactCompilerFlags:     strings.Join(flags[:len(flags)-3], " "),
-		cudabackend.FactKernelCompileFrom: spec.Source,
-		cudabackend.FactKernelCacheHit:    "true",
+		cudakit.FactKernelSourceHash:  src,
+		cudakit.FactKernelTarget:      arch + " cubin",
+		cudakit.FactCompiler:          version,
+		cudakit.FactCompilerFlags:     strings.Join(flags[:len(flags)-3], " "),
+		cudakit.FactKernelCompileFrom: spec.Source,
+		cudakit.FactKernelCacheHit:    "true",
 	}
 	data, err := os.ReadFile(cached)
 	log, logErr := os.ReadFile(cached + ".log")
 	if err != nil || logErr != nil {
-		facts[cudabackend.FactKernelCacheHit] = "false"
+		facts[cudakit.FactKernelCacheHit] = "false"
 		if data, log, err = c.run(nvcc, spec, arch, tunables, generated, dir, cached); err != nil {
 			return compiled{}, err
 		}
@@ -236,7 +236,7 @@ func (c *Compiler) build(spec *Spec, arch string, tunables map[string]string) (c
 	if err != nil {
 		return compiled{}, fmt.Errorf("%s: %w", filepath.Base(spec.Source), err)
 	}
-	return compiled{image: cudabackend.Image{Key: key, Data: data, Facts: facts, Symbols: symbols}, log: string(log)}, nil
+	return compiled{image: cudakit.Image{Key: key, Data: data, Facts: facts, Symbols: symbols}, log: string(log)}, nil
 }
 
 // compiler finds nvcc and reads its version once.

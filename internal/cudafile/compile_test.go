@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/cudakit/gpu"
 )
 
 // h100 is the device the compile tests target; no GPU is needed to compile.

@@ -1,6 +1,6 @@
 // Package cudafile reads the spec of a CUDA backend written as one .cu file
 // (or a prebuilt cubin, fatbin or PTX) and turns it into what the shared
-// CUDA backend (internal/cudabackend) runs: a plan per case and a module
+// CUDA backend (cudakit) runs: a plan per case and a module
 // image for the device there. It needs no GPU; the cuda-file plugin
 // (plugins/cuda-file) runs it.
 //

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flashcore/bench/internal/cudabackend"
-	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/cudakit"
+	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -129,36 +129,36 @@ func hasKey(m map[string]bool, k string) bool { _, ok := m[k]; return ok }
 // Plan maps a case to the launches the spec declares: the scratch buffers
 // with their sizes, and each kernel with its symbol, geometry and
 // parameters. Its errors say which key of the spec could not be evaluated.
-func (s *Spec) Plan(shape sdk.Shape, tunables map[string]string) (cudabackend.Launch, error) {
+func (s *Spec) Plan(shape sdk.Shape, tunables map[string]string) (cudakit.Launch, error) {
 	l, err := s.plan(shape, tunables)
 	if err != nil {
-		return cudabackend.Launch{}, fmt.Errorf("%w: %s: %w", cudabackend.ErrInvalidPlan, s.Path, err)
+		return cudakit.Launch{}, fmt.Errorf("%w: %s: %w", cudakit.ErrInvalidPlan, s.Path, err)
 	}
 	return l, nil
 }
 
-func (s *Spec) plan(shape sdk.Shape, tunables map[string]string) (cudabackend.Launch, error) {
+func (s *Spec) plan(shape sdk.Shape, tunables map[string]string) (cudakit.Launch, error) {
 	vars, err := shapeVars(shape, tunables)
 	if err != nil {
-		return cudabackend.Launch{}, err
+		return cudakit.Launch{}, err
 	}
-	var scratch []cudabackend.Scratch
+	var scratch []cudakit.Scratch
 	for _, sc := range s.Scratch {
 		n, err := sc.Bytes.Eval(vars)
 		if err != nil {
-			return cudabackend.Launch{}, fmt.Errorf("scratch %s bytes: %w", sc.Name, err)
+			return cudakit.Launch{}, fmt.Errorf("scratch %s bytes: %w", sc.Name, err)
 		}
-		buf := cudabackend.Scratch{Name: sc.Name, Bytes: n}
+		buf := cudakit.Scratch{Name: sc.Name, Bytes: n}
 		if sc.Reset != nil {
 			buf.Reset, buf.Word = true, *sc.Reset
 		}
 		scratch = append(scratch, buf)
 	}
-	var launches []cudabackend.Launch
+	var launches []cudakit.Launch
 	for i, k := range s.Kernels {
 		l, err := k.launch(shape, tunables, vars)
 		if err != nil {
-			return cudabackend.Launch{}, fmt.Errorf("kernel %d (%s): %w", i+1, k.Entry, err)
+			return cudakit.Launch{}, fmt.Errorf("kernel %d (%s): %w", i+1, k.Entry, err)
 		}
 		launches = append(launches, l)
 	}
@@ -190,8 +190,8 @@ func (k Kernel) instantiated(vars map[string]int64) string {
 	return ""
 }
 
-func (k Kernel) launch(shape sdk.Shape, tunables map[string]string, vars map[string]int64) (cudabackend.Launch, error) {
-	l := cudabackend.Launch{Function: render(k.Entry, shape, vars)}
+func (k Kernel) launch(shape sdk.Shape, tunables map[string]string, vars map[string]int64) (cudakit.Launch, error) {
+	l := cudakit.Launch{Function: render(k.Entry, shape, vars)}
 	if why := k.instantiated(vars); why != "" {
 		return l, errors.New(why)
 	}
@@ -216,7 +216,7 @@ func (k Kernel) launch(shape sdk.Shape, tunables map[string]string, vars map[str
 		return l, fmt.Errorf("shared_bytes %q is %d", k.SharedBytes, shared)
 	}
 	l.DynamicSharedBytes = int(shared)
-	l.Params = make([]cudabackend.Param, 0, len(k.Params))
+	l.Params = make([]cudakit.Param, 0, len(k.Params))
 	for _, p := range k.Params {
 		arg, err := p.arg(shape, vars)
 		if err != nil {
@@ -227,31 +227,31 @@ func (k Kernel) launch(shape sdk.Shape, tunables map[string]string, vars map[str
 	return l, nil
 }
 
-func (p Param) arg(shape sdk.Shape, vars map[string]int64) (cudabackend.Param, error) {
+func (p Param) arg(shape sdk.Shape, vars map[string]int64) (cudakit.Param, error) {
 	switch {
 	case p.Buffer != "":
-		return cudabackend.BufferParam(p.Buffer), nil
+		return cudakit.BufferParam(p.Buffer), nil
 	case p.Float != "":
 		x := shape.Scale()
 		if p.Float == "scale_log2e" {
 			x *= math.Log2E
 		}
 		if p.Type == "f64" {
-			return cudabackend.ValueParam(gpu.Float64(x)), nil
+			return cudakit.ValueParam(gpu.Float64(x)), nil
 		}
-		return cudabackend.ValueParam(gpu.Float32(float32(x))), nil
+		return cudakit.ValueParam(gpu.Float32(float32(x))), nil
 	}
 	n, err := p.Int.Eval(vars)
 	if err != nil {
-		return cudabackend.Param{}, fmt.Errorf("param %q: %w", p.Text, err)
+		return cudakit.Param{}, fmt.Errorf("param %q: %w", p.Text, err)
 	}
 	if p.Type == "i64" {
-		return cudabackend.ValueParam(gpu.Int64(n)), nil
+		return cudakit.ValueParam(gpu.Int64(n)), nil
 	}
 	if n < math.MinInt32 || n > math.MaxInt32 {
-		return cudabackend.Param{}, fmt.Errorf("param %q is %d, more than an int holds: declare it %s:i64 and take a long long", p.Text, n, strings.Split(p.Text, ":")[0])
+		return cudakit.Param{}, fmt.Errorf("param %q is %d, more than an int holds: declare it %s:i64 and take a long long", p.Text, n, strings.Split(p.Text, ":")[0])
 	}
-	return cudabackend.ValueParam(gpu.Int32(int32(n))), nil
+	return cudakit.ValueParam(gpu.Int32(int32(n))), nil
 }
 
 // Variant is the one variant a spec offers, named name.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flashcore/bench/internal/cudabackend"
-	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/cudakit"
+	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -81,14 +81,14 @@ func TestExampleSpec(t *testing.T) {
 	if l.Function != "splitkv_bf16_d128" || l.Grid != (gpu.Dim3{X: 20, Y: 8, Z: 8}) || l.Block != (gpu.Dim3{X: 128, Y: 1, Z: 1}) {
 		t.Errorf("split launch %s %+v %+v", l.Function, l.Grid, l.Block)
 	}
-	wantScratch := []cudabackend.Scratch{{Name: "part_o", Bytes: 4 * 8 * 77 * 8 * 128}, {Name: "part_ml", Bytes: 8 * 8 * 77 * 8, Reset: true}}
+	wantScratch := []cudakit.Scratch{{Name: "part_o", Bytes: 4 * 8 * 77 * 8 * 128}, {Name: "part_ml", Bytes: 8 * 8 * 77 * 8, Reset: true}}
 	if len(l.Scratch) != 2 || l.Scratch[0] != wantScratch[0] || l.Scratch[1] != wantScratch[1] {
 		t.Errorf("scratch %+v, want %+v", l.Scratch, wantScratch)
 	}
-	wantParams := []cudabackend.Param{cudabackend.BufferParam("q"), cudabackend.BufferParam("k"), cudabackend.BufferParam("v"),
-		cudabackend.BufferParam("part_o"), cudabackend.BufferParam("part_ml"), cudabackend.ValueParam(gpu.Int32(4)),
-		cudabackend.ValueParam(gpu.Int32(2)), cudabackend.ValueParam(gpu.Int32(77)), cudabackend.ValueParam(gpu.Int32(131)),
-		cudabackend.ValueParam(gpu.Int32(1)), cudabackend.ValueParam(gpu.Float32(float32(shape.Scale() * 1.4426950408889634)))}
+	wantParams := []cudakit.Param{cudakit.BufferParam("q"), cudakit.BufferParam("k"), cudakit.BufferParam("v"),
+		cudakit.BufferParam("part_o"), cudakit.BufferParam("part_ml"), cudakit.ValueParam(gpu.Int32(4)),
+		cudakit.ValueParam(gpu.Int32(2)), cudakit.ValueParam(gpu.Int32(77)), cudakit.ValueParam(gpu.Int32(131)),
+		cudakit.ValueParam(gpu.Int32(1)), cudakit.ValueParam(gpu.Float32(float32(shape.Scale() * 1.4426950408889634)))}
 	if len(l.Params) != len(wantParams) {
 		t.Fatalf("params %+v", l.Params)
 	}
@@ -108,13 +108,13 @@ func TestParamTypes(t *testing.T) {
 	vars, _ := shapeVars(shape, nil)
 	tests := []struct {
 		text string
-		want cudabackend.Param
+		want cudakit.Param
 	}{
-		{"lse", cudabackend.BufferParam("lse")},
-		{"scale", cudabackend.ValueParam(gpu.Float32(0.125))},
-		{"scale:f64", cudabackend.ValueParam(gpu.Float64(0.125))},
-		{"cdiv(Sk, 32)", cudabackend.ValueParam(gpu.Int32(2))},
-		{"H*Sq*D:i64", cudabackend.ValueParam(gpu.Int64(2 * 64 * 64))},
+		{"lse", cudakit.BufferParam("lse")},
+		{"scale", cudakit.ValueParam(gpu.Float32(0.125))},
+		{"scale:f64", cudakit.ValueParam(gpu.Float64(0.125))},
+		{"cdiv(Sk, 32)", cudakit.ValueParam(gpu.Int32(2))},
+		{"H*Sq*D:i64", cudakit.ValueParam(gpu.Int64(2 * 64 * 64))},
 	}
 	for _, tc := range tests {
 		p, err := parseParam(tc.text, known)
@@ -180,7 +180,7 @@ params = ["q"]
 		t.Fatal(err)
 	}
 	_, err = spec.Plan(sdk.Shape{Batch: 1, Heads: 1, KVHeads: 1, SeqQ: 77, SeqK: 77, HeadDim: 64, DType: sdk.FP16}, nil)
-	if !errors.Is(err, cudabackend.ErrInvalidPlan) || !strings.Contains(err.Error(), `kernel 1 (k): grid: "Sq/64" is 77/64, not a whole number`) {
+	if !errors.Is(err, cudakit.ErrInvalidPlan) || !strings.Contains(err.Error(), `kernel 1 (k): grid: "Sq/64" is 77/64, not a whole number`) {
 		t.Errorf("Plan: %v", err)
 	}
 }
@@ -210,17 +210,17 @@ func TestTiledExampleSpec(t *testing.T) {
 	if !l.OutputReset || l.OutputWord != 0 {
 		t.Errorf("output reset %v %#x", l.OutputReset, l.OutputWord)
 	}
-	want := []cudabackend.Scratch{{Name: "l", Bytes: 4 * 6 * 96, Reset: true}, {Name: "m", Bytes: 4 * 6 * 96, Reset: true, Word: 0xff800000}}
+	want := []cudakit.Scratch{{Name: "l", Bytes: 4 * 6 * 96, Reset: true}, {Name: "m", Bytes: 4 * 6 * 96, Reset: true, Word: 0xff800000}}
 	if len(l.Scratch) != 2 || l.Scratch[0] != want[0] || l.Scratch[1] != want[1] {
 		t.Errorf("scratch %+v, want %+v", l.Scratch, want)
 	}
 	ints := map[int]int32{3: 96, 4: 64, 5: 3, 6: 3, 7: 32, 8: 32}
 	for i, n := range ints {
-		if l.Params[i] != cudabackend.ValueParam(gpu.Int32(n)) {
+		if l.Params[i] != cudakit.ValueParam(gpu.Int32(n)) {
 			t.Errorf("param %d = %+v, want %d", i, l.Params[i], n)
 		}
 	}
-	if l.Params[9] != cudabackend.ValueParam(gpu.Float32(0.125)) || l.Params[12] != cudabackend.BufferParam("o") {
+	if l.Params[9] != cudakit.ValueParam(gpu.Float32(0.125)) || l.Params[12] != cudakit.BufferParam("o") {
 		t.Errorf("params %+v", l.Params)
 	}
 }

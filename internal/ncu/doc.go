@@ -6,7 +6,7 @@
 //
 //  1. reach.go: how ncu gets to a backend's kernels. A Go CUDA plugin is
 //     started under ncu (the plugin wrapper) and its attention kernels are
-//     picked by name (attn_fwd…, the cudabackend naming rule); a Python
+//     picked by name (attn_fwd…, the cudakit naming rule); a Python
 //     bridge's worker is started under ncu (the worker wrapper) and marks
 //     every timed call with an NVTX push/pop range, so ncu profiles only
 //     the calls, not the sleep or the L2 flush around them.

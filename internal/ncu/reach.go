@@ -20,7 +20,7 @@ const (
 const (
 	// MethodCUPTISpin is the Go CUDA plugins' method where CUPTI is
 	// there, MethodSpin their method where it is not and under a profiler
-	// (internal/cudabackend).
+	// (cudakit).
 	MethodCUPTISpin = sdk.MethodCUPTISpin
 	MethodSpin      = sdk.MethodCUDAEventsSpin
 	// MethodCUPTI is the Python bridges' method on a GPU (flashcore_cupti.py).
@@ -31,7 +31,7 @@ const (
 )
 
 // AttentionKernels matches the attention kernels of the Go CUDA plugins:
-// cudabackend.KernelName names every one attn_fwd_<dtype>_d<D>[_suffix],
+// cudakit.KernelName names every one attn_fwd_<dtype>_d<D>[_suffix],
 // and the plugins launch nothing else per call but the spin and the L2
 // flush (flashcore_spin, flashcore_flush_l2), which must not be counted.
 const AttentionKernels = "^attn_fwd"

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 
 	"github.com/flashcore/bench/core/host"
-	"github.com/flashcore/bench/internal/cudabackend"
+	"github.com/flashcore/bench/cudakit"
+	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/internal/cudafile"
-	"github.com/flashcore/bench/internal/gpu"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -34,22 +34,22 @@ func newBackend(args []string) sdk.Backend {
 	if err != nil {
 		return sdk.Unavailable(name, err.Error())
 	}
-	return cudabackend.New(backendSpec(name, spec, &cudafile.Compiler{}))
+	return cudakit.New(backendSpec(name, spec, &cudafile.Compiler{}))
 }
 
 // backendSpec is what the shared CUDA backend runs for spec: its one
 // variant, its plan, and its kernels compiled (or loaded) at Prepare.
-func backendSpec(name string, spec *cudafile.Spec, compiler *cudafile.Compiler) cudabackend.Spec {
+func backendSpec(name string, spec *cudafile.Spec, compiler *cudafile.Compiler) cudakit.Spec {
 	build := "compiled at prepare time from " + filepath.Base(spec.Source) + " with nvcc, for the device there"
 	if spec.Binary != "" {
 		build = "prebuilt " + filepath.Base(spec.Binary)
 	}
-	return cudabackend.Spec{
+	return cudakit.Spec{
 		Name:    name,
 		Version: version,
 		Variant: spec.Variant(name),
 		Plan:    spec.Plan,
-		Image: func(device gpu.DeviceInfo, tunables map[string]string) (cudabackend.Image, error) {
+		Image: func(device gpu.DeviceInfo, tunables map[string]string) (cudakit.Image, error) {
 			return compiler.Image(spec, device, tunables)
 		},
 		Build: build,

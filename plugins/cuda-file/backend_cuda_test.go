@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/flashcore/bench/core/host"
-	"github.com/flashcore/bench/internal/cudabackend/cudatest"
+	"github.com/flashcore/bench/cudakit/cudatest"
+	_ "github.com/flashcore/bench/cudakit/gpu/gputest" // skip the binary without a GPU
 	"github.com/flashcore/bench/internal/cudafile"
-	_ "github.com/flashcore/bench/internal/gpu/gputest" // skip the binary without a GPU
 )
 
 // Output correctness, refusals and sampling are checked by TestConformance

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/flashcore/bench/conformance"
-	"github.com/flashcore/bench/internal/cudabackend/cudatest"
+	"github.com/flashcore/bench/cudakit/cudatest"
 )
 
 // TestConformance runs the split-KV example of examples/cuda through this

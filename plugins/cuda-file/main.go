@@ -5,7 +5,7 @@
 //
 // Where to start: backend.go reads those arguments and the spec
 // (internal/cudafile) and configures the shared CUDA backend
-// (internal/cudabackend) with the spec's plan and compiler.
+// (cudakit) with the spec's plan and compiler.
 package main
 
 import "github.com/flashcore/bench/sdk"

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/flashcore/bench/internal/cudabackend"
-	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/cudakit"
+	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -35,10 +35,10 @@ const (
 var kernelSource []byte
 
 // New is the plugin's backend.
-func New() sdk.Backend { return cudabackend.New(spec()) }
+func New() sdk.Backend { return cudakit.New(spec()) }
 
-func spec() cudabackend.Spec {
-	return cudabackend.Spec{
+func spec() cudakit.Spec {
+	return cudakit.Spec{
 		Name:    name,
 		Version: version,
 		Variant: sdk.Variant{
@@ -49,10 +49,10 @@ func spec() cudabackend.Spec {
 			Capabilities: capabilities,
 			Tunables:     tunables,
 		},
-		Kernel: cudabackend.KernelFiles{
+		Kernel: cudakit.KernelFiles{
 			Fatbin:   fatbin,
 			Manifest: manifest,
-			Sources:  cudabackend.Sources(kernelPath, kernelSource),
+			Sources:  cudakit.Sources(kernelPath, kernelSource),
 		},
 		Plan:   plan,
 		Device: requireHopper,
@@ -112,21 +112,21 @@ func requireHopper(d gpu.DeviceInfo) error {
 	return nil
 }
 
-func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
+func plan(shape sdk.Shape, t map[string]string) (cudakit.Launch, error) {
 	n, err := strconv.Atoi(t[tileN])
 	if err != nil {
-		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", tileN, err)
+		return cudakit.Launch{}, fmt.Errorf("tunable %s: %w", tileN, err)
 	}
 	stages, err := strconv.Atoi(t[kvStages])
 	if err != nil {
-		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", kvStages, err)
+		return cudakit.Launch{}, fmt.Errorf("tunable %s: %w", kvStages, err)
 	}
-	grid, err := cudabackend.AttentionGrid(shape, tileM)
+	grid, err := cudakit.AttentionGrid(shape, tileM)
 	if err != nil {
-		return cudabackend.Launch{}, err
+		return cudakit.Launch{}, err
 	}
-	return cudabackend.Launch{
-		Function:           cudabackend.KernelName(shape.DType, shape.HeadDim, "n"+t[tileN], "s"+t[kvStages], "o"+t[overlap], t[producer]),
+	return cudakit.Launch{
+		Function:           cudakit.KernelName(shape.DType, shape.HeadDim, "n"+t[tileN], "s"+t[kvStages], "o"+t[overlap], t[producer]),
 		Grid:               grid,
 		Block:              gpu.Dim3{X: threads, Y: 1, Z: 1},
 		DynamicSharedBytes: sharedBytes(shape.DType.Size(), shape.HeadDim, n, stages),

@@ -5,8 +5,8 @@ package main
 import (
 	"testing"
 
-	"github.com/flashcore/bench/internal/cudabackend/cudatest"
-	_ "github.com/flashcore/bench/internal/gpu/gputest" // skip the binary without a GPU
+	"github.com/flashcore/bench/cudakit/cudatest"
+	_ "github.com/flashcore/bench/cudakit/gpu/gputest" // skip the binary without a GPU
 )
 
 // Output correctness, refusals and sampling are checked by TestConformance

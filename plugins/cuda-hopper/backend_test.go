@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flashcore/bench/internal/cudabackend"
-	"github.com/flashcore/bench/internal/cudabackend/cudatest"
-	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/cudakit"
+	"github.com/flashcore/bench/cudakit/cudatest"
+	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -76,7 +76,7 @@ func TestRefusesDevicesOtherThanHopper(t *testing.T) {
 // scripts/hopper/device-check.sh's, on a Hopper machine.
 func TestKernelUsesTheHopperInstructions(t *testing.T) {
 	var all strings.Builder
-	for _, src := range cudabackend.Sources(kernelPath, kernelSource) {
+	for _, src := range cudakit.Sources(kernelPath, kernelSource) {
 		all.Write(src)
 	}
 	for _, want := range []string{"wgmma.mma_async", "setmaxnreg.dec", "setmaxnreg.inc", "mbarrier.try_wait.parity",

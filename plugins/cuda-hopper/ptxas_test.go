@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flashcore/bench/internal/cudabackend/cudatest"
+	"github.com/flashcore/bench/cudakit/cudatest"
 	"github.com/flashcore/bench/internal/cudafile"
 )
 

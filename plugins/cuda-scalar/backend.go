@@ -6,8 +6,8 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/flashcore/bench/internal/cudabackend"
-	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/cudakit"
+	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/ops/rmsnorm"
 	"github.com/flashcore/bench/sdk"
@@ -26,10 +26,10 @@ const (
 var kernelSource []byte
 
 // New is the plugin's backend.
-func New() sdk.Backend { return cudabackend.New(spec()) }
+func New() sdk.Backend { return cudakit.New(spec()) }
 
-func spec() cudabackend.Spec {
-	return cudabackend.Spec{
+func spec() cudakit.Spec {
+	return cudakit.Spec{
 		Name:    name,
 		Version: version,
 		Variant: sdk.Variant{
@@ -39,13 +39,13 @@ func spec() cudabackend.Spec {
 			Capabilities: capabilities,
 			Tunables:     tunables,
 		},
-		Kernel: cudabackend.KernelFiles{
+		Kernel: cudakit.KernelFiles{
 			Fatbin:   fatbin,
 			Manifest: manifest,
-			Sources:  cudabackend.Sources(kernelPath, kernelSource),
+			Sources:  cudakit.Sources(kernelPath, kernelSource),
 		},
 		Plan: plan,
-		Ops:  map[string]cudabackend.OpPlan{rmsnorm.Name: planRMSNorm},
+		Ops:  map[string]cudakit.OpPlan{rmsnorm.Name: planRMSNorm},
 	}
 }
 
@@ -73,17 +73,17 @@ var tunables = []sdk.Tunable{{
 
 // plan: one warp per query row, rows_per_block rows per block, static
 // shared memory only.
-func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
+func plan(shape sdk.Shape, t map[string]string) (cudakit.Launch, error) {
 	rows, err := strconv.Atoi(t[rowsPerBlock])
 	if err != nil {
-		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", rowsPerBlock, err)
+		return cudakit.Launch{}, fmt.Errorf("tunable %s: %w", rowsPerBlock, err)
 	}
-	grid, err := cudabackend.AttentionGrid(shape, rows)
+	grid, err := cudakit.AttentionGrid(shape, rows)
 	if err != nil {
-		return cudabackend.Launch{}, err
+		return cudakit.Launch{}, err
 	}
-	return cudabackend.Launch{
-		Function: cudabackend.KernelName(shape.DType, shape.HeadDim, "rows"+t[rowsPerBlock]),
+	return cudakit.Launch{
+		Function: cudakit.KernelName(shape.DType, shape.HeadDim, "rows"+t[rowsPerBlock]),
 		Grid:     grid,
 		Block:    gpu.Dim3{X: rows * 32, Y: 1, Z: 1},
 	}, nil
@@ -98,24 +98,24 @@ const rmsnormMaxThreads = 1024
 // row starts aligned, else one element each; enough whole warps for one
 // load each, up to rmsnormMaxThreads. The kernel takes x, weight, y, rows
 // and cols.
-func planRMSNorm(c cudabackend.OpCase, _ map[string]string) (cudabackend.Launch, error) {
+func planRMSNorm(c cudakit.OpCase, _ map[string]string) (cudakit.Launch, error) {
 	x, ok := c.Tensor("x")
 	if !ok || len(x.Dims) != 2 {
-		return cudabackend.Launch{}, fmt.Errorf("%w: rmsnorm without x[rows, cols]", cudabackend.ErrInvalidPlan)
+		return cudakit.Launch{}, fmt.Errorf("%w: rmsnorm without x[rows, cols]", cudakit.ErrInvalidPlan)
 	}
 	rows, cols := x.Dims[0], x.Dims[1]
-	if rows > cudabackend.MaxGridX || cols > math.MaxInt32 {
-		return cudabackend.Launch{}, fmt.Errorf("x[%d, %d]: the kernel takes at most %d rows and %d cols", rows, cols, cudabackend.MaxGridX, math.MaxInt32)
+	if rows > cudakit.MaxGridX || cols > math.MaxInt32 {
+		return cudakit.Launch{}, fmt.Errorf("x[%d, %d]: the kernel takes at most %d rows and %d cols", rows, cols, cudakit.MaxGridX, math.MaxInt32)
 	}
 	vec := 16 / x.DType.Size()
 	if cols%vec != 0 {
 		vec = 1
 	}
 	threads := min(rmsnormMaxThreads, (cols/vec+31)/32*32)
-	return cudabackend.Launch{
-		Function: cudabackend.OpKernelName(rmsnorm.Name, x.DType, "v"+strconv.Itoa(vec)),
+	return cudakit.Launch{
+		Function: cudakit.OpKernelName(rmsnorm.Name, x.DType, "v"+strconv.Itoa(vec)),
 		Grid:     gpu.Dim3{X: rows, Y: 1, Z: 1},
 		Block:    gpu.Dim3{X: threads, Y: 1, Z: 1},
-		Params:   cudabackend.TensorParams(c, gpu.Int32(int32(rows)), gpu.Int32(int32(cols))),
+		Params:   cudakit.TensorParams(c, gpu.Int32(int32(rows)), gpu.Int32(int32(cols))),
 	}, nil
 }

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/flashcore/bench/internal/cudabackend"
-	"github.com/flashcore/bench/internal/cudabackend/cudatest"
-	_ "github.com/flashcore/bench/internal/gpu/gputest" // skip the binary without a GPU
+	"github.com/flashcore/bench/cudakit"
+	"github.com/flashcore/bench/cudakit/cudatest"
+	_ "github.com/flashcore/bench/cudakit/gpu/gputest" // skip the binary without a GPU
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -26,13 +26,13 @@ func TestTimingOnGPU(t *testing.T) {
 func TestRMSNormOnGPU(t *testing.T) {
 	s := spec()
 	s.Variant.Capabilities.DTypes = append(slices.Clone(s.Variant.Capabilities.DTypes), sdk.FP32)
-	cudatest.CheckOp(t, cudabackend.New(s), rmsnormCases(t))
+	cudatest.CheckOp(t, cudakit.New(s), rmsnormCases(t))
 }
 
 // An op the variant does not list is an Unsupported diagnostic, before any
 // file is read (the request names none).
 func TestRefusesAnOpItDoesNotRun(t *testing.T) {
-	b := New().(*cudabackend.Backend)
+	b := New().(*cudakit.Backend)
 	t.Cleanup(func() { b.Close() })
 	p, err := b.Prepare(context.Background(), sdk.PrepareRequest{CaseID: "softmax-r1-c8-fp16", Op: "softmax",
 		Params: map[string]string{"rows": "1", "cols": "8", "dtype": "fp16"}})

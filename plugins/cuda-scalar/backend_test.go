@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/flashcore/bench/internal/cudabackend"
-	"github.com/flashcore/bench/internal/cudabackend/cudatest"
-	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/cudakit"
+	"github.com/flashcore/bench/cudakit/cudatest"
+	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/ops/rmsnorm"
@@ -116,7 +116,7 @@ func TestRMSNormPlanGeometry(t *testing.T) {
 		file := func(name string, dims ...int) sdk.TensorFile {
 			return sdk.TensorFile{Name: name, Path: "/in/" + name, DType: tc.dtype, Dims: dims}
 		}
-		c := cudabackend.OpCase{Op: rmsnorm.Name,
+		c := cudakit.OpCase{Op: rmsnorm.Name,
 			Params:  op.Params{"rows": strconv.Itoa(tc.rows), "cols": strconv.Itoa(tc.cols), "dtype": string(tc.dtype)},
 			Inputs:  []sdk.TensorFile{file("x", tc.rows, tc.cols), file("weight", tc.cols)},
 			Outputs: []sdk.TensorFile{file("y", tc.rows, tc.cols)}}
@@ -124,9 +124,9 @@ func TestRMSNormPlanGeometry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := cudabackend.Launch{Function: tc.name, Grid: gpu.Dim3{X: tc.rows, Y: 1, Z: 1}, Block: gpu.Dim3{X: tc.threads, Y: 1, Z: 1},
-			Params: []cudabackend.Param{cudabackend.BufferParam("x"), cudabackend.BufferParam("weight"), cudabackend.BufferParam("y"),
-				cudabackend.ValueParam(gpu.Int32(int32(tc.rows))), cudabackend.ValueParam(gpu.Int32(int32(tc.cols)))}}
+		want := cudakit.Launch{Function: tc.name, Grid: gpu.Dim3{X: tc.rows, Y: 1, Z: 1}, Block: gpu.Dim3{X: tc.threads, Y: 1, Z: 1},
+			Params: []cudakit.Param{cudakit.BufferParam("x"), cudakit.BufferParam("weight"), cudakit.BufferParam("y"),
+				cudakit.ValueParam(gpu.Int32(int32(tc.rows))), cudakit.ValueParam(gpu.Int32(int32(tc.cols)))}}
 		if !reflect.DeepEqual(l, want) {
 			t.Errorf("planRMSNorm(%dx%d %s) = %+v, want %+v", tc.rows, tc.cols, tc.dtype, l, want)
 		}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/flashcore/bench/conformance"
-	"github.com/flashcore/bench/internal/cudabackend/cudatest"
+	"github.com/flashcore/bench/cudakit/cudatest"
 )
 
 // TestConformance checks the plugin binary with the conformance kit,

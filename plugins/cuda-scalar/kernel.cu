@@ -222,7 +222,7 @@ __device__ __forceinline__ void rmsnorm_row(const T* __restrict__ x, const T* __
 }  // namespace
 
 // RMSNORM_KERNEL instantiates one extern "C" entry point,
-// rmsnorm_<dtype>_v<VEC>, as cudabackend.OpKernelName names it. Its
+// rmsnorm_<dtype>_v<VEC>, as cudakit.OpKernelName names it. Its
 // parameters are the op's tensors in order (x, weight, y), then rows and
 // cols; the grid is one block per row.
 #define RMSNORM_KERNEL(NAME, T, VEC)                                                                           \

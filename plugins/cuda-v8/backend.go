@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/flashcore/bench/internal/cudabackend"
-	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/cudakit"
+	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -26,10 +26,10 @@ const (
 var kernelSource []byte
 
 // New is the plugin's backend.
-func New() sdk.Backend { return cudabackend.New(spec()) }
+func New() sdk.Backend { return cudakit.New(spec()) }
 
-func spec() cudabackend.Spec {
-	return cudabackend.Spec{
+func spec() cudakit.Spec {
+	return cudakit.Spec{
 		Name:    name,
 		Version: version,
 		Variant: sdk.Variant{
@@ -39,10 +39,10 @@ func spec() cudabackend.Spec {
 			Capabilities: capabilities,
 			Tunables:     tunables,
 		},
-		Kernel: cudabackend.KernelFiles{
+		Kernel: cudakit.KernelFiles{
 			Fatbin:   fatbin,
 			Manifest: manifest,
-			Sources:  cudabackend.Sources(kernelPath, kernelSource),
+			Sources:  cudakit.Sources(kernelPath, kernelSource),
 		},
 		Plan: plan,
 	}
@@ -84,22 +84,22 @@ var tunables = []sdk.Tunable{
 	},
 }
 
-func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
+func plan(shape sdk.Shape, t map[string]string) (cudakit.Launch, error) {
 	var size [3]int
 	for i, name := range []string{tileM, tileN, kvStages} {
 		n, err := strconv.Atoi(t[name])
 		if err != nil {
-			return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", name, err)
+			return cudakit.Launch{}, fmt.Errorf("tunable %s: %w", name, err)
 		}
 		size[i] = n
 	}
 	m, n, stages := size[0], size[1], size[2]
-	grid, err := cudabackend.AttentionGrid(shape, m)
+	grid, err := cudakit.AttentionGrid(shape, m)
 	if err != nil {
-		return cudabackend.Launch{}, err
+		return cudakit.Launch{}, err
 	}
-	return cudabackend.Launch{
-		Function:           cudabackend.KernelName(shape.DType, shape.HeadDim, "m"+t[tileM], "n"+t[tileN], "s"+t[kvStages]),
+	return cudakit.Launch{
+		Function:           cudakit.KernelName(shape.DType, shape.HeadDim, "m"+t[tileM], "n"+t[tileN], "s"+t[kvStages]),
 		Grid:               grid,
 		Block:              gpu.Dim3{X: 4 * m, Y: 1, Z: 1},
 		DynamicSharedBytes: sharedBytes(shape.DType.Size(), shape.HeadDim, m, n, stages),

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/flashcore/bench/internal/cudabackend/cudatest"
+	"github.com/flashcore/bench/cudakit/cudatest"
 	"github.com/flashcore/bench/sdk"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/flashcore/bench/internal/cudabackend"
-	"github.com/flashcore/bench/internal/gpu"
+	"github.com/flashcore/bench/cudakit"
+	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -25,10 +25,10 @@ const (
 var kernelSource []byte
 
 // New is the plugin's backend.
-func New() sdk.Backend { return cudabackend.New(spec()) }
+func New() sdk.Backend { return cudakit.New(spec()) }
 
-func spec() cudabackend.Spec {
-	return cudabackend.Spec{
+func spec() cudakit.Spec {
+	return cudakit.Spec{
 		Name:    name,
 		Version: version,
 		Variant: sdk.Variant{
@@ -37,10 +37,10 @@ func spec() cudabackend.Spec {
 			Capabilities: capabilities,
 			Tunables:     tunables,
 		},
-		Kernel: cudabackend.KernelFiles{
+		Kernel: cudakit.KernelFiles{
 			Fatbin:   fatbin,
 			Manifest: manifest,
-			Sources:  cudabackend.Sources(kernelPath, kernelSource),
+			Sources:  cudakit.Sources(kernelPath, kernelSource),
 		},
 		Plan: plan,
 	}
@@ -76,20 +76,20 @@ var tunables = []sdk.Tunable{
 
 // plan: each warp owns 16 query rows; static shared memory only (under
 // 48 KB for every instantiation).
-func plan(shape sdk.Shape, t map[string]string) (cudabackend.Launch, error) {
+func plan(shape sdk.Shape, t map[string]string) (cudakit.Launch, error) {
 	warps, err := strconv.Atoi(t[warpsPerBlock])
 	if err != nil {
-		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", warpsPerBlock, err)
+		return cudakit.Launch{}, fmt.Errorf("tunable %s: %w", warpsPerBlock, err)
 	}
 	if _, err := strconv.Atoi(t[tileN]); err != nil {
-		return cudabackend.Launch{}, fmt.Errorf("tunable %s: %w", tileN, err)
+		return cudakit.Launch{}, fmt.Errorf("tunable %s: %w", tileN, err)
 	}
-	grid, err := cudabackend.AttentionGrid(shape, 16*warps)
+	grid, err := cudakit.AttentionGrid(shape, 16*warps)
 	if err != nil {
-		return cudabackend.Launch{}, err
+		return cudakit.Launch{}, err
 	}
-	return cudabackend.Launch{
-		Function: cudabackend.KernelName(shape.DType, shape.HeadDim, "warps"+t[warpsPerBlock], "n"+t[tileN]),
+	return cudakit.Launch{
+		Function: cudakit.KernelName(shape.DType, shape.HeadDim, "warps"+t[warpsPerBlock], "n"+t[tileN]),
 		Grid:     grid,
 		Block:    gpu.Dim3{X: warps * 32, Y: 1, Z: 1},
 	}, nil

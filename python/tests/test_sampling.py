@@ -83,6 +83,6 @@ def test_hot_batch_spreads_event_latency_over_about_100us():
 def test_device_peaks_match_the_go_table():
     import flashcore_worker as fw
     h100 = fw.device_peaks(9, 0, 132, 1980, 2619, 5120)
-    assert round(h100["peak_tflops"]) == 1071    # same formula as internal/gpu
+    assert round(h100["peak_tflops"]) == 1071    # same formula as cudakit/gpu
     assert round(h100["peak_gbps"]) == 3352
     assert fw.device_peaks(7, 5, 40, 1590, 5001, 256)["peak_tflops"] == 0

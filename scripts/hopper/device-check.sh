@@ -16,7 +16,7 @@ if [ -n "${HARNESS:-}" ]; then
   cp "$HARNESS" "$OUT/harness"
 else
   "$NVCC" --version | tail -1
-  "$NVCC" -std=c++17 -O3 -Iinternal/gpu/kernels -gencode arch=compute_90a,code=sm_90a -Xptxas -v \
+  "$NVCC" -std=c++17 -O3 -Icudakit/gpu/kernels -gencode arch=compute_90a,code=sm_90a -Xptxas -v \
     -o "$OUT/harness" scripts/hopper/harness.cu 2>"$OUT/ptxas.txt" || { cat "$OUT/ptxas.txt"; exit 1; }
   grep -E "spill|C75" "$OUT/ptxas.txt" | sort | uniq -c
 fi

@@ -4,7 +4,7 @@
 // of small cases) with an fp64 CPU reference, counts unwritten outputs (the
 // output is poisoned with NaN first), and times the kernel with CUDA events.
 //
-//   nvcc -std=c++17 -O3 -Iinternal/gpu/kernels \
+//   nvcc -std=c++17 -O3 -Icudakit/gpu/kernels \
 //        -gencode arch=compute_90a,code=sm_90a -o harness scripts/hopper/harness.cu
 //   ./harness                every case below, then a summary table
 //   ./harness small          only the small cases (for compute-sanitizer)

@@ -55,7 +55,7 @@ def _describe_gpu(torch, device):
 
 
 # Dense fp16 tensor-core FLOP per clock per SM, by compute capability: the
-# same table as the Go CUDA plugins (internal/gpu), so % of peak means the
+# same table as the Go CUDA plugins (cudakit/gpu), so % of peak means the
 # same in every row (A100: 312 TF at 108 SMs and 1410 MHz; L4: 121 TF at 58
 # SMs and 2040 MHz; H100 SXM: 989 TF at 132 SMs and 1830 MHz).
 DENSE_FP16_FLOP_PER_CLOCK = {(8, 0): 2048, (8, 6): 1024, (8, 9): 1024, (9, 0): 4096}

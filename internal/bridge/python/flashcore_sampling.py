@@ -153,7 +153,7 @@ def collect_placed_samples(m, collect_block, move):
 
 def spacer_bytes(placement):
     """The spacer allocated in front of placement's buffers: 2 to 64 MiB in
-    steps of 2 MiB, as internal/cudabackend's spacerBytes."""
+    steps of 2 MiB, as cudakit's spacerBytes."""
     return (1 + (placement * 13) % 32) * 2 << 20
 
 

@@ -1,0 +1,51 @@
+// Package cudakit implements sdk.Backend once for every CUDA plugin
+// (cuda-scalar, cuda-wmma, cuda-v8). A plugin contributes a Spec: its name,
+// its embedded fatbin, manifest and sources, its capabilities and tunables,
+// and a plan per op it runs, which maps a case to a kernel function,
+// launch geometry and parameters.
+//
+// Where to start: Spec (spec.go), then the lifecycle in backend_cuda.go:
+//
+//  1. Describe starts the backend once: it checks the spec's ops and the
+//     embedded fatbin against its manifest and sources (a stale fatbin
+//     makes the backend unavailable, never measured), creates the CUDA
+//     context on a locked thread (gpu.Worker), loads the kernels and the
+//     timing kernels.
+//  2. Prepare refuses an op the variant does not list, checks the case
+//     against the capabilities and the device, plans it, reads and hashes
+//     the inputs, allocates and uploads.
+//  3. Fetch poisons every output, runs the kernels once and writes each
+//     output.
+//  4. Run takes kernel-time samples (spin kernel, optional L2 flush, events
+//     around the kernels) under sdk.CollectSamples, then call-time samples,
+//     and writes each output as the last timed call left it.
+//  5. Release frees the case; Close the context.
+//
+// What the kit offers per op (ops.go):
+//
+//   - attention, the op of every request that names none: Spec.Plan gets
+//     the request's sdk.Shape; the tensors are Q, K and V (read from
+//     Files, hashed in that order) and O (written to Files.Output), sized
+//     from the shape; the capability check is sdk.Capabilities.Unsupported; a Launch without
+//     Params gets the standard parameter list (KernelArgs).
+//   - any other op of the ops registry, listed in Variant.Ops: its OpPlan
+//     in Spec.Ops gets an OpCase, the request's params and named tensor
+//     files, after Prepare has checked them against the op's declaration
+//     (names, order, dims and element types). Each input and output gets a
+//     device buffer of the size its dims and dtype give, named in
+//     Launch.Params by its name in the op; the input hash is over the
+//     inputs in the request's order; the capability check is the op's own
+//     (ops.Op.Unsupported: for rmsnorm the dtype and the size of x). A
+//     Launch without Params gets a pointer to each input, then each
+//     output; TensorParams adds scalars after them.
+//
+// Either way a plan may add scratch buffers and following kernels, every
+// output is poisoned (0xFF bytes) before Fetch's call and before a Run's
+// first call, the buffers move between placements, and the timing is the
+// same. A case of an op the variant does not list is an Unsupported
+// diagnostic; a Spec whose Variant.Ops and plans disagree (CheckOps)
+// makes the backend unavailable.
+//
+// Without the cuda build tag the Backend still describes itself, as
+// unavailable ("built without CUDA").
+package cudakit
