@@ -4,22 +4,25 @@
 // and a plan per op it runs, which maps a case to a kernel function,
 // launch geometry and parameters.
 //
-// Where to start: Spec (spec.go), then the lifecycle in backend_cuda.go:
+// Where to start: Spec (spec.go), then the lifecycle, one file per step
+// (each with the cuda build tag; backend_nocuda.go is their twin):
 //
-//  1. Describe starts the backend once: it checks the spec's ops and the
-//     embedded fatbin against its manifest and sources (a stale fatbin
-//     makes the backend unavailable, never measured), creates the CUDA
-//     context on a locked thread (gpu.Worker), loads the kernels and the
-//     timing kernels.
-//  2. Prepare refuses an op the variant does not list, checks the case
-//     against the capabilities and the device, plans it, reads and hashes
-//     the inputs, allocates and uploads.
-//  3. Fetch poisons every output, runs the kernels once and writes each
-//     output.
-//  4. Run takes kernel-time samples (spin kernel, optional L2 flush, events
-//     around the kernels) under sdk.CollectSamples, then call-time samples,
-//     and writes each output as the last timed call left it.
-//  5. Release frees the case; Close the context.
+//  1. Describe (backend_cuda.go) starts the backend once (start_cuda.go):
+//     it checks the spec's ops and the embedded fatbin against its manifest
+//     and sources (a stale fatbin makes the backend unavailable, never
+//     measured), creates the CUDA context on a locked thread (gpu.Worker),
+//     loads the kernels and the timing kernels.
+//  2. Prepare (prepare_cuda.go) refuses an op the variant does not list,
+//     checks the case against the capabilities and the device, plans it,
+//     reads and hashes the inputs, allocates and uploads (case_cuda.go: a
+//     prepared case's buffers, launches and moves).
+//  3. Fetch (run_cuda.go) poisons every output, runs the kernels once and
+//     writes each output.
+//  4. Run (run_cuda.go) takes kernel-time samples (spin kernel, optional L2
+//     flush, events around the kernels; sampler_cuda.go,
+//     device_timing_cuda.go) under sdk.CollectSamples, then call-time
+//     samples, and writes each output as the last timed call left it.
+//  5. Release frees the case; Close the context (release_cuda.go).
 //
 // What the kit offers per op (ops.go):
 //
