@@ -15,25 +15,29 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -X github.com/flashcore/bench/cli.Version=$(VERSION) -X github.com/flashcore/bench/cli.GitCommit=$(COMMIT)
 
-# Every folder under plugins/ with a main.go is a plugin; no list to edit.
+# Every folder under plugins/ with its own main in
+# plugins/NAME/cmd/flashcore-backend-NAME is a plugin; no list to edit here.
 # A plugin that needs CUDA says so with a Go file under the cuda build tag
-# (paired with a !cuda twin), or by importing cudakit (whose
-# CUDA half is behind the tag): those go into flashcore-plugins-cuda, which
-# needs libcuda to start, the others into flashcore-plugins.
-PLUGINS      := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
+# (paired with a !cuda twin), or by importing cudakit (whose CUDA half is
+# behind the tag): those are held by flashcore-plugins-cuda
+# (cmd/flashcore-plugins-cuda), which needs libcuda to start, the others by
+# flashcore-plugins (cmd/flashcore-plugins). Each of the two imports its
+# plugins by name; plugins/all_test.go checks those lists against the
+# folders by this same rule.
+PLUGINS      := $(sort $(patsubst flashcore-backend-%,%,$(notdir $(wildcard plugins/*/cmd/flashcore-backend-*))))
 CUDA_PLUGINS := $(sort $(patsubst plugins/%/,%,$(dir $(shell grep -lE '^//go:build(.*[^!a-z_])?cuda([^a-z_0-9]|$$)|"github.com/flashcore/bench/cudakit"' \
                   $(filter-out %_test.go,$(wildcard plugins/*/*.go)) /dev/null))))
 GO_PLUGINS   := $(filter-out $(CUDA_PLUGINS),$(PLUGINS))
 VENV_PYTHON  := $(abspath $(VENV))/bin/python
 
 # $(call plugin-binary,OUT,PLUGINS,TAGS,FLAGS) builds the multi-call binary
-# OUT that is each of PLUGINS (internal/multicall), and beside it a link
-# flashcore-backend-NAME to it for each, the name the host finds plugins by.
-# With the cuda tag, cgo compiles against the pinned toolchain (mk/cuda.mk).
+# OUT (internal/multicall) from cmd/OUT's name, which holds PLUGINS, and
+# beside it a link flashcore-backend-NAME to it for each, the name the host
+# finds plugins by. With the cuda tag, cgo compiles against the pinned
+# toolchain (mk/cuda.mk).
 define plugin-binary
 	@echo "build $(notdir $(1)): $(2)"
-	@overlay=$$($(GO) run ./internal/multicall/overlay -out .build/$(notdir $(1)) $(addprefix plugins/,$(2))) && \
-		$(if $(filter cuda,$(3)),$(CUDA_CGO_ENV)) $(GO) build -tags "$(3)" $(4) -overlay "$$overlay" -o $(1) ./cmd/flashcore-plugins
+	@$(if $(filter cuda,$(3)),$(CUDA_CGO_ENV)) $(GO) build -tags "$(3)" $(4) -o $(1) ./cmd/$(notdir $(1))
 	@for p in $(2); do ln -sfn $(notdir $(1)) $(dir $(1))flashcore-backend-$$p; done
 endef
 
@@ -135,4 +139,4 @@ gpu-tests:
 	@du -sh dist/tests
 
 clean:
-	rm -rf bin dist .build
+	rm -rf bin dist

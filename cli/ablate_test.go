@@ -25,7 +25,7 @@ func TestAblateFromRecordedRun(t *testing.T) {
 // that echoes Q (a FAIL, so no time and no speedup), then cpu-reference's
 // variant by name.
 func TestAblateRunsTheChain(t *testing.T) {
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference", "test-echo": "internal/testplugins/echo"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference", "test-echo": "internal/testplugins/echo"})
 	out := filepath.Join(t.TempDir(), "ablate.json")
 	stdout, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir},
 		"ablate", "--suite", "testdata/gate.toml", "--chain", "cpu-reference,test-echo,cpu-reference:cpu-reference", "--out", out, "--format", "markdown")

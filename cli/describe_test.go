@@ -36,7 +36,7 @@ func TestDescribeWithoutAStartedPlugin(t *testing.T) {
 // TestDescribeTakesBackendsAsRunDoes: describe takes --backends, one or
 // several, as run does, besides the positional name.
 func TestDescribeTakesBackendsAsRunDoes(t *testing.T) {
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	env := map[string]string{"FLASHCORE_PLUGIN_PATH": dir}
 	stdout, stderr, code := runMain(t, env, "describe", "--backends", "cpu-reference")
 	if code != ExitOK || !strings.Contains(stdout, "cpu-reference") {
@@ -82,7 +82,7 @@ func TestDescribeCUFileEndToEnd(t *testing.T) {
 	if _, err := cudafile.FindNVCC(); err != nil {
 		t.Skip(err)
 	}
-	dir := pluginDir(t, map[string]string{"cuda-file": "plugins/cuda-file"})
+	dir := pluginDir(t, map[string]string{"cuda-file": "plugins/cuda-file/cmd/flashcore-backend-cuda-file"})
 	env := map[string]string{"FLASHCORE_PLUGIN_PATH": dir, "FLASHCORE_CACHE_DIR": t.TempDir()}
 	stdout, stderr, code := runMain(t, env, "describe", "cu:../examples/cuda/templated_causal.toml")
 	if code != ExitOK {

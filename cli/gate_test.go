@@ -13,7 +13,7 @@ import (
 // and limit.
 func TestGate(t *testing.T) {
 	dir := pluginDir(t, map[string]string{
-		"cpu-reference": "plugins/cpu-reference",
+		"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference",
 		"test-flaky":    "internal/testplugins/flaky",
 	})
 	env := map[string]string{"FLASHCORE_PLUGIN_PATH": dir}

@@ -114,7 +114,7 @@ func pluginDir(t *testing.T, plugins map[string]string) string {
 }
 
 func TestRunAndReportRoundTrip(t *testing.T) {
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	out := filepath.Join(t.TempDir(), "r.json")
 	_, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir},
 		"run", "--suite", "testdata/small.toml", "--out", out, "--format", "csv")
@@ -131,7 +131,7 @@ func TestRunAndReportRoundTrip(t *testing.T) {
 // code each run ends with, as the README's table lists them.
 func TestExitCodes(t *testing.T) {
 	liar := buildtest.Plugin(t, "test-liar", "internal/testplugins/liar")
-	cuda := buildtest.Plugin(t, "cuda-scalar", "plugins/cuda-scalar")
+	cuda := buildtest.Plugin(t, "cuda-scalar", "plugins/cuda-scalar/cmd/flashcore-backend-cuda-scalar")
 	dir := t.TempDir()
 	for _, lie := range []string{"honest", "rows-only", "fast-clock", "no-handshake"} {
 		if err := os.Symlink(liar, filepath.Join(dir, "flashcore-backend-test-liar-"+lie)); err != nil {

@@ -44,7 +44,7 @@ func withoutCwd(t *testing.T, s string) string {
 // reference, with a PATH that has no ncu: one line that says what to
 // install, exit code 4.
 func TestWithoutNcu(t *testing.T) {
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	env := map[string]string{"FLASHCORE_PLUGIN_PATH": dir, "PATH": t.TempDir()}
 	tests := []struct {
 		name string
@@ -68,7 +68,7 @@ func TestWithoutNcu(t *testing.T) {
 // ncu is a warning, not the end: rows that would need it have no figure,
 // and rows that need no kernel reference (a CPU's) are SKIP as ever.
 func TestVerifyTimingAutoWithoutNcu(t *testing.T) {
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	env := map[string]string{"FLASHCORE_PLUGIN_PATH": dir, "PATH": t.TempDir()}
 	stdout, stderr, code := runMain(t, env, "verify-timing", "--suite", "testdata/small.toml", "--out", t.TempDir())
 	if code != ExitOK {
@@ -94,7 +94,7 @@ func requireNcu(t *testing.T) {
 // are SKIP, and with nothing to FAIL the command exits 0.
 func TestVerifyTimingOnTheCPU(t *testing.T) {
 	requireNcu(t)
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	out := t.TempDir()
 	stdout, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir},
 		"verify-timing", "--suite", "testdata/small.toml", "--out", out)
@@ -118,7 +118,7 @@ func TestVerifyTimingOnTheCPU(t *testing.T) {
 
 func TestProfileOfACPURowSaysWhy(t *testing.T) {
 	requireNcu(t)
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	stdout, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir},
 		"profile", "--backend", "cpu-reference", "--case", "b1-h2-s40-d64-fp16", "--suite", "testdata/small.toml", "--out", t.TempDir())
 	if code != ExitUsage {

@@ -13,7 +13,7 @@ import (
 // named tensors, checked against its op's reference and timed, and the
 // results file records each case's op and params.
 func TestRunMixedOps(t *testing.T) {
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	out := filepath.Join(t.TempDir(), "r.json")
 	stdout, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir},
 		"run", "--suite", "testdata/mixed-ops.toml", "--out", out)
@@ -53,7 +53,7 @@ func TestRunMixedOps(t *testing.T) {
 // writes zeros: every rmsnorm row, like the attention row, FAILs with the
 // reason, and the honest plugin beside it still PASSes.
 func TestMixedOpsFindWrongOutputs(t *testing.T) {
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference", "test-zeros": "internal/testplugins/zeros"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference", "test-zeros": "internal/testplugins/zeros"})
 	out := filepath.Join(t.TempDir(), "r.json")
 	_, stderr, _ := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir},
 		"run", "--suite", "testdata/mixed-ops.toml", "--out", out)

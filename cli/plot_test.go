@@ -38,7 +38,7 @@ func TestPlotNeverPanics(t *testing.T) {
 		files = append(files, found...)
 	}
 	one := filepath.Join(t.TempDir(), "one.json")
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	if _, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir}, "run", "--suite", filepath.Join("testdata", "small.toml"), "--backends", "cpu-reference", "--out", one); code != ExitOK && code != ExitFindings {
 		t.Fatalf("run: exit %d: %s", code, stderr)
 	}

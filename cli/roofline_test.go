@@ -33,7 +33,7 @@ func TestCalibrateThenRoofline(t *testing.T) {
 	}
 	// Built before the cache directory moves: go build keeps its own cache
 	// there.
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	_, stderr, code := runMain(t, nil, "calibrate", "--device", "cpu", "--copy-mib", "64", "--gemm-n", "512", "--repeats", "3")
 	if code != ExitOK {

@@ -75,7 +75,7 @@ func TestRunOneRowOfABackend(t *testing.T) {
 	if python == "" {
 		t.Skip("FLASHCORE_PYTHON is not set (make test sets it to the venv with torch)")
 	}
-	dir := pluginDir(t, map[string]string{"pytorch-sdpa": "plugins/pytorch-sdpa"})
+	dir := pluginDir(t, map[string]string{"pytorch-sdpa": "plugins/pytorch-sdpa/cmd/flashcore-backend-pytorch-sdpa"})
 	env := map[string]string{"FLASHCORE_PLUGIN_PATH": dir}
 	out := filepath.Join(t.TempDir(), "r.json")
 	_, stderr, code := runMain(t, env, "run", "--suite", filepath.Join("testdata", "small.toml"), "--backends", "sdpa-math", "--out", out)

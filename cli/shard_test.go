@@ -39,7 +39,7 @@ func bridgePluginDir(t *testing.T) string {
 	if os.Getenv("FLASHCORE_PYTHON") == "" {
 		t.Skip("FLASHCORE_PYTHON is not set: the pytorch-sdpa rows need the project's venv (make test sets it)")
 	}
-	return pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference", "pytorch-sdpa": "plugins/pytorch-sdpa"})
+	return pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference", "pytorch-sdpa": "plugins/pytorch-sdpa/cmd/flashcore-backend-pytorch-sdpa"})
 }
 
 // TestShardsMergeToTheUnshardedRun runs a suite whole and as three shards,
@@ -85,7 +85,7 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 // TestMergeRefusesOtherSeeds: a shard of the same suite under another seed
 // measured other inputs; merging it is refused and nothing is written.
 func TestMergeRefusesOtherSeeds(t *testing.T) {
-	env := map[string]string{"FLASHCORE_PLUGIN_PATH": pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})}
+	env := map[string]string{"FLASHCORE_PLUGIN_PATH": pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})}
 	dir := t.TempDir()
 	for i, seed := range []string{"1", "2"} {
 		out := filepath.Join(dir, fmt.Sprintf("s%d.json", i))

@@ -98,7 +98,7 @@ func TestLargeSweepAsksFirst(t *testing.T) {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	_, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir}, "run", "--suite", path, "--out", filepath.Join(t.TempDir(), "r.json"))
 	if code != ExitUsage || !strings.Contains(stderr, "expands to 11000 cases, 11000 rows with 1 backends: about 5 hours") || !strings.Contains(stderr, "--yes") {
 		t.Errorf("exit %d: %s", code, stderr)

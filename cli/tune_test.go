@@ -77,7 +77,7 @@ func checkDistinct(t *testing.T, keys []string) {
 // The first generation is drawn from the seed alone: the same seed gives
 // the same candidates, another seed others.
 func TestTuneReplaysWithTheSameSeed(t *testing.T) {
-	env := map[string]string{"FLASHCORE_PLUGIN_PATH": pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})}
+	env := map[string]string{"FLASHCORE_PLUGIN_PATH": pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})}
 	suitePath := writeTuneSuite(t)
 	tuneOnce := func(seed string) []string {
 		dir := t.TempDir()
@@ -107,7 +107,7 @@ func TestTuneReplaysWithTheSameSeed(t *testing.T) {
 // The best configuration goes to a tuned file that a suite can name.
 func TestTuneResumesAfterAnInterrupt(t *testing.T) {
 	flashcore := buildtest.Binary(t, "flashcore", "cmd/flashcore")
-	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference"})
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	suitePath := writeTuneSuite(t)
 	work := t.TempDir()
 	state, best := filepath.Join(work, "state.json"), filepath.Join(work, "best.toml")

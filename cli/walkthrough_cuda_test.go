@@ -35,7 +35,7 @@ func TestCUDAFileWalkthrough(t *testing.T) {
 	if len(w.commands) != 1 || w.commands[0][0] != "describe" {
 		t.Fatalf("the guide's CUDA walk-through runs %q, want one describe", w.commands)
 	}
-	plugins := pluginDir(t, map[string]string{"cuda-file": "plugins/cuda-file"})
+	plugins := pluginDir(t, map[string]string{"cuda-file": "plugins/cuda-file/cmd/flashcore-backend-cuda-file"})
 	t.Chdir(t.TempDir())
 	writeWalkthroughFiles(t, w, "my-cuda-kernel/attention.cu", "my-cuda-kernel/attention.toml", "my-cuda-kernel/suite.toml")
 	env := map[string]string{"FLASHCORE_PLUGIN_PATH": plugins}

@@ -84,7 +84,7 @@ func TestAddingABackendWalkthrough(t *testing.T) {
 			len(w.order), len(w.commands))
 	}
 	bridgetest.RequireTorch(t)
-	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file", "pytorch-sdpa": "plugins/pytorch-sdpa"})
+	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file/cmd/flashcore-backend-python-file", "pytorch-sdpa": "plugins/pytorch-sdpa/cmd/flashcore-backend-pytorch-sdpa"})
 	t.Chdir(t.TempDir())
 	for _, path := range w.order {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -136,7 +136,7 @@ func TestRunPythonFileExample(t *testing.T) {
 		t.Skip("builds plugins and runs torch")
 	}
 	bridgetest.RequireTorch(t)
-	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file", "cpu-reference": "plugins/cpu-reference"})
+	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file/cmd/flashcore-backend-python-file", "cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
 	env := quietTorch(plugins)
 	tests := []struct {
 		name, row string
@@ -171,7 +171,7 @@ func TestRunAutotunedTritonFile(t *testing.T) {
 		t.Skip("builds plugins and runs Triton")
 	}
 	bridgetest.RequireTorch(t)
-	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file"})
+	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file/cmd/flashcore-backend-python-file"})
 	out := filepath.Join(t.TempDir(), "r.json")
 	stdout, stderr, code := runMain(t, quietTorch(plugins), "run", "--suite", "testdata/triton-autotuned.toml",
 		"--out", out, "--format", "markdown")
@@ -194,7 +194,7 @@ func TestTritonCompileErrorKeepsItsCause(t *testing.T) {
 		t.Skip("builds plugins and runs Triton")
 	}
 	bridgetest.RequireTorch(t)
-	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file"})
+	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file/cmd/flashcore-backend-python-file"})
 	out := filepath.Join(t.TempDir(), "r.json")
 	_, stderr, code := runMain(t, quietTorch(plugins), "run", "--suite", "testdata/triton-compile-error/suite.toml", "--out", out)
 	if code != ExitFailures {
@@ -236,7 +236,7 @@ func TestListAndDescribePythonFiles(t *testing.T) {
 		t.Skip("builds plugins and runs torch")
 	}
 	bridgetest.RequireTorch(t)
-	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file"})
+	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file/cmd/flashcore-backend-python-file"})
 	env := map[string]string{"FLASHCORE_PLUGIN_PATH": plugins}
 	stdout, stderr, code := runMain(t, env, "list", "--suite", "testdata/pyfile.toml")
 	if code != ExitOK || !strings.Contains(stdout, "my-fa ") || strings.Contains(stdout, "python-file") {

@@ -109,7 +109,7 @@ func TestKitOnTheCPUReference(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			k, v := startKit(t, "cpu-reference", "plugins/cpu-reference", tc.opts)
+			k, v := startKit(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference", tc.opts)
 			_, err := k.checkCase(v, gqaCase(t, v), []sdk.L2Mode{sdk.L2Hot})
 			switch {
 			case tc.want == "" && err != nil:
@@ -128,7 +128,7 @@ func TestKitFindsALateRefusal(t *testing.T) {
 	if err := echo.expectRefusal(echoVariant.Name, invalid(echoVariant)[0]); err == nil {
 		t.Error("the echo plugin reads its inputs before looking at the shape, and the kit let it pass")
 	}
-	cpu, cpuVariant := startKit(t, "cpu-reference", "plugins/cpu-reference", Options{})
+	cpu, cpuVariant := startKit(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference", Options{})
 	for _, r := range append(Undeclared(cpuVariant), invalid(cpuVariant)...) {
 		if err := cpu.expectRefusal(cpuVariant.Name, r); err != nil {
 			t.Errorf("cpu-reference: %v", err)

@@ -20,7 +20,7 @@ def short(path, module):
         return "internal/testplugins/*"
     if p.startswith("plugins/"):
         return "plugins/*"
-    if p in ("cli/slurmtest",) or p.endswith("/overlay") or p.endswith("test"):
+    if p in ("cli/slurmtest",) or p.endswith("test"):
         return None
     return p
 

@@ -35,8 +35,8 @@ func TestSlurmArrayMergesToTheUnshardedRun(t *testing.T) {
 		t.Skip("FLASHCORE_PYTHON is not set: the pytorch-sdpa rows need the project's venv (make test-slurm sets it)")
 	}
 	flashcore := buildtest.Binary(t, "flashcore", "cmd/flashcore")
-	plugins := filepath.Dir(buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference"))
-	if sdpa := buildtest.Plugin(t, "pytorch-sdpa", "plugins/pytorch-sdpa"); filepath.Dir(sdpa) != plugins {
+	plugins := filepath.Dir(buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"))
+	if sdpa := buildtest.Plugin(t, "pytorch-sdpa", "plugins/pytorch-sdpa/cmd/flashcore-backend-pytorch-sdpa"); filepath.Dir(sdpa) != plugins {
 		plugins += ":" + filepath.Dir(sdpa)
 	}
 	suite, err := filepath.Abs(filepath.Join("..", "testdata", "shards.toml"))

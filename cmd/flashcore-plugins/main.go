@@ -1,18 +1,27 @@
 // Command flashcore-plugins is the multi-call binary of this repository's
-// plugins: one binary that is each of them, started under each plugin's
-// file name (a link flashcore-backend-NAME to it) or as flashcore-plugins
-// NAME. Each plugin still runs as a process of its own.
+// plugins that need no CUDA: one binary that is each of them, started
+// under each plugin's file name (a link flashcore-backend-NAME to it) or as
+// flashcore-plugins NAME. Each plugin still runs as a process of its own.
 //
-// `make build` and `make dist` build it twice with every folder under
-// plugins/ (see internal/multicall): flashcore-plugins from the plugins
-// that need no CUDA, and flashcore-plugins-cuda from those that do, which
-// need libcuda to start. Built with plain `go build`, it holds no plugins.
+// Its twin, cmd/flashcore-plugins-cuda, holds the plugins that need CUDA
+// (and libcuda to start). `make build` and `make dist` build both and make
+// the links (internal/multicall). A plugin folder under plugins/ goes into
+// exactly one of the two lists below; plugins/all_test.go checks that.
 package main
 
-import "github.com/flashcore/bench/internal/multicall"
+import (
+	"github.com/flashcore/bench/internal/multicall"
+	cpureference "github.com/flashcore/bench/plugins/cpu-reference"
+	pythonfile "github.com/flashcore/bench/plugins/python-file"
+	pytorchsdpa "github.com/flashcore/bench/plugins/pytorch-sdpa"
+	"github.com/flashcore/bench/plugins/triton"
+)
 
-// plugins is filled in by the file the build's overlay adds
-// (multicall.RegistryFile).
-var plugins []multicall.Plugin
+var plugins = []multicall.Plugin{
+	{Name: "cpu-reference", New: cpureference.New},
+	{Name: "python-file", New: pythonfile.New},
+	{Name: "pytorch-sdpa", New: pytorchsdpa.New},
+	{Name: "triton", New: triton.New},
+}
 
 func main() { multicall.Main(plugins) }

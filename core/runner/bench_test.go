@@ -17,7 +17,7 @@ import (
 // first case: process start, the go-plugin handshake, Describe, and a
 // graceful stop.
 func BenchmarkPluginStart(b *testing.B) {
-	p := host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(b, "cpu-reference", "plugins/cpu-reference")}
+	p := host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(b, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference")}
 	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
@@ -54,7 +54,7 @@ head_dim = [64]
 // BenchmarkHostOverheadPerCase measures one case through the whole host
 // pipeline with a plugin already started, reporting time per case.
 func BenchmarkHostOverheadPerCase(b *testing.B) {
-	p := host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(b, "cpu-reference", "plugins/cpu-reference")}
+	p := host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(b, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference")}
 	s, err := suite.Parse("overhead.toml", []byte(overheadSuite))
 	if err != nil {
 		b.Fatal(err)

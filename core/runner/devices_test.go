@@ -40,7 +40,7 @@ func runOnTestGPUs(t *testing.T) *results.Run {
 	t.Helper()
 	plugins := []host.Plugin{
 		{Name: "test-pinned", Path: buildtest.Plugin(t, "test-pinned", "internal/testplugins/pinned")},
-		{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")},
+		{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference")},
 	}
 	s, err := suite.Parse("devices.toml", []byte(devicesSuite))
 	if err != nil {

@@ -104,7 +104,7 @@ func TestEveryLieIsCaughtAndBlamedOnItsTeller(t *testing.T) {
 // inputs or waits out a deadline.
 func TestImpossibleCaseIsRefusedBeforeItsInputsExist(t *testing.T) {
 	plugins := liarPlugins(t, "honest")
-	plugins = append(plugins, host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")})
+	plugins = append(plugins, host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference")})
 	s, err := suite.Parse("huge.toml", []byte(`name = "huge"
 [[cases]]
 batch = 1
@@ -253,7 +253,7 @@ func runLies(t *testing.T, name, text string, want []lieVerdict, extra ...string
 		}
 	}
 	plugins := liarPlugins(t, append(lies, extra...)...)
-	plugins = append(plugins, host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")})
+	plugins = append(plugins, host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference")})
 	s, err := suite.Parse(name, []byte(text))
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +300,7 @@ func TestImpostorIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real := host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")}
+	real := host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference")}
 	for _, withReal := range []bool{false, true} {
 		plugins := liarPlugins(t, "impostor")
 		if withReal {

@@ -17,7 +17,7 @@ import (
 // and the row's repeats say so in figures.
 func TestRepeatsRecordHowRunsDiffer(t *testing.T) {
 	plugins := []host.Plugin{
-		{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")},
+		{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference")},
 		{Name: "test-flaky", Path: buildtest.Plugin(t, "test-flaky", "internal/testplugins/flaky")},
 	}
 	doc := strings.Replace(tinySuite, "seq_q = [64, 96]", "seq_q = [64]", 1) + "[check]\nrepeat = 3\n"

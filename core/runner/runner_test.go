@@ -42,7 +42,7 @@ head_dim = [64]
 // as the row (or unavailable backend) it should, with the good backend's
 // rows intact in every case.
 func TestMisbehavingPluginsAreReportedAndTheRunGoesOn(t *testing.T) {
-	plugins := []host.Plugin{{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")}}
+	plugins := []host.Plugin{{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference")}}
 	for _, name := range []string{"crash", "hang", "stdout", "zeros", "nan"} {
 		plugins = append(plugins, host.Plugin{Name: "test-" + name, Path: buildtest.Plugin(t, "test-"+name, "internal/testplugins/"+name)})
 	}
@@ -101,7 +101,7 @@ func TestMisbehavingPluginsAreReportedAndTheRunGoesOn(t *testing.T) {
 // rows finished before the interrupt.
 func TestInterruptLeavesValidPartialResults(t *testing.T) {
 	plugins := []host.Plugin{
-		{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference")},
+		{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference")},
 		{Name: "test-hang", Path: buildtest.Plugin(t, "test-hang", "internal/testplugins/hang")},
 	}
 	s, err := suite.Parse("tiny.toml", []byte(strings.Replace(tinySuite, `call_timeout = "3s"`, `call_timeout = "60s"`, 1)))

@@ -28,7 +28,7 @@ var FactsEveryCaseRecords = []string{
 func Conformance(t *testing.T, name string) conformance.Options {
 	t.Helper()
 	return conformance.Options{
-		Binary:        buildtest.Plugin(t, name, "plugins/"+name),
+		Binary:        buildtest.Plugin(t, name, buildtest.PluginMain(name)),
 		RequiredFacts: FactsEveryCaseRecords,
 		Method:        cudakit.MethodCUPTISpin,
 	}

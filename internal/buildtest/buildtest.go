@@ -6,6 +6,7 @@ package buildtest
 import (
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -18,9 +19,9 @@ var (
 	built = map[string]string{}
 )
 
-// Plugin builds the package at pkg (relative to the module root, e.g.
-// "plugins/cpu-reference") as a plugin binary named
-// flashcore-backend-<name> and returns its path. Binaries of one test
+// Plugin builds the main package at pkg (relative to the module root, e.g.
+// PluginMain("cpu-reference") or "internal/testplugins/echo") as a plugin
+// binary named flashcore-backend-<name> and returns its path. Binaries of one test
 // process share a directory, so after building several plugins,
 // filepath.Dir of any of them is a plugin path holding them all.
 //
@@ -37,6 +38,12 @@ func Plugin(t testing.TB, name, pkg string) string {
 		}
 	}
 	return build(t, "flashcore-backend-"+name, pkg)
+}
+
+// PluginMain is the main package of the plugin in plugins/NAME, relative
+// to the module root: its thin main, plugins/NAME/cmd/flashcore-backend-NAME.
+func PluginMain(name string) string {
+	return path.Join("plugins", name, "cmd", "flashcore-backend-"+name)
 }
 
 // Binary builds a command (e.g. "cmd/flashcore") into the same directory.

@@ -8,14 +8,13 @@
 // process was started under (argv[0]). Started by hand it also takes the
 // plugin's name as its first argument: flashcore-plugins NAME [ARGS].
 //
-// The plugins themselves are unchanged: each plugins/NAME folder stays a
-// main package that a single-plugin binary is built from (go build
-// ./plugins/NAME). Go cannot import a main package, so the multi-call
-// binary is built through an overlay (go build -overlay, see Overlay): for
-// that one build, each plugin's files are compiled as a package named
-// after the plugin, its func main renamed Main, and a generated file
-// registers every plugin with cmd/flashcore-plugins. Adding a plugin
-// folder is all it takes to add it to the binary.
+// Each plugins/NAME folder is a library package that exports its backend's
+// constructor, New, with a thin main of its own in
+// plugins/NAME/cmd/flashcore-backend-NAME. A multi-call binary imports the
+// plugin packages and lists them: cmd/flashcore-plugins holds the plugins
+// that need no CUDA, cmd/flashcore-plugins-cuda those that do. A test of
+// plugins/ fails when a plugin folder is in neither list, or in the wrong
+// one.
 //
-// Where to start: Main dispatches; Overlay writes the build's overlay.
+// Where to start: Main dispatches; Select is the choice it makes.
 package multicall

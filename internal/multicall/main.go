@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/flashcore/bench/sdk"
 )
 
 // BinaryPrefix starts the file name of every plugin binary; it is the
@@ -16,8 +18,8 @@ const BinaryPrefix = "flashcore-backend-"
 
 // Plugin is one plugin of a multi-call binary.
 type Plugin struct {
-	Name string // the backend's file name without BinaryPrefix
-	Main func() // the plugin's func main, which calls sdk.Serve
+	Name string             // the backend's file name without BinaryPrefix
+	New  func() sdk.Backend // what the plugin's own main serves
 }
 
 // Main runs the plugin that the process was started as and exits; it
@@ -29,7 +31,7 @@ func Main(plugins []Plugin) {
 		os.Exit(2)
 	}
 	os.Args = args
-	plugin.Main()
+	sdk.Serve(plugin.New)
 	os.Exit(0)
 }
 

@@ -1,4 +1,4 @@
-package main
+package cpureference
 
 import (
 	"os/exec"
@@ -18,12 +18,12 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Options{Binary: buildPlugin(t)})
 }
 
-// buildPlugin builds the package in the current directory (the test runs
-// in the plugin's folder) under the name flashcore would look for.
+// buildPlugin builds this plugin's own main (the test runs in the plugin's
+// folder; the main is in cmd/) under the name flashcore would look for.
 func buildPlugin(t *testing.T) string {
 	t.Helper()
 	binary := filepath.Join(t.TempDir(), "flashcore-backend-"+backendName)
-	build := exec.Command("go", "build", "-o", binary, ".")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/flashcore-backend-"+backendName)
 	if output, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, output)
 	}

@@ -1,4 +1,4 @@
-package main
+package cudascalar
 
 import (
 	_ "embed"

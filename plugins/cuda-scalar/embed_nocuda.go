@@ -1,6 +1,6 @@
 //go:build !cuda
 
-package main
+package cudascalar
 
 // Without the cuda tag no fatbin is embedded; the backend reports itself as
 // built without CUDA.

@@ -1,6 +1,6 @@
 //go:build cuda
 
-package main
+package cudav8
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package main
+package cudav8
 
 import (
 	"testing"

@@ -119,7 +119,7 @@ func QuickMeasurement() sdk.Measurement {
 // a fresh `go build` of ./plugins/<name> in a temporary directory.
 func Plugin(t testing.TB, name string) string {
 	t.Helper()
-	return buildtest.Plugin(t, name, "plugins/"+name)
+	return buildtest.Plugin(t, name, buildtest.PluginMain(name))
 }
 
 // StartPlugin runs binary (with args) as a go-plugin plugin, exactly as the host does,
