@@ -1,8 +1,16 @@
 // Package cudakit implements sdk.Backend once for every CUDA plugin
-// (cuda-scalar, cuda-wmma, cuda-v8). A plugin contributes a Spec: its name,
-// its embedded fatbin, manifest and sources, its capabilities and tunables,
-// and a plan per op it runs, which maps a case to a kernel function,
-// launch geometry and parameters.
+// (cuda-scalar, cuda-wmma, cuda-v8, cuda-hopper, cuda-file). A plugin
+// contributes a Spec: its name, its embedded fatbin, manifest and sources,
+// its capabilities and tunables, and a plan per op it runs, which maps a
+// case to a kernel function, launch geometry and parameters.
+//
+// The kit is public so that a Go plugin kept outside this module can use
+// it: its main is sdk.Serve(func() sdk.Backend { return cudakit.New(spec) }),
+// its Spec is written in the types of cudakit/gpu (Dim3, Arg, DeviceInfo),
+// its kernels include cudakit/gpu/kernels/attention.cuh, and its tests may
+// check its plans with cudakit/cudatest. Like every package here that
+// touches CUDA, the kit is built with the cuda tag (and cgo against
+// CUDA 12's cuda.h, as mk/cuda.mk does); without it, it still builds.
 //
 // Where to start: Spec (spec.go), then the lifecycle, one file per step
 // (each with the cuda build tag; backend_nocuda.go is their twin):

@@ -2,11 +2,12 @@
 // correctness is not here but in the conformance kit, which every plugin
 // runs as a real plugin process.
 //
-// Where to start: Conformance gives the kit's options for a CUDA plugin
-// (the facts every case records, the timing method). CheckPlans,
-// CheckOpPlans (for ops other than attention) and
-// CheckBuildOutputsAreCurrent need no GPU; Timing logs attention kernel
-// times in process, and CheckOp checks and times cases of another op in
-// process, by the rules the conformance kit holds a plugin binary to (both
-// with the cuda tag, on a GPU).
+// Where to start: Conformance gives the kit's options for a CUDA plugin of
+// this repository (it builds plugins/NAME's own main; a plugin kept
+// elsewhere passes its own binary with FactsEveryCaseRecords and
+// cudakit.MethodCUPTISpin). CheckPlans, CheckOpPlans (for ops other than
+// attention) and CheckBuildOutputsAreCurrent need no GPU; Timing logs
+// attention kernel times in process, and CheckOp checks and times cases of
+// another op in process, by the rules the conformance kit holds a plugin
+// binary to (both with the cuda tag, on a GPU).
 package cudatest
