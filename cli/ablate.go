@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/flashcore/bench/core/host"
-	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/runreport"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
@@ -74,7 +74,7 @@ func ablateCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return withCode(ExitUsage, err)
 		}
-		return report.WriteAblation(stdout, run, chain, markdown)
+		return runreport.WriteAblation(stdout, run, chain, markdown)
 	}
 	if *caseID != "" {
 		c, ok := caseOf(s, *caseID)
@@ -85,7 +85,7 @@ func ablateCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	run, err := runChain(ctx, s, chain, *out, stderr)
 	if run != nil && len(run.Results) > 0 {
-		if err := report.WriteAblation(stdout, run, chain, markdown); err != nil {
+		if err := runreport.WriteAblation(stdout, run, chain, markdown); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package report
+package comparereport
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flashcore/bench/core/compare"
+	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/sdk"
 )
@@ -17,12 +18,12 @@ import (
 // core/compare's tests); the golden files of what `flashcore compare`
 // prints live here, beside the renderer that draws them.
 var (
-	oldRun           = filepath.Join("..", "compare", "testdata", "old.json")
-	newRun           = filepath.Join("..", "compare", "testdata", "new.json")
-	newerRun         = filepath.Join("..", "compare", "testdata", "newer.json")
-	samplesBase      = filepath.Join("..", "compare", "testdata", "samples-base.json")
-	samplesResampled = filepath.Join("..", "compare", "testdata", "samples-resampled.json")
-	samplesPlanted   = filepath.Join("..", "compare", "testdata", "samples-planted.json")
+	oldRun           = filepath.Join("..", "..", "compare", "testdata", "old.json")
+	newRun           = filepath.Join("..", "..", "compare", "testdata", "new.json")
+	newerRun         = filepath.Join("..", "..", "compare", "testdata", "newer.json")
+	samplesBase      = filepath.Join("..", "..", "compare", "testdata", "samples-base.json")
+	samplesResampled = filepath.Join("..", "..", "compare", "testdata", "samples-resampled.json")
+	samplesPlanted   = filepath.Join("..", "..", "compare", "testdata", "samples-planted.json")
 )
 
 // plantedSlowBackend and plantedFail are the changes planted in
@@ -48,28 +49,28 @@ func load(t *testing.T, paths ...string) []compare.Source {
 	return sources
 }
 
-func comparisonGolden(name string) string { return filepath.Join("testdata", "compare", name) }
+func comparisonGolden(name string) string { return filepath.Join("testdata", name) }
 
 var ablationLabels = []string{"baseline", "+cp.async", "+vectorised I/O"}
 
 func TestRenderComparisonGolden(t *testing.T) {
 	tests := []struct {
 		golden string
-		format Format
+		format report.Format
 		opts   compare.Options
 		paths  []string
 		change func([]compare.Source) // nil: the fixtures as they are
 	}{
-		{"pair.table.golden", FormatTable, compare.Options{Threshold: compare.DefaultThreshold}, []string{oldRun, newRun}, nil},
-		{"pair.markdown.golden", FormatMarkdown, compare.Options{Threshold: compare.DefaultThreshold}, []string{oldRun, newRun}, nil},
-		{"pair.csv.golden", FormatCSV, compare.Options{Threshold: compare.DefaultThreshold}, []string{oldRun, newRun}, nil},
-		{"ablation.table.golden", FormatTable, compare.Options{Threshold: compare.DefaultThreshold, Labels: ablationLabels},
+		{"pair.table.golden", report.FormatTable, compare.Options{Threshold: compare.DefaultThreshold}, []string{oldRun, newRun}, nil},
+		{"pair.markdown.golden", report.FormatMarkdown, compare.Options{Threshold: compare.DefaultThreshold}, []string{oldRun, newRun}, nil},
+		{"pair.csv.golden", report.FormatCSV, compare.Options{Threshold: compare.DefaultThreshold}, []string{oldRun, newRun}, nil},
+		{"ablation.table.golden", report.FormatTable, compare.Options{Threshold: compare.DefaultThreshold, Labels: ablationLabels},
 			[]string{oldRun, newRun, newerRun}, nil},
-		{"ablation.markdown.golden", FormatMarkdown, compare.Options{Threshold: compare.DefaultThreshold, Labels: ablationLabels},
+		{"ablation.markdown.golden", report.FormatMarkdown, compare.Options{Threshold: compare.DefaultThreshold, Labels: ablationLabels},
 			[]string{oldRun, newRun, newerRun}, nil},
-		{"ablation.csv.golden", FormatCSV, compare.Options{Threshold: compare.DefaultThreshold, Labels: ablationLabels},
+		{"ablation.csv.golden", report.FormatCSV, compare.Options{Threshold: compare.DefaultThreshold, Labels: ablationLabels},
 			[]string{oldRun, newRun, newerRun}, nil},
-		{"other-machine.table.golden", FormatTable, compare.Options{Threshold: compare.DefaultThreshold}, []string{oldRun, newRun}, moveToL4},
+		{"other-machine.table.golden", report.FormatTable, compare.Options{Threshold: compare.DefaultThreshold}, []string{oldRun, newRun}, moveToL4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -82,7 +83,7 @@ func TestRenderComparisonGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			if err := RenderComparison(&out, c, tt.format); err != nil {
+			if err := Render(&out, c, tt.format); err != nil {
 				t.Fatal(err)
 			}
 			compareGolden(t, comparisonGolden(tt.golden), out.Bytes())
@@ -116,14 +117,14 @@ func TestPlantedComparisonGolden(t *testing.T) {
 			want[rowKey{r.CaseID, r.Name}] = compare.Slower
 		}
 	}
-	for _, format := range comparisonFormats {
+	for _, format := range formats {
 		t.Run(string(format), func(t *testing.T) {
 			var out bytes.Buffer
-			if err := RenderComparison(&out, c, format); err != nil {
+			if err := Render(&out, c, format); err != nil {
 				t.Fatal(err)
 			}
 			compareGolden(t, comparisonGolden("planted."+string(format)+".golden"), out.Bytes())
-			if format == FormatCSV {
+			if format == report.FormatCSV {
 				checkCSVFlags(t, out.String(), want)
 			}
 		})
@@ -191,9 +192,9 @@ func TestCallOutsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, format := range []Format{FormatTable, FormatMarkdown} {
+	for _, format := range []report.Format{report.FormatTable, report.FormatMarkdown} {
 		var out bytes.Buffer
-		if err := RenderComparison(&out, c, format); err != nil {
+		if err := Render(&out, c, format); err != nil {
 			t.Fatal(err)
 		}
 		compareGolden(t, comparisonGolden("callouts."+string(format)+".golden"), out.Bytes())

@@ -1,4 +1,4 @@
-package report
+package runreport
 
 import (
 	"fmt"
@@ -6,8 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/report/cell"
-
+	"github.com/flashcore/bench/core/report/table"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/sdk"
 )
@@ -46,14 +47,14 @@ func WriteRoofline(w io.Writer, run *results.Run, peaks map[string]Peaks, markdo
 			header = d.Name + " · " + header
 		}
 		fmt.Fprintln(w, header)
-		t := Table{
+		t := table.Grid{
 			Header: []string{"Case", "Row", "FLOP/B", "TFLOP/s", "% compute", "GB/s", "% bandwidth", "Bound", "% of roof"},
 			Right:  []bool{false, false, true, true, true, true, true, false, true},
 		}
 		for _, r := range rows[d.Name] {
 			t.Rows = append(t.Rows, rooflineRow(run, r, p))
 		}
-		if err := DrawTable(w, t, markdown); err != nil {
+		if err := table.Draw(w, t, markdown); err != nil {
 			return err
 		}
 	}
@@ -92,7 +93,7 @@ func rooflineRows(run *results.Run) ([]sdk.Device, map[string][]*results.Result)
 	for i := range run.Results {
 		r := &run.Results[i]
 		d, ok := deviceOf[r.Backend]
-		if !ok || !comparable(r, mode) {
+		if !ok || !report.Comparable(r, mode) {
 			continue
 		}
 		if !slices.ContainsFunc(devices, func(x sdk.Device) bool { return x.Name == d.Name }) {

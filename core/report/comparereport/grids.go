@@ -1,4 +1,4 @@
-package report
+package comparereport
 
 import (
 	"fmt"
@@ -6,22 +6,22 @@ import (
 
 	"github.com/flashcore/bench/core/compare"
 	"github.com/flashcore/bench/core/report/cell"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/flashcore/bench/core/report/table"
 )
 
 // pairGrid is the regression table: one line per row, old against new.
-func pairGrid(c *compare.Comparison, s style) grid {
-	var g grid
-	g.column("Case", tw.AlignLeft)
-	g.column("Row", tw.AlignLeft)
-	g.column("Old", tw.AlignRight)
-	g.column("New", tw.AlignRight)
-	g.column("Ratio", tw.AlignRight)
-	g.column("95% CI", tw.AlignRight)
-	g.column("Verdict", tw.AlignLeft)
+func pairGrid(c *compare.Comparison, s style) table.Grid {
+	var g table.Grid
+	g.Column("Case", table.Left)
+	g.Column("Row", table.Left)
+	g.Column("Old", table.Right)
+	g.Column("New", table.Right)
+	g.Column("Ratio", table.Right)
+	g.Column("95% CI", table.Right)
+	g.Column("Verdict", table.Left)
 	for i, r := range c.Rows {
 		ch := r.Changes[0]
-		g.rows = append(g.rows, []string{caseCell(c.Rows, i), r.Name, measureCell(r.Measures[0]),
+		g.Rows = append(g.Rows, []string{caseCell(c.Rows, i), r.Name, measureCell(r.Measures[0]),
 			measureCell(r.Measures[1]), cell.Ratio(ch.Ratio), intervalCell(ch), loudVerdict(ch, s)})
 	}
 	return g
@@ -29,19 +29,19 @@ func pairGrid(c *compare.Comparison, s style) grid {
 
 // ablationGrid is one column per run: the first run's times, then each
 // later run's time with its ratio and verdict against the first.
-func ablationGrid(c *compare.Comparison, s style) grid {
-	var g grid
-	g.column("Case", tw.AlignLeft)
-	g.column("Row", tw.AlignLeft)
+func ablationGrid(c *compare.Comparison, s style) table.Grid {
+	var g table.Grid
+	g.Column("Case", table.Left)
+	g.Column("Row", table.Left)
 	for _, r := range c.Runs {
-		g.column(r.Label, tw.AlignRight)
+		g.Column(r.Label, table.Right)
 	}
 	for i, r := range c.Rows {
 		cells := []string{caseCell(c.Rows, i), r.Name, measureCell(r.Measures[0])}
 		for run, ch := range r.Changes {
 			cells = append(cells, ablationCell(r.Measures[run+1], ch, s))
 		}
-		g.rows = append(g.rows, cells)
+		g.Rows = append(g.Rows, cells)
 	}
 	return g
 }
@@ -81,15 +81,15 @@ func loudVerdict(ch compare.Change, s style) string {
 
 // correctnessGrid lists every REGRESSION and FIXED row with the reason of
 // the side that failed, apart from the times, so that none is missed.
-func correctnessGrid(c *compare.Comparison, s style) grid {
-	var g grid
-	g.column("Case", tw.AlignLeft)
-	g.column("Row", tw.AlignLeft)
+func correctnessGrid(c *compare.Comparison, s style) table.Grid {
+	var g table.Grid
+	g.Column("Case", table.Left)
+	g.Column("Row", table.Left)
 	if !c.Pair() {
-		g.column("Run", tw.AlignLeft)
+		g.Column("Run", table.Left)
 	}
-	g.column("Change", tw.AlignLeft)
-	g.column("Reason", tw.AlignLeft)
+	g.Column("Change", table.Left)
+	g.Column("Reason", table.Left)
 	for _, r := range c.Rows {
 		for i, ch := range r.Changes {
 			if ch.Verdict != compare.Regression && ch.Verdict != compare.Fixed {
@@ -99,7 +99,7 @@ func correctnessGrid(c *compare.Comparison, s style) grid {
 			if !c.Pair() {
 				cells = append(cells, c.Runs[i+1].Label)
 			}
-			g.rows = append(g.rows, append(cells, loudVerdict(ch, s), failureReason(r, i+1, ch)))
+			g.Rows = append(g.Rows, append(cells, loudVerdict(ch, s), failureReason(r, i+1, ch)))
 		}
 	}
 	return g
@@ -121,28 +121,28 @@ func failureReason(r compare.Row, run int, ch compare.Change) string {
 
 // summaryGrid is one line per row name (and later run, in an ablation):
 // the geometric mean of its ratios and its verdicts, with the totals.
-func comparisonSummaryGrid(c *compare.Comparison) grid {
-	var g grid
-	g.column("Row", tw.AlignLeft)
+func comparisonSummaryGrid(c *compare.Comparison) table.Grid {
+	var g table.Grid
+	g.Column("Row", table.Left)
 	if !c.Pair() {
-		g.column("Run", tw.AlignLeft)
+		g.Column("Run", table.Left)
 	}
-	g.column("Geomean", tw.AlignRight)
+	g.Column("Geomean", table.Right)
 	for _, title := range []string{"Faster", "Slower", "Same", "Unsure", "Regressions", "Fixed", "Added", "Removed", "Not compared"} {
-		g.column(title, tw.AlignRight)
+		g.Column(title, table.Right)
 	}
 	for _, s := range c.Summary {
 		cells := []string{s.Name}
 		if !c.Pair() {
 			cells = append(cells, c.Runs[s.Run].Label)
 		}
-		g.rows = append(g.rows, append(append(cells, cell.Ratio(s.Geomean())), changeCounts(s.Counts)...))
+		g.Rows = append(g.Rows, append(append(cells, cell.Ratio(s.Geomean())), changeCounts(s.Counts)...))
 	}
-	g.footer = []string{"Total", ""}
+	g.Footer = []string{"Total", ""}
 	if !c.Pair() {
-		g.footer = append(g.footer, "")
+		g.Footer = append(g.Footer, "")
 	}
-	g.footer = append(g.footer, changeCounts(c.Total())...)
+	g.Footer = append(g.Footer, changeCounts(c.Total())...)
 	return g
 }
 

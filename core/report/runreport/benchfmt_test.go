@@ -1,4 +1,4 @@
-package report
+package runreport
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
 )
 
@@ -20,7 +21,7 @@ const benchstatVersion = "golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-
 
 func TestBenchfmtGolden(t *testing.T) {
 	for golden, path := range map[string]string{
-		"benchfmt.golden":         filepath.Join("testdata", "run.json"),
+		"benchfmt.golden":         runFixture,
 		"benchfmt.samples.golden": samplesBase,
 	} {
 		t.Run(golden, func(t *testing.T) {
@@ -29,7 +30,7 @@ func TestBenchfmtGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			if err := Render(&out, run, Options{Format: FormatBenchfmt}); err != nil {
+			if err := Render(&out, run, Options{Format: report.FormatBenchfmt}); err != nil {
 				t.Fatal(err)
 			}
 			compareGolden(t, filepath.Join("testdata", golden), out.Bytes())
@@ -62,7 +63,7 @@ func TestBenchstatReadsTwoRuns(t *testing.T) {
 			run.Tool.Version, run.StartedAt = "0.2.0", run.StartedAt.Add(24*time.Hour)
 		}
 		var out bytes.Buffer
-		if err := Render(&out, run, Options{Format: FormatBenchfmt}); err != nil {
+		if err := Render(&out, run, Options{Format: report.FormatBenchfmt}); err != nil {
 			t.Fatal(err)
 		}
 		file := filepath.Join(dir, strings.TrimSuffix(filepath.Base(p), ".json")+".txt")

@@ -1,12 +1,13 @@
-package report
+package runreport
 
 import (
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/report/cell"
-
+	"github.com/flashcore/bench/core/report/table"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/suite"
 )
@@ -33,12 +34,12 @@ func WriteAblation(w io.Writer, run *results.Run, chain []suite.ChainStep, markd
 			title = "**" + c.ID + "** · " + caseLabel(c) + " · " + string(mode) + " L2\n"
 		}
 		fmt.Fprintln(w, title)
-		t := Table{
+		t := table.Grid{
 			Header: []string{"Step", "Row", "Kernel", "vs previous", "Cumulative", "Rel err", "Verdict", "Key change"},
 			Right:  []bool{true, false, true, true, true, true, false, false},
 			Rows:   rows,
 		}
-		if err := DrawTable(w, t, markdown); err != nil {
+		if err := table.Draw(w, t, markdown); err != nil {
 			return err
 		}
 	}
@@ -58,7 +59,7 @@ func ablationRows(run *results.Run, chain []suite.ChainStep, caseID string) [][]
 			found = true
 			cells[1] = res.Label
 			cells[5], cells[6] = relErrCell(res.Check), verdictCell(res)
-			if t, ok := res.TimingFor(mode); ok && comparable(res, mode) {
+			if t, ok := res.TimingFor(mode); ok && report.Comparable(res, mode) {
 				ns := t.Kernel.MedianNs
 				cells[2] = kernelCell(t.Kernel)
 				if previous > 0 {

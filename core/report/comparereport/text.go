@@ -1,4 +1,4 @@
-package report
+package comparereport
 
 import (
 	"bytes"
@@ -7,9 +7,14 @@ import (
 	"strings"
 
 	"github.com/flashcore/bench/core/compare"
+	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/report/cell"
+	"github.com/flashcore/bench/core/report/table"
 	"github.com/flashcore/bench/sdk"
 )
+
+// item is one line of the header block.
+type item struct{ key, value string }
 
 // style is what differs between the terminalStyle and Markdown.
 type style struct {
@@ -42,14 +47,14 @@ func writeComparisonTable(w io.Writer, c *compare.Comparison) error {
 	if err := writeComparisonBody(&out, c, terminalStyle, "  note: "); err != nil {
 		return err
 	}
-	if changes := correctnessGrid(c, terminalStyle); len(changes.rows) > 0 {
+	if changes := correctnessGrid(c, terminalStyle); len(changes.Rows) > 0 {
 		out.WriteString("\nCorrectness changes\n")
-		if err := drawGrid(&out, changes, false); err != nil {
+		if err := table.Draw(&out, changes, false); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(&out, "\nSummary  ·  %s\n", comparisonSummaryCaption)
-	if err := drawGrid(&out, comparisonSummaryGrid(c), false); err != nil {
+	if err := table.Draw(&out, comparisonSummaryGrid(c), false); err != nil {
 		return err
 	}
 	_, err := w.Write(out.Bytes())
@@ -76,14 +81,14 @@ func writeComparisonMarkdown(w io.Writer, c *compare.Comparison) error {
 	if err := writeComparisonBody(&out, c, markdownStyle, "\n> Note: "); err != nil {
 		return err
 	}
-	if changes := correctnessGrid(c, markdownStyle); len(changes.rows) > 0 {
+	if changes := correctnessGrid(c, markdownStyle); len(changes.Rows) > 0 {
 		out.WriteString("\n### Correctness changes\n\n")
-		if err := drawGrid(&out, changes, true); err != nil {
+		if err := table.Draw(&out, changes, true); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(&out, "\n### Summary\n\n%s.\n\n", capitalize(comparisonSummaryCaption))
-	if err := drawGrid(&out, comparisonSummaryGrid(c), true); err != nil {
+	if err := table.Draw(&out, comparisonSummaryGrid(c), true); err != nil {
 		return err
 	}
 	_, err := w.Write(out.Bytes())
@@ -100,7 +105,7 @@ func writeComparisonBody(out *bytes.Buffer, c *compare.Comparison, s style, note
 	if c.Pair() {
 		g = pairGrid(c, s)
 	}
-	if err := drawGrid(out, g, s.markdown); err != nil {
+	if err := table.Draw(out, g, s.markdown); err != nil {
 		return err
 	}
 	for _, n := range c.Notes {
@@ -147,7 +152,7 @@ func runLine(r compare.RunInfo, s style) string {
 	if r.Path != "" {
 		parts = append(parts, s.path(r.Path))
 	}
-	if tool := toolLine(r.Run.Tool); tool != "" {
+	if tool := report.ToolLine(r.Run.Tool); tool != "" {
 		parts = append(parts, tool)
 	}
 	parts = append(parts, compare.DevicesOf(r.Run))

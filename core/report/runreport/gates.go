@@ -1,20 +1,20 @@
-package report
+package runreport
 
 import (
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/flashcore/bench/core/report/cell"
-
 	"github.com/flashcore/bench/core/gate"
+	"github.com/flashcore/bench/core/report/cell"
+	"github.com/flashcore/bench/core/report/table"
 )
 
 // WriteGates draws a judged run: one row per result with a cell per gate,
 // the limits applied, then every failure on a line of its own, naming
 // backend, case, figure and limit (docs/loop.md).
 func WriteGates(w io.Writer, o *gate.Outcome, markdown bool) error {
-	t := Table{Header: []string{"Case", "Backend", "Correct", "Deterministic", "Stable", "Registers", "Spills", "Shared mem", "Occupancy"}}
+	t := table.Grid{Header: []string{"Case", "Backend", "Correct", "Deterministic", "Stable", "Registers", "Spills", "Shared mem", "Occupancy"}}
 	for _, r := range o.Rows {
 		cells := []string{r.CaseID, r.Label}
 		for _, j := range r.Gates {
@@ -22,7 +22,7 @@ func WriteGates(w io.Writer, o *gate.Outcome, markdown bool) error {
 		}
 		t.Rows = append(t.Rows, cells)
 	}
-	if err := DrawTable(w, t, markdown); err != nil {
+	if err := table.Draw(w, t, markdown); err != nil {
 		return err
 	}
 	item := "  "

@@ -1,9 +1,10 @@
-package report
+package runreport
 
 import (
 	"bytes"
 	"testing"
 
+	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/sdk"
 )
@@ -26,16 +27,16 @@ func TestRowsOnSeveralGPUs(t *testing.T) {
 		row.Device = r.device
 		run.Results = append(run.Results, row)
 	}
-	v := buildView(run, "")
+	v := report.NewView(run, "")
 	speedups := map[string]float64{}
-	for _, r := range v.cases[0].rows {
-		speedups[r.Backend] = r.speedup
+	for _, r := range v.Cases[0].Rows {
+		speedups[r.Backend] = r.Speedup
 	}
 	if speedups["cuda-v8"] != 0.5 || speedups["triton"] == speedups["triton"] || speedups["cpu-reference"] != 0.1 {
 		t.Errorf("speedups %v: want cuda-v8 0.5 (same model, another GPU), none for triton (another model), cpu-reference 0.1 (no GPU named)", speedups)
 	}
 	var out bytes.Buffer
-	if err := Render(&out, run, Options{Format: FormatMarkdown}); err != nil {
+	if err := Render(&out, run, Options{Format: report.FormatMarkdown}); err != nil {
 		t.Fatal(err)
 	}
 	compareGolden(t, "testdata/gpus.golden", out.Bytes())

@@ -1,4 +1,4 @@
-package report
+package runreport
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/sdk"
@@ -29,16 +30,16 @@ import (
 // file without raw samples (schema 1) gives one line per row holding the
 // median, and the first line says so. Rows that did not pass are left
 // out: a wrong output has no speed.
-func writeBenchfmt(w io.Writer, v *view) error {
+func writeBenchfmt(w io.Writer, v *report.View) error {
 	out := bufio.NewWriter(w)
-	fmt.Fprintln(out, benchTitle(v.run))
-	for _, kv := range benchConfig(v.run) {
+	fmt.Fprintln(out, benchTitle(v.Run))
+	for _, kv := range benchConfig(v.Run) {
 		fmt.Fprintf(out, "%s: %s\n", kv.key, kv.value)
 	}
-	for _, mode := range append([]sdk.L2Mode{v.primary}, v.extra...) {
+	for _, mode := range append([]sdk.L2Mode{v.Primary}, v.Extra...) {
 		fmt.Fprintf(out, "l2: %s\n", mode)
-		for _, c := range v.cases {
-			for _, r := range c.rows {
+		for _, c := range v.Cases {
+			for _, r := range c.Rows {
 				writeBenchRow(out, c, r, mode)
 			}
 		}
@@ -50,7 +51,7 @@ func writeBenchfmt(w io.Writer, v *view) error {
 // what the Benchmark lines hold.
 func benchTitle(run *results.Run) string {
 	parts := []string{"FlashCore bench run"}
-	if tool := toolLine(run.Tool); tool != "" {
+	if tool := report.ToolLine(run.Tool); tool != "" {
 		parts = append(parts, tool)
 	}
 	if run.Suite.Name != "" {
@@ -68,7 +69,7 @@ func benchConfig(run *results.Run) []item {
 	e := run.Environment
 	all := []item{
 		{"goos", e.OS}, {"goarch", e.Arch}, {"cpu", e.CPU},
-		{"device", chartDevice(e)}, {"driver", e.Driver}, {"cuda", e.CUDA},
+		{"device", report.DeviceLine(e)}, {"driver", e.Driver}, {"cuda", e.CUDA},
 		{"tool", "flashcore"}, {"suite", run.Suite.Name},
 	}
 	var config []item
@@ -92,12 +93,12 @@ func sampleKind(run *results.Run) string {
 	return "one line per row holding its median: this results file keeps no raw samples"
 }
 
-func writeBenchRow(out *bufio.Writer, c caseBlock, r row, mode sdk.L2Mode) {
+func writeBenchRow(out *bufio.Writer, c report.Case, r report.Row, mode sdk.L2Mode) {
 	t, ok := r.TimingFor(mode)
 	if !ok || r.Status != results.StatusPass || t.Kernel.N == 0 {
 		return
 	}
-	name := "BenchmarkAttention/case=" + benchName(c.id) + "/row=" + benchName(r.name)
+	name := "BenchmarkAttention/case=" + benchName(c.ID) + "/row=" + benchName(r.Name)
 	if t.Samples != nil && len(t.Samples.KernelNs) > 0 {
 		for _, ns := range t.Samples.KernelNs {
 			fmt.Fprintf(out, "%s 1 %s\n", name, benchValues(c, float64(ns)))
@@ -108,14 +109,14 @@ func writeBenchRow(out *bufio.Writer, c caseBlock, r row, mode sdk.L2Mode) {
 }
 
 // benchValues is one sample's kernel time with the rates it gives.
-func benchValues(c caseBlock, ns float64) string {
+func benchValues(c report.Case, ns float64) string {
 	values := cell.Number(ns) + " ns/op"
-	if c.info != nil && ns > 0 {
-		if c.info.FLOPs > 0 {
-			values += " " + cell.Number(roundSig(c.info.FLOPs/ns/1e3, 6)) + " TFLOP/s"
+	if c.Info != nil && ns > 0 {
+		if c.Info.FLOPs > 0 {
+			values += " " + cell.Number(roundSig(c.Info.FLOPs/ns/1e3, 6)) + " TFLOP/s"
 		}
-		if c.info.Bytes > 0 {
-			values += " " + cell.Number(roundSig(c.info.Bytes/ns, 6)) + " GB/s"
+		if c.Info.Bytes > 0 {
+			values += " " + cell.Number(roundSig(c.Info.Bytes/ns, 6)) + " GB/s"
 		}
 	}
 	return values

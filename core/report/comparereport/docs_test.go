@@ -1,4 +1,4 @@
-package report
+package comparereport
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flashcore/bench/core/compare"
+	"github.com/flashcore/bench/core/report"
 )
 
 // TestDocExampleIsTheOutput keeps the example in docs/compare.md what the
@@ -21,10 +22,10 @@ func TestCompareDocExampleIsTheOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := RenderComparison(&out, c, FormatMarkdown); err != nil {
+	if err := Render(&out, c, report.FormatMarkdown); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("..", "..", "docs", "compare.md")
+	path := filepath.Join("..", "..", "..", "docs", "compare.md")
 	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

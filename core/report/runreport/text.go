@@ -1,4 +1,4 @@
-package report
+package runreport
 
 import (
 	"bytes"
@@ -8,11 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
-
+	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/report/cell"
+	"github.com/flashcore/bench/core/report/table"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/stats"
 	"github.com/flashcore/bench/internal/untrusted"
@@ -22,30 +20,17 @@ import (
 	"github.com/flashcore/bench/sdk"
 )
 
-// grid is one table before it is drawn: the same for table and markdown.
-type grid struct {
-	header []string
-	align  []tw.Align
-	rows   [][]string
-	footer []string // nil for none
-}
-
-func (g *grid) column(title string, align tw.Align) {
-	g.header = append(g.header, title)
-	g.align = append(g.align, align)
-}
-
 // item is one line of the header block.
 type item struct{ key, value string }
 
-func writeTable(w io.Writer, v *view) error {
+func writeTable(w io.Writer, v *report.View) error {
 	var out bytes.Buffer
 	out.WriteString("FlashCore bench results\n")
 	for _, it := range headerItems(v, plainPath) {
 		fmt.Fprintf(&out, "  %-9s %s\n", it.key, it.value)
 	}
-	for _, c := range v.cases {
-		title := c.id
+	for _, c := range v.Cases {
+		title := c.ID
 		if details := caseDetails(c, "  ·  ", plainPath); details != "" {
 			title += "  ·  " + details
 		}
@@ -55,7 +40,7 @@ func writeTable(w io.Writer, v *view) error {
 		}
 	}
 	fmt.Fprintf(&out, "\nSummary  ·  %s\n", summaryCaption(v))
-	if err := drawGrid(&out, summaryGrid(v), false); err != nil {
+	if err := table.Draw(&out, summaryGrid(v), false); err != nil {
 		return err
 	}
 	writeNotes(&out, summaryNotes(v), "  note: ")
@@ -63,20 +48,20 @@ func writeTable(w io.Writer, v *view) error {
 	return err
 }
 
-func writeMarkdown(w io.Writer, v *view) error {
+func writeMarkdown(w io.Writer, v *report.View) error {
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "## FlashCore bench results: %s\n\n", v.run.Suite.Name)
+	fmt.Fprintf(&out, "## FlashCore bench results: %s\n\n", v.Run.Suite.Name)
 	for _, it := range headerItems(v, codePath) {
 		fmt.Fprintf(&out, "- **%s:** %s\n", it.key, markdownValue(it.value))
 	}
-	for _, c := range v.cases {
-		fmt.Fprintf(&out, "\n### %s\n\n", c.id)
+	for _, c := range v.Cases {
+		fmt.Fprintf(&out, "\n### %s\n\n", c.ID)
 		if err := writeCaseBody(&out, v, c, true); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(&out, "\n### Summary\n\n%s.\n\n", summaryCaption(v))
-	if err := drawGrid(&out, summaryGrid(v), true); err != nil {
+	if err := table.Draw(&out, summaryGrid(v), true); err != nil {
 		return err
 	}
 	writeNotes(&out, summaryNotes(v), "\n> Note: ")
@@ -86,18 +71,18 @@ func writeMarkdown(w io.Writer, v *view) error {
 
 // writeCaseBody writes a case's table and notes; markdown also gets the
 // shape line that the terminal title holds.
-func writeCaseBody(out *bytes.Buffer, v *view, c caseBlock, markdown bool) error {
+func writeCaseBody(out *bytes.Buffer, v *report.View, c report.Case, markdown bool) error {
 	if details := caseDetails(c, " · ", codePath); markdown && details != "" {
 		fmt.Fprintf(out, "%s\n\n", details)
 	}
-	if len(c.rows) == 0 {
+	if len(c.Rows) == 0 {
 		out.WriteString("(no rows)\n")
 		return nil
 	}
-	if err := drawGrid(out, caseGrid(v, c), markdown); err != nil {
+	if err := table.Draw(out, caseGrid(v, c), markdown); err != nil {
 		return err
 	}
-	prefix, notes := "  note: ", c.notes
+	prefix, notes := "  note: ", c.Notes
 	if markdown {
 		prefix, notes = "\n> Note: ", mapStrings(notes, untrusted.Markdown)
 	}
@@ -117,18 +102,18 @@ func codePath(p string) string  { return "`" + p + "`" }
 
 // headerItems are the lines of the header block; lines the run has no
 // value for are left out.
-func headerItems(v *view, quote func(string) string) []item {
-	run := v.run
+func headerItems(v *report.View, quote func(string) string) []item {
+	run := v.Run
 	all := []item{
 		{"Suite", suiteLine(run.Suite, quote)},
 		{"Started", startedLine(run)},
 		{"Status", statusLine(run)},
-		{"Tool", toolLine(run.Tool)},
+		{"Tool", report.ToolLine(run.Tool)},
 		{"Host", hostLine(run.Environment)},
 		{"Devices", devicesLine(run.Environment)},
 		{"Isolation", strings.TrimPrefix(run.Environment.Isolation, "isolation: ")},
-		{"GPUs", rowGPUsLine(v.gpus)},
-		{"Baseline", baselineLine(v.baseline)},
+		{"GPUs", rowGPUsLine(v.GPUs)},
+		{"Baseline", baselineLine(v.Baseline)},
 		{"Timing", timingLine(v)},
 		{"Not run", unavailableLine(run.Backends)},
 	}
@@ -187,16 +172,6 @@ func statusLine(run *results.Run) string {
 		rows = "row"
 	}
 	return fmt.Sprintf("%s: the tables hold the %d %s done", run.Status, len(run.Results), rows)
-}
-
-func toolLine(t results.Tool) string {
-	switch {
-	case t.Version == "":
-		return ""
-	case t.GitCommit == "":
-		return "flashcore " + t.Version
-	}
-	return fmt.Sprintf("flashcore %s (%s)", t.Version, t.GitCommit)
 }
 
 func hostLine(e results.Environment) string {
@@ -266,22 +241,22 @@ func gpuName(d sdk.Device) string {
 	return fmt.Sprintf("%s (%s)", d.Name, strings.Join(details, ", "))
 }
 
-func baselineLine(b baseline) string {
+func baselineLine(b report.Baseline) string {
 	switch {
-	case b.note == "":
-		return b.backend
-	case b.backend == "":
-		return "none (" + b.note + ")"
+	case b.Note == "":
+		return b.Backend
+	case b.Backend == "":
+		return "none (" + b.Note + ")"
 	}
-	return fmt.Sprintf("%s (%s)", b.backend, b.note)
+	return fmt.Sprintf("%s (%s)", b.Backend, b.Note)
 }
 
-func timingLine(v *view) string {
-	line := fmt.Sprintf("Kernel = median device time, host launch gaps excluded, L2 %s", v.primary)
-	for _, m := range v.extra {
+func timingLine(v *report.View) string {
+	line := fmt.Sprintf("Kernel = median device time, host launch gaps excluded, L2 %s", v.Primary)
+	for _, m := range v.Extra {
 		line += fmt.Sprintf("; %s = the same with L2 %s", modeTitle(m), m)
 	}
-	if v.crossChecked {
+	if v.CrossChecked {
 		line += "; Cross-check = an independent kernel time by a second method where the backend has one (Python bridges: events+sleep where Kernel is CUPTI, CUPTI where it is events+sleep)"
 	}
 	return line + "; Call = host-inclusive median"
@@ -298,37 +273,37 @@ func modeTitle(m sdk.L2Mode) string {
 
 // caseDetails is the shape and the short input hash of a case: "B1 H8
 // S512 D64 fp16 · input 1f1f1f1f1f1f"; "" when the run does not list it.
-func caseDetails(c caseBlock, sep string, quote func(string) string) string {
-	if c.info == nil {
+func caseDetails(c report.Case, sep string, quote func(string) string) string {
+	if c.Info == nil {
 		return ""
 	}
-	return caseLabel(*c.info) + sep + "input " + quote(shortHash(c.info.InputSHA256))
+	return caseLabel(*c.Info) + sep + "input " + quote(shortHash(c.Info.InputSHA256))
 }
 
-func caseGrid(v *view, c caseBlock) grid {
-	var g grid
-	g.column("Backend", tw.AlignLeft)
-	if v.gpus != nil {
-		g.column("GPU", tw.AlignRight)
+func caseGrid(v *report.View, c report.Case) table.Grid {
+	var g table.Grid
+	g.Column("Backend", table.Left)
+	if v.GPUs != nil {
+		g.Column("GPU", table.Right)
 	}
-	g.column("Kernel", tw.AlignRight)
-	for _, m := range v.extra {
-		g.column(modeTitle(m), tw.AlignRight)
+	g.Column("Kernel", table.Right)
+	for _, m := range v.Extra {
+		g.Column(modeTitle(m), table.Right)
 	}
-	if v.crossChecked {
-		g.column("Cross-check", tw.AlignRight)
+	if v.CrossChecked {
+		g.Column("Cross-check", table.Right)
 	}
-	bandwidth := c.info != nil && caseRoof(*c.info) == op.BandwidthRoof
+	bandwidth := c.Info != nil && caseRoof(*c.Info) == op.BandwidthRoof
 	rate := "TFLOP/s"
 	if bandwidth {
 		rate = "GB/s"
 	}
 	for _, title := range []string{"Call", "Speedup", rate, "% peak", "Rel err"} {
-		g.column(title, tw.AlignRight)
+		g.Column(title, table.Right)
 	}
-	g.column("Verdict", tw.AlignLeft)
-	for _, r := range c.rows {
-		g.rows = append(g.rows, caseRow(v, r, bandwidth))
+	g.Column("Verdict", table.Left)
+	for _, r := range c.Rows {
+		g.Rows = append(g.Rows, caseRow(v, r, bandwidth))
 	}
 	return g
 }
@@ -342,10 +317,10 @@ func caseRoof(c results.Case) op.Roof {
 	return op.ComputeRoof
 }
 
-func caseRow(v *view, r row, bandwidth bool) []string {
-	primary, timed := r.TimingFor(v.primary)
-	cells := []string{r.name}
-	if v.gpus != nil {
+func caseRow(v *report.View, r report.Row, bandwidth bool) []string {
+	primary, timed := r.TimingFor(v.Primary)
+	cells := []string{r.Name}
+	if v.GPUs != nil {
 		cells = append(cells, gpuCell(r.Result))
 	}
 	kernel := cell.Missing
@@ -353,10 +328,10 @@ func caseRow(v *view, r row, bandwidth bool) []string {
 		kernel = kernelCell(primary.Kernel)
 	}
 	cells = append(cells, kernel)
-	for _, m := range v.extra {
+	for _, m := range v.Extra {
 		cells = append(cells, extraCell(r.Result, m))
 	}
-	if v.crossChecked {
+	if v.CrossChecked {
 		cross := cell.Missing
 		if timed && primary.CrossCheck != nil {
 			cross = medianCell(*primary.CrossCheck)
@@ -375,7 +350,7 @@ func caseRow(v *view, r row, bandwidth bool) []string {
 	if bandwidth {
 		rate, peak = derived.GBps, derived.PctPeakGBps
 	}
-	return append(cells, call, cell.Ratio(r.speedup), rateCell(rate),
+	return append(cells, call, cell.Ratio(r.Speedup), rateCell(rate),
 		percentCell(peak), relErrCell(r.Check), verdictCell(r.Result))
 }
 
@@ -387,94 +362,38 @@ func extraCell(r *results.Result, m sdk.L2Mode) string {
 	return medianCell(t.Kernel)
 }
 
-func summaryCaption(v *view) string {
-	if v.baseline.backend == "" {
+func summaryCaption(v *report.View) string {
+	if v.Baseline.Backend == "" {
 		return "no speedups: no baseline passed a case"
 	}
-	return fmt.Sprintf("speedup = geometric mean over the cases where both the row and %s passed", v.baseline.backend)
+	return fmt.Sprintf("speedup = geometric mean over the cases where both the row and %s passed", v.Baseline.Backend)
 }
 
-func summaryNotes(v *view) []string {
-	if v.baseline.note == "" {
+func summaryNotes(v *report.View) []string {
+	if v.Baseline.Note == "" {
 		return nil
 	}
-	return []string{v.baseline.note}
+	return []string{v.Baseline.Note}
 }
 
-func summaryGrid(v *view) grid {
-	var g grid
-	g.column("Backend", tw.AlignLeft)
-	g.column("Speedup", tw.AlignRight)
-	g.column("Cases compared", tw.AlignRight)
+func summaryGrid(v *report.View) table.Grid {
+	var g table.Grid
+	g.Column("Backend", table.Left)
+	g.Column("Speedup", table.Right)
+	g.Column("Cases compared", table.Right)
 	for _, title := range []string{"Pass", "Fail", "Skip", "Error"} {
-		g.column(title, tw.AlignRight)
+		g.Column(title, table.Right)
 	}
-	for _, s := range v.summary {
-		g.rows = append(g.rows, append([]string{s.label, cell.Ratio(stats.GeoMean(s.speedups)),
-			fmt.Sprint(len(s.speedups))}, countCells(s.counts)...))
+	for _, s := range v.Summary {
+		g.Rows = append(g.Rows, append([]string{s.Label, cell.Ratio(stats.GeoMean(s.Speedups)),
+			fmt.Sprint(len(s.Speedups))}, countCells(s.Counts)...))
 	}
-	g.footer = append([]string{"Total", "", ""}, countCells(total(v.summary))...)
+	g.Footer = append([]string{"Total", "", ""}, countCells(report.Total(v.Summary))...)
 	return g
 }
 
-func countCells(c counts) []string {
-	return []string{fmt.Sprint(c.pass), fmt.Sprint(c.fail), fmt.Sprint(c.skip), fmt.Sprint(c.errored)}
-}
-
-// drawGrid draws g with tablewriter: boxed for a terminal, or as a GitHub
-// Markdown table.
-func drawGrid(out io.Writer, g grid, markdown bool) error {
-	opts := []tablewriter.Option{
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: g.align}),
-		tablewriter.WithFooterAutoWrap(tw.WrapNone),
-		tablewriter.WithFooterAlignmentConfig(tw.CellAlignment{PerColumn: g.align}),
-	}
-	if markdown {
-		opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
-		g = escapeMarkdown(g)
-	}
-	table := tablewriter.NewTable(out, opts...)
-	table.Header(anys(g.header)...)
-	for _, r := range g.rows {
-		if err := table.Append(anys(r)...); err != nil {
-			return err
-		}
-	}
-	if g.footer != nil {
-		table.Footer(anys(g.footer)...)
-	}
-	return table.Render()
-}
-
-// escapeMarkdown keeps a "|" inside a cell from ending it, and any tag a
-// plugin wrote in a name or reason from being markup.
-func escapeMarkdown(g grid) grid {
-	escape := func(cells []string) []string {
-		out := make([]string, len(cells))
-		for i, c := range cells {
-			out[i] = untrusted.Markdown(c)
-		}
-		return out
-	}
-	e := grid{header: escape(g.header), align: g.align}
-	for _, r := range g.rows {
-		e.rows = append(e.rows, escape(r))
-	}
-	if g.footer != nil {
-		e.footer = escape(g.footer)
-	}
-	return e
-}
-
-func anys(cells []string) []any {
-	out := make([]any, len(cells))
-	for i, c := range cells {
-		out[i] = c
-	}
-	return out
+func countCells(c report.Counts) []string {
+	return []string{fmt.Sprint(c.Pass), fmt.Sprint(c.Fail), fmt.Sprint(c.Skip), fmt.Sprint(c.Errored)}
 }
 
 func mapStrings(in []string, f func(string) string) []string {

@@ -1,4 +1,4 @@
-package report
+package runreport
 
 import (
 	"encoding/csv"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/internal/untrusted"
@@ -45,14 +46,14 @@ func csvHeader() []string {
 	return append(header, "gpu_index", "gpu_name", "gpu_uuid")
 }
 
-func writeCSV(w io.Writer, v *view) error {
+func writeCSV(w io.Writer, v *report.View) error {
 	out := csv.NewWriter(w)
 	if err := out.Write(csvHeader()); err != nil {
 		return err
 	}
-	for _, c := range v.cases {
+	for _, c := range v.Cases {
 		base := baselineName(c)
-		for _, r := range c.rows {
+		for _, r := range c.Rows {
 			if err := out.Write(guardCells(csvRecord(v, c, r, base))); err != nil {
 				return err
 			}
@@ -63,19 +64,19 @@ func writeCSV(w io.Writer, v *view) error {
 }
 
 // baselineName is the name of the case's baseline row, "" for none.
-func baselineName(c caseBlock) string {
-	for _, r := range c.rows {
-		if r.isBaseline {
-			return r.name
+func baselineName(c report.Case) string {
+	for _, r := range c.Rows {
+		if r.IsBaseline {
+			return r.Name
 		}
 	}
 	return ""
 }
 
-func csvRecord(v *view, c caseBlock, r row, base string) []string {
-	record := append(caseFields(c), r.Backend, r.Variant, r.name, tunablesField(r.Tunables), string(r.Status),
-		r.Reason, r.LoadedSHA256, strconv.FormatInt(int64(r.Duration), 10), string(v.primary))
-	record = append(record, speedupField(r.speedup), base)
+func csvRecord(v *report.View, c report.Case, r report.Row, base string) []string {
+	record := append(caseFields(c), r.Backend, r.Variant, r.Name, tunablesField(r.Tunables), string(r.Status),
+		r.Reason, r.LoadedSHA256, strconv.FormatInt(int64(r.Duration), 10), string(v.Primary))
+	record = append(record, speedupField(r.Speedup), base)
 	record = append(record, derivedFields(r.Result)...)
 	record = append(record, checkFields(r.Check)...)
 	for _, m := range csvModes {
@@ -87,21 +88,21 @@ func csvRecord(v *view, c caseBlock, r row, base string) []string {
 	return append(record, "", "", "")
 }
 
-func caseFields(c caseBlock) []string {
-	if c.info == nil {
-		return append([]string{c.id}, make([]string, 13)...)
+func caseFields(c report.Case) []string {
+	if c.Info == nil {
+		return append([]string{c.ID}, make([]string, 13)...)
 	}
-	if c.info.OpName() != attention.Name {
+	if c.Info.OpName() != attention.Name {
 		// The shape columns are attention's; another op's case has its
 		// label alone.
-		return append(append([]string{c.id, caseLabel(*c.info)}, make([]string, 8)...),
-			c.info.Distribution, c.info.InputSHA256, cell.Number(c.info.FLOPs), cell.Number(c.info.Bytes))
+		return append(append([]string{c.ID, caseLabel(*c.Info)}, make([]string, 8)...),
+			c.Info.Distribution, c.Info.InputSHA256, cell.Number(c.Info.FLOPs), cell.Number(c.Info.Bytes))
 	}
-	s := c.info.Shape
-	return []string{c.id, s.String(), strconv.Itoa(s.Batch), strconv.Itoa(s.Heads), strconv.Itoa(s.KVHeads),
+	s := c.Info.Shape
+	return []string{c.ID, s.String(), strconv.Itoa(s.Batch), strconv.Itoa(s.Heads), strconv.Itoa(s.KVHeads),
 		strconv.Itoa(s.SeqQ), strconv.Itoa(s.SeqK), strconv.Itoa(s.HeadDim), string(s.DType),
-		strconv.FormatBool(s.Causal), c.info.Distribution, c.info.InputSHA256,
-		cell.Number(c.info.FLOPs), cell.Number(c.info.Bytes)}
+		strconv.FormatBool(s.Causal), c.Info.Distribution, c.Info.InputSHA256,
+		cell.Number(c.Info.FLOPs), cell.Number(c.Info.Bytes)}
 }
 
 // tunablesField writes tunables as "k=v;k=v", keys sorted.

@@ -1,4 +1,4 @@
-package report
+package runreport
 
 import (
 	"bytes"
@@ -8,7 +8,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/charts"
+	"github.com/flashcore/bench/core/report/table"
 )
 
 // htmlPage is the HTML report's template: one file with its style
@@ -70,23 +72,23 @@ type htmlData struct {
 }
 
 // writeHTML writes the run as one self-contained HTML page: the header
-// block, the charts of Charts, the summary and every case's table, all
+// block, the charts drawn by charts.Draw, the summary and every case's table, all
 // drawn from the same grids as the text tables.
-func writeHTML(w io.Writer, v *view, charts []Chart) error {
+func writeHTML(w io.Writer, v *report.View, drawn []charts.Chart) error {
 	data := htmlData{
 		Title:          "FlashCore bench results",
 		Header:         htmlItems(headerItems(v, plainPath)),
-		Facets:         htmlFacets(charts),
+		Facets:         htmlFacets(drawn),
 		SummaryCaption: summaryCaption(v),
 		Summary:        toHTMLTable(summaryGrid(v)),
 		SummaryNotes:   summaryNotes(v),
 	}
-	if v.run.Suite.Name != "" {
-		data.Title += ": " + v.run.Suite.Name
+	if v.Run.Suite.Name != "" {
+		data.Title += ": " + v.Run.Suite.Name
 	}
-	for _, c := range v.cases {
-		hc := htmlCase{ID: c.id, Details: caseDetails(c, " · ", plainPath), Notes: c.notes}
-		if len(c.rows) > 0 {
+	for _, c := range v.Cases {
+		hc := htmlCase{ID: c.ID, Details: caseDetails(c, " · ", plainPath), Notes: c.Notes}
+		if len(c.Rows) > 0 {
 			t := toHTMLTable(caseGrid(v, c))
 			hc.Table = &t
 		}
@@ -100,11 +102,11 @@ func writeHTML(w io.Writer, v *view, charts []Chart) error {
 	return err
 }
 
-// htmlFacets groups the charts by facet, in the order Charts drew them:
+// htmlFacets groups the charts by facet, in the order charts.Draw drew them:
 // each facet's title is what follows the measure in the chart titles.
-func htmlFacets(charts []Chart) []htmlFacet {
+func htmlFacets(drawn []charts.Chart) []htmlFacet {
 	var facets []htmlFacet
-	for _, c := range charts {
+	for _, c := range drawn {
 		_, facetTitle, _ := strings.Cut(c.Title, ", ")
 		if len(facets) == 0 || facets[len(facets)-1].Title != facetTitle {
 			facets = append(facets, htmlFacet{Title: facetTitle})
@@ -126,19 +128,19 @@ func inlineSVG(svg []byte) template.HTML {
 	return template.HTML(s)
 }
 
-func toHTMLTable(g grid) htmlTable {
+func toHTMLTable(g table.Grid) htmlTable {
 	cells := func(texts []string) []htmlCell {
 		out := make([]htmlCell, len(texts))
 		for i, t := range texts {
 			out[i] = htmlCell{Text: t}
-			if i < len(g.align) && g.align[i] == tw.AlignRight {
+			if g.RightAligned(i) {
 				out[i].Class = "num"
 			}
 		}
 		return out
 	}
-	t := htmlTable{Header: cells(g.header), Footer: cells(g.footer)}
-	for _, r := range g.rows {
+	t := htmlTable{Header: cells(g.Header), Footer: cells(g.Footer)}
+	for _, r := range g.Rows {
 		t.Rows = append(t.Rows, cells(r))
 	}
 	return t

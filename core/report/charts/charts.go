@@ -1,9 +1,17 @@
-package report
+// Package charts draws a run's charts as SVG with gonum/plot: for each
+// facet of attention's cases (head dim, dtype, causal, grouping of heads),
+// kernel time, TFLOP/s and the speedup over the baseline against the
+// sequence length. `flashcore plot` saves them as files and the HTML run
+// report inlines them.
+//
+// Where to start: Draw.
+package charts
 
 import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"github.com/flashcore/bench/core/report"
 	"image/color"
 	"math"
 	"slices"
@@ -94,7 +102,7 @@ func (f facet) title() string {
 type measure struct {
 	file, title, axis string
 	logY              bool
-	value             func(v *view, r row) (float64, bool)
+	value             func(v *report.View, r report.Row) (float64, bool)
 }
 
 var measures = []measure{
@@ -103,39 +111,37 @@ var measures = []measure{
 	{"speedup", "Speedup", "Speedup (×)", true, speedup},
 }
 
-func kernelMicros(v *view, r row) (float64, bool) {
-	t, ok := r.TimingFor(v.primary)
+func kernelMicros(v *report.View, r report.Row) (float64, bool) {
+	t, ok := r.TimingFor(v.Primary)
 	if !ok || t.Kernel.N == 0 || !(t.Kernel.MedianNs > 0) {
 		return 0, false
 	}
 	return t.Kernel.MedianNs / 1e3, true
 }
 
-func tflops(v *view, r row) (float64, bool) {
-	if _, ok := r.TimingFor(v.primary); !ok || !(r.Derived.TFLOPS > 0) {
+func tflops(v *report.View, r report.Row) (float64, bool) {
+	if _, ok := r.TimingFor(v.Primary); !ok || !(r.Derived.TFLOPS > 0) {
 		return 0, false
 	}
 	return r.Derived.TFLOPS, true
 }
 
-func speedup(_ *view, r row) (float64, bool) {
-	return r.speedup, r.speedup > 0 && !math.IsInf(r.speedup, 0)
+func speedup(_ *report.View, r report.Row) (float64, bool) {
+	return r.Speedup, r.Speedup > 0 && !math.IsInf(r.Speedup, 0)
 }
 
-// Charts draws the run's charts: for each facet (head dim, dtype,
-// causal), kernel time, TFLOP/s and the speedup over the baseline against
-// the sequence length, one line per row label. Only rows that passed
-// their check are drawn: a wrong result has no speed. Every chart names
-// the device and the date of the run. opts.Baseline picks the baseline
-// as for Render.
-func Charts(run *results.Run, opts Options) ([]Chart, error) {
-	v := buildView(run, opts.Baseline)
+// Draw draws the charts of v: for each facet (head dim, dtype, causal),
+// kernel time, TFLOP/s and the speedup over v's baseline against the
+// sequence length, one line per row label. Only rows that passed their
+// check are drawn: a wrong result has no speed. Every chart names the
+// device and the date of the run.
+func Draw(v *report.View) ([]Chart, error) {
 	facets := facetsOf(v)
 	names := rowNames(v)
 	var charts []Chart
 	for _, f := range facets {
 		for _, m := range measures {
-			if m.file == "speedup" && v.baseline.backend == "" {
+			if m.file == "speedup" && v.Baseline.Backend == "" {
 				continue
 			}
 			svg, drawn, err := drawChart(v, f, m, names)
@@ -152,11 +158,11 @@ func Charts(run *results.Run, opts Options) ([]Chart, error) {
 
 // facetsOf lists the facets of the run's cases: by head dim, then dtype,
 // then grouping, non-causal before causal.
-func facetsOf(v *view) []facet {
+func facetsOf(v *report.View) []facet {
 	var facets []facet
-	for _, c := range v.cases {
-		if c.info != nil && c.info.OpName() == attention.Name && !slices.Contains(facets, facetOf(c.info.Shape)) {
-			facets = append(facets, facetOf(c.info.Shape))
+	for _, c := range v.Cases {
+		if c.Info != nil && c.Info.OpName() == attention.Name && !slices.Contains(facets, facetOf(c.Info.Shape)) {
+			facets = append(facets, facetOf(c.Info.Shape))
 		}
 	}
 	slices.SortFunc(facets, func(a, b facet) int {
@@ -175,12 +181,12 @@ func boolInt(b bool) int {
 
 // rowNames lists every row name in the order of first appearance, so
 // that a row keeps its colour and marker on every chart.
-func rowNames(v *view) []string {
+func rowNames(v *report.View) []string {
 	var names []string
-	for _, c := range v.cases {
-		for _, r := range c.rows {
-			if !slices.Contains(names, r.name) {
-				names = append(names, r.name)
+	for _, c := range v.Cases {
+		for _, r := range c.Rows {
+			if !slices.Contains(names, r.Name) {
+				names = append(names, r.Name)
 			}
 		}
 	}
@@ -188,18 +194,18 @@ func rowNames(v *view) []string {
 }
 
 // series gathers one row name's points in a facet, by sequence length.
-func series(v *view, f facet, m measure, name string) plotter.XYs {
+func series(v *report.View, f facet, m measure, name string) plotter.XYs {
 	var pts plotter.XYs
-	for _, c := range v.cases {
-		if c.info == nil || c.info.OpName() != attention.Name || facetOf(c.info.Shape) != f {
+	for _, c := range v.Cases {
+		if c.Info == nil || c.Info.OpName() != attention.Name || facetOf(c.Info.Shape) != f {
 			continue
 		}
-		for _, r := range c.rows {
-			if r.name != name || r.Status != results.StatusPass {
+		for _, r := range c.Rows {
+			if r.Name != name || r.Status != results.StatusPass {
 				continue
 			}
 			if y, ok := m.value(v, r); ok {
-				pts = append(pts, plotter.XY{X: float64(c.info.Shape.SeqK), Y: y})
+				pts = append(pts, plotter.XY{X: float64(c.Info.Shape.SeqK), Y: y})
 			}
 		}
 	}
@@ -209,7 +215,7 @@ func series(v *view, f facet, m measure, name string) plotter.XYs {
 
 // drawChart draws one measure of one facet; drawn is false when no row
 // has a point there.
-func drawChart(v *view, f facet, m measure, names []string) (svg []byte, drawn bool, err error) {
+func drawChart(v *report.View, f facet, m measure, names []string) (svg []byte, drawn bool, err error) {
 	p := plot.New()
 	useChartFont(p)
 	p.Title.Text = m.title + ", " + f.title() + "\n" + chartSubtitle(v)
@@ -288,38 +294,28 @@ func useChartFont(p *plot.Plot) {
 }
 
 // chartSubtitle is the device, date and suite of the run.
-func chartSubtitle(v *view) string {
-	parts := []string{chartDevice(v.run.Environment)}
-	if !v.run.StartedAt.IsZero() {
-		parts = append(parts, v.run.StartedAt.UTC().Format("2006-01-02"))
+func chartSubtitle(v *report.View) string {
+	parts := []string{report.DeviceLine(v.Run.Environment)}
+	if !v.Run.StartedAt.IsZero() {
+		parts = append(parts, v.Run.StartedAt.UTC().Format("2006-01-02"))
 	}
-	if v.run.Suite.Name != "" {
-		parts = append(parts, "suite "+v.run.Suite.Name)
+	if v.Run.Suite.Name != "" {
+		parts = append(parts, "suite "+v.Run.Suite.Name)
 	}
-	parts = append(parts, "L2 "+string(v.primary))
+	parts = append(parts, "L2 "+string(v.Primary))
 	return strings.Join(parts, " · ")
 }
 
-func chartDevice(e results.Environment) string {
-	switch {
-	case len(e.GPUs) > 0:
-		return e.GPUs[0].Name
-	case e.CPU != "":
-		return e.CPU + " (no GPU)"
-	}
-	return "unknown device"
-}
-
 // seqTicks marks the facet's sequence lengths on the x axis.
-func seqTicks(v *view, f facet) plot.Ticker {
+func seqTicks(v *report.View, f facet) plot.Ticker {
 	var ticks plot.ConstantTicks
-	for _, c := range v.cases {
-		if c.info == nil || c.info.OpName() != attention.Name || facetOf(c.info.Shape) != f {
+	for _, c := range v.Cases {
+		if c.Info == nil || c.Info.OpName() != attention.Name || facetOf(c.Info.Shape) != f {
 			continue
 		}
-		x := float64(c.info.Shape.SeqK)
+		x := float64(c.Info.Shape.SeqK)
 		if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Value == x }) {
-			ticks = append(ticks, plot.Tick{Value: x, Label: strconv.Itoa(c.info.Shape.SeqK)})
+			ticks = append(ticks, plot.Tick{Value: x, Label: strconv.Itoa(c.Info.Shape.SeqK)})
 		}
 	}
 	return ticks
@@ -346,12 +342,12 @@ func styleSeries(line *plotter.Line, points *plotter.Scatter, i int) {
 }
 
 // addBaselineRule draws the baseline's 1× as a grey line.
-func addBaselineRule(p *plot.Plot, v *view) {
+func addBaselineRule(p *plot.Plot, v *report.View) {
 	rule := plotter.NewFunction(func(float64) float64 { return 1 })
 	rule.Color = color.Gray{Y: 128}
 	rule.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	p.Add(rule)
-	p.Y.Label.Text = "Speedup over " + v.baseline.backend + " (×)"
+	p.Y.Label.Text = "Speedup over " + v.Baseline.Backend + " (×)"
 }
 
 // linearTicks marks a linear axis every 1, 2 or 5 times a power of ten,
