@@ -1,4 +1,4 @@
-package cli
+package timingcheck
 
 import (
 	"os"
@@ -93,11 +93,11 @@ func TestShippedBeside(t *testing.T) {
 	}
 }
 
-// TestTimedRowsChooseTheReference: a row of a shipped plugin that recorded
+// TestRowsChooseTheReference: a row of a shipped plugin that recorded
 // a CUPTI reference is judged by it under auto and cupti; every other row
 // (a plugin from elsewhere, whatever it reports, or no reference) goes to
 // ncu, and --reference ncu sends every GPU row there.
-func TestTimedRowsChooseTheReference(t *testing.T) {
+func TestRowsChooseTheReference(t *testing.T) {
 	dist, other := t.TempDir(), t.TempDir()
 	exe := writeScript(t, filepath.Join(dist, "flashcore"))
 	cuda := writeScript(t, filepath.Join(dist, "flashcore-plugins-cuda"))
@@ -118,20 +118,20 @@ func TestTimedRowsChooseTheReference(t *testing.T) {
 		reference string
 		want      []string // By and verdict of each row; "ncu" for rows left to ncu
 	}{
-		{referenceAuto, []string{"cupti PASS", "ncu", "cupti ERROR", "ncu"}},
+		{ReferenceAuto, []string{"cupti PASS", "ncu", "cupti ERROR", "ncu"}},
 		{ncu.ReferenceCupti, []string{"cupti PASS", "SKIP", "cupti ERROR", "SKIP"}},
 		{ncu.ReferenceNcu, []string{"ncu", "ncu", "ncu", "ncu"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reference, func(t *testing.T) {
-			rows := timedRows(run, plugins, sdk.L2Hot, tt.reference, exe)
+			rows := Rows(run, plugins, sdk.L2Hot, tt.reference, exe)
 			for i, r := range rows {
-				got := strings.TrimSpace(r.row.Reference + " " + string(r.row.Verdict))
-				if r.row.Verdict == "" {
+				got := strings.TrimSpace(r.Check.Reference + " " + string(r.Check.Verdict))
+				if r.Check.Verdict == "" {
 					got = "ncu"
 				}
 				if got != tt.want[i] {
-					t.Errorf("row %d (%s, %s): %q (%s), want %q", i, r.result.Backend, r.result.Timings[0].Method, got, r.row.Reason, tt.want[i])
+					t.Errorf("row %d (%s, %s): %q (%s), want %q", i, r.Result.Backend, r.Result.Timings[0].Method, got, r.Check.Reason, tt.want[i])
 				}
 			}
 		})
