@@ -134,8 +134,8 @@ func extraModes(run *results.Run, primary sdk.L2Mode) []sdk.L2Mode {
 	return extra
 }
 
-// KernelMedian is r's kernel median in mode, when there is a usable one.
-func KernelMedian(r *results.Result, mode sdk.L2Mode) (float64, bool) {
+// kernelMedian is r's kernel median in mode, when there is a usable one.
+func kernelMedian(r *results.Result, mode sdk.L2Mode) (float64, bool) {
 	t, ok := r.TimingFor(mode)
 	if !ok || !(t.Kernel.MedianNs > 0) || math.IsInf(t.Kernel.MedianNs, 0) {
 		return 0, false
@@ -146,7 +146,7 @@ func KernelMedian(r *results.Result, mode sdk.L2Mode) (float64, bool) {
 // Comparable says whether r can take part in a speedup: it passed and has
 // a kernel time in mode.
 func Comparable(r *results.Result, mode sdk.L2Mode) bool {
-	_, ok := KernelMedian(r, mode)
+	_, ok := kernelMedian(r, mode)
 	return ok && r.Status == results.StatusPass
 }
 
@@ -216,11 +216,11 @@ func groupByCase(run *results.Run) []Case {
 func (b *Case) compare(baselineBackend string, mode sdk.L2Mode) {
 	if base := b.baselineRow(baselineBackend, mode); base != nil {
 		base.IsBaseline = true
-		baseNs, _ := KernelMedian(base.Result, mode)
+		baseNs, _ := kernelMedian(base.Result, mode)
 		var otherModel []string
 		for i := range b.Rows {
 			r := b.Rows[i].Result
-			ns, ok := KernelMedian(r, mode)
+			ns, ok := kernelMedian(r, mode)
 			switch {
 			case !ok || !Comparable(r, mode):
 			case r.Model() != "" && base.Model() != "" && r.Model() != base.Model():
