@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/flashcore/bench/core/host"
-	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/runreport"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
@@ -74,10 +74,10 @@ func ablateCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return withCode(ExitUsage, err)
 		}
-		return report.WriteAblation(stdout, run, chain, markdown)
+		return runreport.WriteAblation(stdout, run, chain, markdown)
 	}
 	if *caseID != "" {
-		c, ok := caseOf(s, *caseID)
+		c, ok := s.Case(*caseID)
 		if !ok {
 			return withCode(ExitUsage, fmt.Errorf("case %q is not in suite %s (cases: %s)", *caseID, s.Name, caseIDs(s)))
 		}
@@ -85,7 +85,7 @@ func ablateCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	run, err := runChain(ctx, s, chain, *out, stderr)
 	if run != nil && len(run.Results) > 0 {
-		if err := report.WriteAblation(stdout, run, chain, markdown); err != nil {
+		if err := runreport.WriteAblation(stdout, run, chain, markdown); err != nil {
 			return err
 		}
 	}
@@ -126,7 +126,7 @@ func runChain(ctx context.Context, s *suite.Suite, chain []suite.ChainStep, out 
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
-	cut := withL2(s, s.L2Modes[0])
+	cut := s.OnlyL2(s.L2Modes[0])
 	if cut.Backends, err = chainSelections(ctx, s, plugins, chain); err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func chainSelections(ctx context.Context, s *suite.Suite, plugins []host.Plugin,
 	var out []suite.BackendSelection
 	for i, p := range plugins {
 		d := descriptions[i]
-		sel := selectionFor(s, p.Name)
+		sel := s.Selection(p.Name)
 		sel.Variants, sel.Tunables = nil, nil // each step at its defaults
 		for _, step := range chain {
 			if step.Backend != p.Name {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flashcore/bench/core/compare"
 	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/comparereport"
 	"github.com/flashcore/bench/core/results"
 )
 
@@ -29,7 +30,7 @@ func compareCommand(args []string, stdout, stderr io.Writer) error {
 	if len(paths) < 2 {
 		return withCode(ExitUsage, errors.New(compareUsage))
 	}
-	if err := report.CheckComparisonFormat(report.Format(*format)); err != nil {
+	if err := comparereport.CheckFormat(report.Format(*format)); err != nil {
 		return withCode(ExitUsage, err)
 	}
 	sources, err := loadSources(paths)
@@ -40,7 +41,7 @@ func compareCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	if err := report.RenderComparison(stdout, c, report.Format(*format)); err != nil {
+	if err := comparereport.Render(stdout, c, report.Format(*format)); err != nil {
 		return withCode(ExitOther, err)
 	}
 	if *failOnRegression && c.Failed() {

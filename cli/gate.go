@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/flashcore/bench/core/gate"
-	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/runreport"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
@@ -83,7 +83,7 @@ func gateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	outcome := gate.Judge(run, s.Gates)
-	if err := report.WriteGates(stdout, outcome, markdown); err != nil {
+	if err := runreport.WriteGates(stdout, outcome, markdown); err != nil {
 		return err
 	}
 	return gateVerdict(run, outcome, named)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/runreport"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/shard"
 )
@@ -26,7 +27,7 @@ func mergeCommand(args []string, stdout, stderr io.Writer) error {
 	if len(positional) < 2 {
 		return withCode(ExitUsage, errors.New("usage: flashcore merge OUT.json IN1.json [IN2.json ...]"))
 	}
-	if err := report.CheckFormat(report.Format(*format)); err != nil {
+	if err := runreport.CheckFormat(report.Format(*format)); err != nil {
 		return withCode(ExitUsage, err)
 	}
 	out, inputs := positional[0], make([]shard.Input, 0, len(positional)-1)
@@ -44,7 +45,7 @@ func mergeCommand(args []string, stdout, stderr io.Writer) error {
 	if err := results.NewWriter(out).Save(run); err != nil {
 		return withCode(ExitOther, err)
 	}
-	if err := report.Render(stdout, run, report.Options{Format: report.Format(*format)}); err != nil {
+	if err := runreport.Render(stdout, run, runreport.Options{Format: report.Format(*format)}); err != nil {
 		return err
 	}
 	fmt.Fprintln(stderr, mergeSummary(out, run, rep, len(inputs)))

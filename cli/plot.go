@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/charts"
+	"github.com/flashcore/bench/core/report/runreport"
 	"github.com/flashcore/bench/core/results"
 )
 
@@ -33,15 +35,14 @@ func plotCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	opts := report.Options{Format: report.FormatHTML, Baseline: *baseline}
-	charts, err := report.Charts(run, opts)
+	drawn, err := charts.Draw(report.NewView(run, *baseline))
 	if err != nil {
 		return withCode(ExitOther, err)
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return withCode(ExitOther, fmt.Errorf("plot: %w", err))
 	}
-	for _, c := range charts {
+	for _, c := range drawn {
 		if err := writePlotFile(stdout, *out, c.File, c.SVG); err != nil {
 			return err
 		}
@@ -51,7 +52,7 @@ func plotCommand(args []string, stdout, stderr io.Writer) error {
 		return withCode(ExitOther, fmt.Errorf("plot: %w", err))
 	}
 	defer os.Remove(html.Name())
-	renderErr := report.Render(html, run, opts)
+	renderErr := runreport.Render(html, run, runreport.Options{Format: report.FormatHTML, Baseline: *baseline})
 	if err := errors.Join(renderErr, html.Close()); err != nil {
 		return withCode(ExitOther, fmt.Errorf("plot: report.html: %w", err))
 	}

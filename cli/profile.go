@@ -16,6 +16,7 @@ import (
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/core/underncu"
 	"github.com/flashcore/bench/internal/ncu"
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
@@ -65,7 +66,7 @@ func profileCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	c, ok := caseOf(s, *caseID)
+	c, ok := s.Case(*caseID)
 	if !ok {
 		return withCode(ExitUsage, fmt.Errorf("case %q is not in suite %s (cases: %s)", *caseID, s.Name, caseIDs(s)))
 	}
@@ -95,12 +96,12 @@ func findRow(ctx context.Context, s *suite.Suite, name string) (host.Plugin, sui
 		return host.Plugin{}, suite.BackendSelection{}, withCode(ExitOther, err)
 	}
 	if i := slices.IndexFunc(found, func(p host.Plugin) bool { return p.Name == name }); i >= 0 {
-		return found[i], selectionFor(s, name), nil
+		return found[i], s.Selection(name), nil
 	}
 	for _, p := range found {
 		d := runner.Describe(ctx, p, hostOptions(s))
 		if slices.ContainsFunc(d.Variants, func(v sdk.Variant) bool { return v.Name == name }) {
-			sel := selectionFor(s, p.Name)
+			sel := s.Selection(p.Name)
 			sel.Variants = []string{name}
 			return p, sel, nil
 		}
@@ -112,7 +113,7 @@ func findRow(ctx context.Context, s *suite.Suite, name string) (host.Plugin, sui
 // findTimedRow runs the case briefly, unprofiled, to learn the row's label
 // and how it is timed, which says how ncu reaches it.
 func findTimedRow(ctx context.Context, s *suite.Suite, c op.Case, p host.Plugin, sel suite.BackendSelection) (results.Result, ncu.Reach, error) {
-	probe := underNcu(s, sdk.L2Hot, []op.Case{c}, []suite.BackendSelection{sel})
+	probe := underncu.CutSuite(s, sdk.L2Hot, []op.Case{c}, []suite.BackendSelection{sel})
 	probe.Measurement.MinSamples, probe.Measurement.MaxSamples = 3, 3
 	run, err := runner.Run(ctx, runner.Config{Suite: probe, Plugins: []host.Plugin{p}})
 	if err != nil {
@@ -141,22 +142,22 @@ func findTimedRow(ctx context.Context, s *suite.Suite, c op.Case, p host.Plugin,
 // its timed calls only, and prints the first call's kernels.
 func profileRow(ctx context.Context, tool ncu.Tool, s *suite.Suite, c op.Case, p host.Plugin, res results.Result,
 	reach ncu.Reach, dir string, stdout io.Writer) error {
-	set := ncuSettings{measure: ncu.ProfileMeasure(), limit: ncu.Limit{Count: profileCallKernels}}
+	set := underncu.Settings{Measure: ncu.ProfileMeasure(), Limit: ncu.Limit{Count: profileCallKernels}}
 	if !reach.NVTX {
 		// Each call launches one attention kernel: skip the checked run's.
-		set.limit = ncu.Limit{Skip: 1, Count: 1}
+		set.Limit = ncu.Limit{Skip: 1, Count: 1}
 	}
-	sess := ncuSession{name: fileName(res.Label, c.ID), plugin: p, reach: reach, rows: []ncu.RowKey{rowKey(res)},
-		suite: underNcu(s, sdk.L2Hot, []op.Case{c}, []suite.BackendSelection{rowSelection(res)})}
-	outcome, err := runNcuSession(ctx, tool, sess, set, dir)
-	calls, report := outcome.calls, outcome.report
+	sess := underncu.Session{Name: underncu.FileName(res.Label, c.ID), Plugin: p, Reach: reach, Rows: []ncu.RowKey{underncu.RowKey(res)},
+		Suite: underncu.CutSuite(s, sdk.L2Hot, []op.Case{c}, []suite.BackendSelection{underncu.RowSelection(res)})}
+	outcome, err := underncu.Run(ctx, tool, sess, set, dir)
+	calls, report := outcome.Calls, outcome.Report
 	if err != nil {
-		if ExitCode(err) == ExitInterrupted {
-			return err
+		if errors.Is(err, runner.ErrInterrupted) {
+			return withCode(ExitInterrupted, err)
 		}
 		return withCode(ExitOther, err)
 	}
-	calls = ncu.CallsOf(calls, rowKey(res))
+	calls = ncu.CallsOf(calls, underncu.RowKey(res))
 	if len(calls) == 0 {
 		return withCode(ExitFailures, fmt.Errorf("ncu profiled no call of %s on %s (log: %s)", res.Label, c.ID, strings.TrimSuffix(report, ".ncu-rep")+".log"))
 	}
@@ -168,7 +169,7 @@ func profileRow(ctx context.Context, tool ncu.Tool, s *suite.Suite, c op.Case, p
 	if err := ncu.WriteProfile(&out, pc, report); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, sess.name+".txt"), out.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, sess.Name+".txt"), out.Bytes(), 0o644); err != nil {
 		return withCode(ExitOther, err)
 	}
 	_, err = stdout.Write(out.Bytes())

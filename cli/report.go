@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/runreport"
 	"github.com/flashcore/bench/core/results"
 )
 
@@ -20,12 +21,12 @@ func reportCommand(args []string, stdout, stderr io.Writer) error {
 	if len(positional) != 1 {
 		return withCode(ExitUsage, errors.New("usage: flashcore report RESULTS.json [--format F]"))
 	}
-	if err := report.CheckFormat(report.Format(*format)); err != nil {
+	if err := runreport.CheckFormat(report.Format(*format)); err != nil {
 		return withCode(ExitUsage, err)
 	}
 	run, err := results.Load(positional[0])
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	return report.Render(stdout, run, report.Options{Format: report.Format(*format), Baseline: *baseline})
+	return runreport.Render(stdout, run, runreport.Options{Format: report.Format(*format), Baseline: *baseline})
 }

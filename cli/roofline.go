@@ -11,7 +11,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/runreport"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/internal/bridge"
@@ -68,7 +68,7 @@ func calibrateCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return withCode(ExitOther, fmt.Errorf("cache the calibration: %w", err))
 	}
-	fmt.Fprintln(stdout, report.PeaksLine(p.Name, reportPeaks(p)))
+	fmt.Fprintln(stdout, runreport.PeaksLine(p.Name, reportPeaks(p)))
 	fmt.Fprintf(stderr, "cached in %s\n", path)
 	return nil
 }
@@ -89,8 +89,8 @@ func cpuName() string {
 	return runtime.GOARCH + " cpu"
 }
 
-func reportPeaks(p calibrate.Peaks) report.Peaks {
-	return report.Peaks{TFLOPS: p.TFLOPS, GBps: p.GBps, Method: p.Method, When: "measured " + p.MeasuredAt.Format(time.DateOnly)}
+func reportPeaks(p calibrate.Peaks) runreport.Peaks {
+	return runreport.Peaks{TFLOPS: p.TFLOPS, GBps: p.GBps, Method: p.Method, When: "measured " + p.MeasuredAt.Format(time.DateOnly)}
 }
 
 const rooflineUsage = `flashcore roofline: each result on its device's roofline
@@ -132,13 +132,13 @@ func rooflineCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	peaks := map[string]report.Peaks{}
+	peaks := map[string]runreport.Peaks{}
 	for _, b := range run.Backends {
 		if p, ok := calibrate.Lookup(all, b.Device.Name); ok {
 			peaks[b.Device.Name] = reportPeaks(p)
 		}
 	}
-	return report.WriteRoofline(stdout, run, peaks, markdown)
+	return runreport.WriteRoofline(stdout, run, peaks, markdown)
 }
 
 func cachedPeaks(file string) ([]calibrate.Peaks, error) {

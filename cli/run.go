@@ -14,6 +14,7 @@ import (
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/progress"
 	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/runreport"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/shard"
@@ -38,7 +39,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if _, err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := report.CheckFormat(report.Format(*format)); err != nil {
+	if err := runreport.CheckFormat(report.Format(*format)); err != nil {
 		return withCode(ExitUsage, err)
 	}
 	s, err := loadSuite(*suitePath)
@@ -91,7 +92,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		run, runErr = runner.Run(ctx, cfg)
 	}
 	if run != nil && len(run.Results)+len(run.Backends) > 0 {
-		if err := report.Render(stdout, run, report.Options{Format: report.Format(*format)}); err != nil {
+		if err := runreport.Render(stdout, run, runreport.Options{Format: report.Format(*format)}); err != nil {
 			return err
 		}
 		if *out != "" {

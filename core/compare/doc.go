@@ -4,8 +4,9 @@
 // was read from the runs.
 //
 // Where to start: Compare. It returns data only (a Comparison); drawing
-// it is core/report's RenderComparison, the renderer of every table
-// flashcore prints. Compare works in five steps:
+// it is core/report/comparereport's Render, with the one table renderer
+// (core/report/table) every table flashcore prints goes through. Compare
+// works in five steps:
 //
 //  1. label each run (Options.Labels, else suite name, tool version and
 //     start date) and pick the L2 mode to compare in: the first run's
@@ -31,7 +32,7 @@
 //     the ratios and counts the verdicts; SummaryLine puts the counts in
 //     one line for release notes.
 //
-// report.RenderComparison writes the Comparison as a terminal table, GitHub
+// comparereport.Render writes the Comparison as a terminal table, GitHub
 // Markdown (ready to paste into release notes) or CSV (one record per row
 // and later run). Comparison.Failed says whether a REGRESSION or a slower
 // row was found.

@@ -12,5 +12,5 @@
 //     records no registers) is not judged, and says so;
 //  3. every FAIL becomes a Failure naming backend, case, figure and limit.
 //
-// core/report draws the Outcome as a table.
+// core/report/runreport draws the Outcome as a table (WriteGates).
 package gate

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/flashcore/bench/core/gate"
-	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/runreport"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/sdk"
@@ -81,8 +81,8 @@ func TestJudge(t *testing.T) {
 		t.Errorf("correctness of the nondeterministic row: %+v", j)
 	}
 	var table, markdown bytes.Buffer
-	report.WriteGates(&table, o, false)
-	report.WriteGates(&markdown, o, true)
+	runreport.WriteGates(&table, o, false)
+	runreport.WriteGates(&markdown, o, true)
 	golden(t, "judged.table", table.String())
 	golden(t, "judged.markdown", markdown.String())
 }

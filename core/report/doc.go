@@ -1,19 +1,27 @@
-// Package report is the one renderer of flashcore: it draws a results.Run
-// as tables (a terminal table, GitHub Markdown, CSV, or the run's own
-// JSON), and compare's findings (RenderComparison), with one grid and one
-// set of cells (package cell). It never measures anything; every
-// figure it prints was read from the Run.
+// Package report is what every report of flashcore shares: a run arranged
+// for reading (View) and the output formats (Format). The drawing is done
+// by its sub-packages, one per kind of output:
 //
-// Where to start: Render. It works in three steps:
+//   - table draws every table flashcore prints, for a terminal or as
+//     Markdown: the one renderer;
+//   - cell formats the figure of one cell (times, ratios, noise), so that
+//     a number reads the same everywhere;
+//   - runreport writes a run as tables, Markdown, CSV, JSON, benchfmt or
+//     one HTML page, and the tables of gate, roofline and ablate;
+//   - comparereport writes what compare found between runs;
+//   - charts draws a run's charts as SVG.
 //
-//  1. buildView groups the rows by case (in the run's case order), picks
-//     the baseline backend (Options.Baseline, else the suite's, else the
-//     first backend with a passing row, with a note saying so) and takes
-//     each row's speedup: the baseline's kernel median over the row's, in
-//     the same case and the primary L2 mode;
-//  2. summarize counts verdicts per row label and takes the geometric mean
-//     of the speedups over the cases where both the row and the baseline
-//     passed;
-//  3. one writer per format turns the view into text (text.go for table
-//     and markdown, csv.go); cells.go formats the numbers.
+// None of them measures anything; every figure they print was read from a
+// results.Run or from what compare or gate judged of one.
+//
+// Where to start: NewView. It works in three steps:
+//
+//  1. groupByCase groups the rows by case (in the run's case order);
+//     chooseBaseline picks the baseline backend (the one asked for, else
+//     the suite's, else the first backend with a passing row, with a note
+//     saying so);
+//  2. each case takes each row's speedup: the baseline's kernel median
+//     over the row's, in the same case and the primary L2 mode;
+//  3. summarize counts verdicts per row label and gathers the speedups
+//     whose geometric mean the summary tables show.
 package report

@@ -10,95 +10,102 @@ import (
 	"github.com/flashcore/bench/sdk"
 )
 
-// view is the run arranged for the tables, the same for every text format.
-type view struct {
-	run *results.Run
-	// crossChecked is true when some row carries an independent kernel
+// View is a run arranged for reading, the same for every report drawn of
+// it: its rows grouped by case, each with its speedup over the baseline,
+// and a summary per row name.
+type View struct {
+	Run *results.Run
+	// CrossChecked is true when some row carries an independent kernel
 	// time (e.g. CUPTI) in the primary mode; the tables then show it.
-	crossChecked bool
-	// primary is the L2 mode of the Kernel column and of the speedups;
-	// extra are the other modes some row was timed in.
-	primary  sdk.L2Mode
-	extra    []sdk.L2Mode
-	baseline baseline
-	cases    []caseBlock
-	summary  []summaryRow
-	// gpus are the GPUs the rows ran on, by index, when the run was spread
+	CrossChecked bool
+	// Primary is the L2 mode of the Kernel column and of the speedups;
+	// Extra are the other modes some row was timed in.
+	Primary  sdk.L2Mode
+	Extra    []sdk.L2Mode
+	Baseline Baseline
+	Cases    []Case
+	Summary  []SummaryRow
+	// GPUs are the GPUs the rows ran on, by index, when the run was spread
 	// over more than one (flashcore run --devices); the tables then say
 	// which GPU each row came from.
-	gpus []results.RowDevice
+	GPUs []results.RowDevice
 }
 
-// baseline is the backend speedups are taken against.
-type baseline struct {
-	requested string // what the options or the suite asked for
-	backend   string // what is used; "" when no backend passed any case
-	note      string // why backend differs from requested; "" when it does not
+// Baseline is the backend speedups are taken against.
+type Baseline struct {
+	Requested string // what the options or the suite asked for
+	Backend   string // what is used; "" when no backend passed any case
+	Note      string // why Backend differs from Requested; "" when it does not
 }
 
-// caseBlock is one case and its rows, in results order.
-type caseBlock struct {
-	id    string
-	info  *results.Case // nil when the run does not list the case
-	rows  []row
-	notes []string
+// Case is one case and its rows, in results order.
+type Case struct {
+	ID    string
+	Info  *results.Case // nil when the run does not list the case
+	Rows  []Row
+	Notes []string
 }
 
-type row struct {
+// Row is one result as the reports show it.
+type Row struct {
 	*results.Result
-	// name is the row's name in the tables: its label, prefixed with the
+	// Name is the row's name in the tables: its label, prefixed with the
 	// backend when another backend has a row with the same label.
-	name string
-	// speedup is the baseline's kernel median over this row's; NaN when
-	// either is cell.Missing or did not pass.
-	speedup float64
-	// isBaseline marks the row the case's speedups are taken against.
-	isBaseline bool
+	Name string
+	// Speedup is the baseline's kernel median over this row's; NaN when
+	// either is missing or did not pass.
+	Speedup float64
+	// IsBaseline marks the row the case's speedups are taken against.
+	IsBaseline bool
 }
 
-// summaryRow is one row label across all cases.
-type summaryRow struct {
-	label    string
-	speedups []float64 // one per case where both it and the baseline passed
-	counts   counts
+// SummaryRow is one row label across all cases.
+type SummaryRow struct {
+	Label    string
+	Speedups []float64 // one per case where both it and the baseline passed
+	Counts   Counts
 }
 
-// counts are verdicts by kind.
-type counts struct{ pass, fail, skip, errored int }
+// Counts are verdicts by kind.
+type Counts struct{ Pass, Fail, Skip, Errored int }
 
-func (c *counts) add(s results.Status) {
+func (c *Counts) add(s results.Status) {
 	switch s {
 	case results.StatusPass:
-		c.pass++
+		c.Pass++
 	case results.StatusFail:
-		c.fail++
+		c.Fail++
 	case results.StatusSkip:
-		c.skip++
+		c.Skip++
 	default:
-		c.errored++
+		c.Errored++
 	}
 }
 
-func buildView(run *results.Run, requestedBaseline string) *view {
-	v := &view{run: run, primary: run.PrimaryMode()}
-	v.extra = extraModes(run, v.primary)
-	v.crossChecked = anyCrossCheck(run, v.primary)
-	v.gpus = rowGPUs(run)
+// NewView arranges run for the reports. requestedBaseline is the backend
+// speedups are taken against; "" means the suite's (run.Suite.Baseline).
+// When it passed no case, the first backend that did stands in, and
+// Baseline.Note says so.
+func NewView(run *results.Run, requestedBaseline string) *View {
+	v := &View{Run: run, Primary: run.PrimaryMode()}
+	v.Extra = extraModes(run, v.Primary)
+	v.CrossChecked = anyCrossCheck(run, v.Primary)
+	v.GPUs = rowGPUs(run)
 	if requestedBaseline == "" {
 		requestedBaseline = run.Suite.Baseline
 	}
-	v.baseline = chooseBaseline(run.Results, requestedBaseline, v.primary)
-	v.cases = groupByCase(run)
+	v.Baseline = chooseBaseline(run.Results, requestedBaseline, v.Primary)
+	v.Cases = groupByCase(run)
 	namer := results.NewRowNamer(run)
-	for _, c := range v.cases {
-		for i := range c.rows {
-			c.rows[i].name = namer.Name(c.rows[i].Result)
+	for _, c := range v.Cases {
+		for i := range c.Rows {
+			c.Rows[i].Name = namer.Name(c.Rows[i].Result)
 		}
 	}
-	for i := range v.cases {
-		v.cases[i].compare(v.baseline.backend, v.primary)
+	for i := range v.Cases {
+		v.Cases[i].compare(v.Baseline.Backend, v.Primary)
 	}
-	v.summary = summarize(v.cases)
+	v.Summary = summarize(v.Cases)
 	return v
 }
 
@@ -136,9 +143,9 @@ func kernelMedian(r *results.Result, mode sdk.L2Mode) (float64, bool) {
 	return t.Kernel.MedianNs, true
 }
 
-// comparable says whether r can take part in a speedup: it passed and has
+// Comparable says whether r can take part in a speedup: it passed and has
 // a kernel time in mode.
-func comparable(r *results.Result, mode sdk.L2Mode) bool {
+func Comparable(r *results.Result, mode sdk.L2Mode) bool {
 	_, ok := kernelMedian(r, mode)
 	return ok && r.Status == results.StatusPass
 }
@@ -146,12 +153,12 @@ func comparable(r *results.Result, mode sdk.L2Mode) bool {
 // chooseBaseline keeps the requested backend when it passed at least one
 // case, and otherwise falls back to the first backend, in results order,
 // that did, with a note that says so.
-func chooseBaseline(rows []results.Result, requested string, mode sdk.L2Mode) baseline {
+func chooseBaseline(rows []results.Result, requested string, mode sdk.L2Mode) Baseline {
 	present, passed := false, false
 	fallback := ""
 	for i := range rows {
 		r := &rows[i]
-		ok := comparable(r, mode)
+		ok := Comparable(r, mode)
 		if r.Backend == requested {
 			present = true
 			passed = passed || ok
@@ -161,7 +168,7 @@ func chooseBaseline(rows []results.Result, requested string, mode sdk.L2Mode) ba
 		}
 	}
 	if passed {
-		return baseline{requested: requested, backend: requested}
+		return Baseline{Requested: requested, Backend: requested}
 	}
 	why := fmt.Sprintf("baseline %s not in this run", requested)
 	switch {
@@ -171,21 +178,21 @@ func chooseBaseline(rows []results.Result, requested string, mode sdk.L2Mode) ba
 		why = fmt.Sprintf("baseline %s passed no case", requested)
 	}
 	if fallback == "" {
-		return baseline{requested: requested, note: why + "; no backend passed a case, so there are no speedups"}
+		return Baseline{Requested: requested, Note: why + "; no backend passed a case, so there are no speedups"}
 	}
-	return baseline{requested: requested, backend: fallback, note: why + "; speedups are against " + fallback}
+	return Baseline{Requested: requested, Backend: fallback, Note: why + "; speedups are against " + fallback}
 }
 
 // groupByCase lists the run's cases in order, each with its rows, then any
 // case the results name that the run does not list.
-func groupByCase(run *results.Run) []caseBlock {
-	var blocks []caseBlock
+func groupByCase(run *results.Run) []Case {
+	var blocks []Case
 	index := map[string]int{}
 	for i := range run.Cases {
 		c := &run.Cases[i]
 		if _, dup := index[c.ID]; !dup {
 			index[c.ID] = len(blocks)
-			blocks = append(blocks, caseBlock{id: c.ID, info: c})
+			blocks = append(blocks, Case{ID: c.ID, Info: c})
 		}
 	}
 	for i := range run.Results {
@@ -194,9 +201,9 @@ func groupByCase(run *results.Run) []caseBlock {
 		if !ok {
 			at = len(blocks)
 			index[r.CaseID] = at
-			blocks = append(blocks, caseBlock{id: r.CaseID})
+			blocks = append(blocks, Case{ID: r.CaseID})
 		}
-		blocks[at].rows = append(blocks[at].rows, row{Result: r, speedup: math.NaN()})
+		blocks[at].Rows = append(blocks[at].Rows, Row{Result: r, Speedup: math.NaN()})
 	}
 	return blocks
 }
@@ -206,39 +213,39 @@ func groupByCase(run *results.Run) []caseBlock {
 // A row that ran on another GPU model than the baseline row gets no
 // speedup: a ratio across models says more about the GPUs than the kernels.
 // Rows that name no GPU (CPU backends, runs without --devices) keep theirs.
-func (b *caseBlock) compare(baselineBackend string, mode sdk.L2Mode) {
+func (b *Case) compare(baselineBackend string, mode sdk.L2Mode) {
 	if base := b.baselineRow(baselineBackend, mode); base != nil {
-		base.isBaseline = true
+		base.IsBaseline = true
 		baseNs, _ := kernelMedian(base.Result, mode)
 		var otherModel []string
-		for i := range b.rows {
-			r := b.rows[i].Result
+		for i := range b.Rows {
+			r := b.Rows[i].Result
 			ns, ok := kernelMedian(r, mode)
 			switch {
-			case !ok || !comparable(r, mode):
+			case !ok || !Comparable(r, mode):
 			case r.Model() != "" && base.Model() != "" && r.Model() != base.Model():
 				otherModel = append(otherModel, r.RowLabel()+" on "+r.Model())
 			default:
-				b.rows[i].speedup = baseNs / ns
+				b.Rows[i].Speedup = baseNs / ns
 			}
 		}
 		if len(otherModel) > 0 {
-			b.notes = append(b.notes, fmt.Sprintf("no speedup for rows on another GPU model than the baseline's (%s): %s",
+			b.Notes = append(b.Notes, fmt.Sprintf("no speedup for rows on another GPU model than the baseline's (%s): %s",
 				base.Model(), strings.Join(otherModel, ", ")))
 		}
-	} else if baselineBackend != "" && len(b.rows) > 0 {
-		b.notes = append(b.notes, fmt.Sprintf("no speedups in this case: baseline %s has no passing row", baselineBackend))
+	} else if baselineBackend != "" && len(b.Rows) > 0 {
+		b.Notes = append(b.Notes, fmt.Sprintf("no speedups in this case: baseline %s has no passing row", baselineBackend))
 	}
-	b.notes = append(b.notes, warnings(b.rows)...)
+	b.Notes = append(b.Notes, warnings(b.Rows)...)
 }
 
 // baselineRow is the baseline backend's first passing row in the case
 // (e.g. its "sdpa" variant, or "sdpa-flash" when "sdpa" failed); nil when
 // it has none.
-func (b *caseBlock) baselineRow(baselineBackend string, mode sdk.L2Mode) *row {
-	for i := range b.rows {
-		if b.rows[i].Backend == baselineBackend && comparable(b.rows[i].Result, mode) {
-			return &b.rows[i]
+func (b *Case) baselineRow(baselineBackend string, mode sdk.L2Mode) *Row {
+	for i := range b.Rows {
+		if b.Rows[i].Backend == baselineBackend && Comparable(b.Rows[i].Result, mode) {
+			return &b.Rows[i]
 		}
 	}
 	return nil
@@ -246,14 +253,14 @@ func (b *caseBlock) baselineRow(baselineBackend string, mode sdk.L2Mode) *row {
 
 // warnings are the rows' warning diagnostics, which the contract says are
 // shown with the row, and the timings taken while the clock fell.
-func warnings(rows []row) []string {
+func warnings(rows []Row) []string {
 	var notes []string
 	for _, r := range rows {
 		for _, d := range r.Diagnostics {
 			if d.Severity != sdk.Warning {
 				continue
 			}
-			note := fmt.Sprintf("warning, %s: %s", r.name, d.Summary)
+			note := fmt.Sprintf("warning, %s: %s", r.Name, d.Summary)
 			if d.Detail != "" {
 				note += ": " + d.Detail
 			}
@@ -261,7 +268,7 @@ func warnings(rows []row) []string {
 		}
 		for _, t := range r.Timings {
 			if t.Throttled {
-				notes = append(notes, fmt.Sprintf("throttled, %s (L2 %s): %s; its times may read slow", r.name, t.L2, t.ThrottleNote))
+				notes = append(notes, fmt.Sprintf("throttled, %s (L2 %s): %s; its times may read slow", r.Name, t.L2, t.ThrottleNote))
 			}
 		}
 	}
@@ -270,35 +277,35 @@ func warnings(rows []row) []string {
 
 // summarize gathers each row label's verdicts and speedups across cases,
 // labels in order of first appearance.
-func summarize(cases []caseBlock) []summaryRow {
-	var summary []summaryRow
+func summarize(cases []Case) []SummaryRow {
+	var summary []SummaryRow
 	index := map[string]int{}
 	for _, c := range cases {
-		for _, r := range c.rows {
-			key := r.Backend + "\x00" + r.name
+		for _, r := range c.Rows {
+			key := r.Backend + "\x00" + r.Name
 			at, ok := index[key]
 			if !ok {
 				at = len(summary)
 				index[key] = at
-				summary = append(summary, summaryRow{label: r.name})
+				summary = append(summary, SummaryRow{Label: r.Name})
 			}
-			summary[at].counts.add(r.Status)
-			if !math.IsNaN(r.speedup) {
-				summary[at].speedups = append(summary[at].speedups, r.speedup)
+			summary[at].Counts.add(r.Status)
+			if !math.IsNaN(r.Speedup) {
+				summary[at].Speedups = append(summary[at].Speedups, r.Speedup)
 			}
 		}
 	}
 	return summary
 }
 
-// total adds up the verdicts of every row.
-func total(summary []summaryRow) counts {
-	var t counts
+// Total adds up the verdicts of every row.
+func Total(summary []SummaryRow) Counts {
+	var t Counts
 	for _, s := range summary {
-		t.pass += s.counts.pass
-		t.fail += s.counts.fail
-		t.skip += s.counts.skip
-		t.errored += s.counts.errored
+		t.Pass += s.Counts.Pass
+		t.Fail += s.Counts.Fail
+		t.Skip += s.Counts.Skip
+		t.Errored += s.Counts.Errored
 	}
 	return t
 }

@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/cell"
+	"github.com/flashcore/bench/core/report/table"
 )
 
 // TopRows is how many accepted configurations a case's table lists.
@@ -36,9 +37,9 @@ func writeCase(w io.Writer, s *Search, space Space, markdown bool) error {
 	fmt.Fprintf(w, "%s: %d evaluation(s), %d rejected, %d generation(s)\n", s.CaseID, len(s.Evaluations), rejected, s.Generation)
 	if best, ok := s.Best(); ok && hasDefault && def.Accepted {
 		fmt.Fprintf(w, "default %s, best %s: %.2f× the default's speed\n",
-			report.Duration(def.KernelNs), report.Duration(best.KernelNs), def.KernelNs/best.KernelNs)
+			cell.Duration(def.KernelNs), cell.Duration(best.KernelNs), def.KernelNs/best.KernelNs)
 	}
-	t := report.Table{
+	t := table.Grid{
 		Header: []string{"Rank", "Config", "Kernel", "±", "vs default", "Eval", "Note"},
 		Right:  []bool{true, false, true, true, true, true, false},
 	}
@@ -67,11 +68,11 @@ func writeCase(w io.Writer, s *Search, space Space, markdown bool) error {
 		fmt.Fprintln(w, "no configuration evaluated")
 		return nil
 	}
-	return report.DrawTable(w, t, markdown)
+	return table.Draw(w, t, markdown)
 }
 
 func acceptedRow(rank int, e, def Evaluation, haveDefault, isDefault bool) []string {
-	vs := report.Missing
+	vs := cell.Missing
 	if haveDefault {
 		vs = fmt.Sprintf("%.2f×", def.KernelNs/e.KernelNs)
 	}
@@ -79,11 +80,11 @@ func acceptedRow(rank int, e, def Evaluation, haveDefault, isDefault bool) []str
 	if isDefault {
 		note = "default"
 	}
-	halfWidth := report.Missing
+	halfWidth := cell.Missing
 	if e.HalfWidthNs > 0 {
-		halfWidth = report.Duration(e.HalfWidthNs)
+		halfWidth = cell.Duration(e.HalfWidthNs)
 	}
-	return []string{strconv.Itoa(rank), e.Config.Key(), report.Duration(e.KernelNs), halfWidth,
+	return []string{strconv.Itoa(rank), e.Config.Key(), cell.Duration(e.KernelNs), halfWidth,
 		vs, strconv.Itoa(e.Index), note}
 }
 
@@ -92,7 +93,7 @@ func rejectedRow(e Evaluation, isDefault bool) []string {
 	if isDefault {
 		note = "default, " + note
 	}
-	return []string{report.Missing, e.Config.Key(), report.Missing, report.Missing, report.Missing, strconv.Itoa(e.Index), note}
+	return []string{cell.Missing, e.Config.Key(), cell.Missing, cell.Missing, cell.Missing, strconv.Itoa(e.Index), note}
 }
 
 // firstLine is the reason's first line, cut to 100 characters.

@@ -1,6 +1,7 @@
 // Package ncu runs a flashcore backend under NVIDIA Nsight Compute (ncu)
-// and reads what ncu measured. It is what `flashcore verify-timing` and
-// `flashcore profile` are made of. Start at Reach.
+// and reads what ncu measured. It is what `flashcore verify-timing`
+// (core/timingcheck) and `flashcore profile` are made of; core/underncu
+// runs a plugin with the command lines built here. Start at Reach.
 //
 // The pipeline, one step per file:
 //

@@ -7,7 +7,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/core/report/cell"
+	"github.com/flashcore/bench/core/report/table"
 )
 
 // WriteTiming writes verify-timing's table: one line per row, our figure,
@@ -15,8 +16,8 @@ import (
 func WriteTiming(w io.Writer, l2 string, rows []TimingRow) error {
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "Kernel time against a reference  ·  L2 %s  ·  PASS when |flashcore − reference| ≤ max(%g%% of reference, %s)\n",
-		l2, 100*RelBound, report.Duration(AbsBoundNs))
-	t := report.Table{
+		l2, 100*RelBound, cell.Duration(AbsBoundNs))
+	t := table.Grid{
 		Header: []string{"Backend", "Row", "Case", "flashcore", "Reference", "By", "Ratio", "Calls", "Verdict"},
 		Right:  []bool{false, false, false, true, true, false, true, true, false},
 	}
@@ -24,7 +25,7 @@ func WriteTiming(w io.Writer, l2 string, rows []TimingRow) error {
 		t.Rows = append(t.Rows, []string{r.Backend, r.Row.Label, r.Row.CaseID, durationOrMissing(r.OursNs),
 			durationOrMissing(r.RefNs), referenceCell(r), ratioCell(r.Ratio()), callsCell(r), verdictCell(r)})
 	}
-	if err := report.DrawTable(&out, t, false); err != nil {
+	if err := table.Draw(&out, t, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(&out, "%s\n", timingSummary(rows))
@@ -34,28 +35,28 @@ func WriteTiming(w io.Writer, l2 string, rows []TimingRow) error {
 
 func durationOrMissing(ns float64) string {
 	if ns <= 0 {
-		return report.Missing
+		return cell.Missing
 	}
-	return report.Duration(ns)
+	return cell.Duration(ns)
 }
 
 func ratioCell(x float64) string {
 	if math.IsNaN(x) {
-		return report.Missing
+		return cell.Missing
 	}
 	return fmt.Sprintf("%.3f", x)
 }
 
 func referenceCell(r TimingRow) string {
 	if r.Reference == "" {
-		return report.Missing
+		return cell.Missing
 	}
 	return r.Reference
 }
 
 func callsCell(r TimingRow) string {
 	if r.Calls == 0 {
-		return report.Missing
+		return cell.Missing
 	}
 	if r.KernelsPerCall == 1 {
 		return fmt.Sprint(r.Calls)
@@ -123,7 +124,7 @@ func WriteProfile(w io.Writer, c ProfiledCall, reportPath string) error {
 const topStalls = 3
 
 func writeKernelTable(out io.Writer, k KernelProfile) error {
-	t := report.Table{Header: []string{"Figure", "Value", "ncu metric"}, Right: []bool{false, true, false}}
+	t := table.Grid{Header: []string{"Figure", "Value", "ncu metric"}, Right: []bool{false, true, false}}
 	for _, f := range k.Figures {
 		t.Rows = append(t.Rows, []string{f.Reading.Name, figureCell(f), metricCell(f.Metric)})
 	}
@@ -134,18 +135,18 @@ func writeKernelTable(out io.Writer, k KernelProfile) error {
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("Stall %d: %s", i+1, s.Reason),
 			fmt.Sprintf("%.0f%% (%.2f cycles/issue)", 100*s.Share, s.PerIssue), s.Metric})
 	}
-	return report.DrawTable(out, t, false)
+	return table.Draw(out, t, false)
 }
 
 func figureCell(f Figure) string {
 	if f.Metric == "" || math.IsNaN(f.Value) {
-		return report.Missing
+		return cell.Missing
 	}
 	switch f.Reading.Unit {
 	case percent:
 		return fmt.Sprintf("%.1f%%", f.Value)
 	case nanoseconds:
-		return report.Duration(f.Value)
+		return cell.Duration(f.Value)
 	case bytesUnit:
 		return bytesCell(f.Value)
 	}

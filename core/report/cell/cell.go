@@ -1,5 +1,5 @@
 // Package cell formats the figures of one table cell: times, ratios,
-// noise, and numbers for machines. It is the one place where report's
+// noise, and numbers for machines. It is the one place where the reports'
 // tables and compare's warning lines learn to write a number, so that a
 // time reads the same everywhere flashcore prints it.
 package cell

@@ -1,0 +1,56 @@
+package comparereport
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// compareGolden checks got against the golden file, or rewrites it with
+// -update. On a mismatch it writes a .got file and shows where they differ.
+func compareGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run the tests with -update to create it)", err)
+	}
+	if bytes.Equal(got, want) {
+		return
+	}
+	gotPath := strings.TrimSuffix(golden, ".golden") + ".got"
+	os.WriteFile(gotPath, got, 0o644)
+	t.Errorf("output differs from %s (got written to %s; rerun with -update to accept):\n%s",
+		golden, gotPath, lineDiff(string(want), string(got)))
+}
+
+// lineDiff lists the lines that differ, at most ten.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var out strings.Builder
+	shown := 0
+	for i := 0; i < max(len(w), len(g)) && shown < 10; i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&out, "line %d:\n  - %s\n  + %s\n", i+1, wl, gl)
+			shown++
+		}
+	}
+	return out.String()
+}
