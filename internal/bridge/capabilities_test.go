@@ -27,6 +27,9 @@ var checked = sdk.Description{
 		{Name: "both", Ops: []string{attention.Name, rmsnorm.Name}, Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.BF16},
 			Causal: true, NonCausal: true, GroupedQueryHeads: true, UnequalSeqLens: true}},
 		{Name: "pair", Ops: []string{"pair"}, Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16}}},
+		{Name: "per-op", Ops: []string{attention.Name, rmsnorm.Name}, Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16},
+			Causal: true, NonCausal: true, NeedsGPU: true},
+			OpCapabilities: map[string]sdk.Capabilities{rmsnorm.Name: {DTypes: []sdk.DType{sdk.FP32}}}},
 	},
 }
 
@@ -70,6 +73,9 @@ func TestUnsupported(t *testing.T) {
 		{"attention on an rmsnorm variant", attentionRequest("norm", shape(2, 2, 8, 8, 16, false, sdk.FP32)), "op attention not supported"},
 		{"attention on a variant of both", attentionRequest("both", shape(2, 1, 8, 9, 16, true, sdk.BF16)), ""},
 		{"rmsnorm on a variant of both", rmsnormRequest("both", 3, 5, sdk.BF16), ""},
+		{"per-op: attention by the variant's capabilities", attentionRequest("per-op", shape(2, 2, 8, 8, 16, false, sdk.FP16)), "needs a CUDA GPU; this machine has none"},
+		{"per-op: rmsnorm by its own, on a CPU", rmsnormRequest("per-op", 8, 64, sdk.FP32), ""},
+		{"per-op: rmsnorm's own dtypes", rmsnormRequest("per-op", 8, 64, sdk.FP16), "dtype fp16 not supported (supports fp32)"},
 		{"an op this build does not know", sdk.PrepareRequest{Variant: "pair", Op: "pair"}, `unknown op "pair": want attention or rmsnorm`},
 	}
 	for _, tc := range tests {
