@@ -334,7 +334,7 @@ func (c OpCase) CheckOutputs(t testing.TB, files []sdk.TensorFile) {
 		outputs[i] = raw
 	}
 	d := suite.Default()
-	for i, r := range ops.Of(c.Case).Check(c.Case, c.Inputs, outputs, d.Check, d.Tolerances[c.Case.DType()]) {
+	for i, r := range ops.Of(c.Case).Check(c.Case, c.Inputs, outputs, d.Check, d.TolerancesOf(c.Case)) {
 		if r.Verdict != check.Pass {
 			t.Errorf("%s: output %s: %s: %s (max abs err %.3g, rel L2 %.3g)", c.Case.ID, files[i].Name, r.Verdict, r.Reason, r.MaxAbsErr, r.RelL2Err)
 		}
