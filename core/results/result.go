@@ -109,7 +109,7 @@ func (r *Result) TimingFor(mode sdk.L2Mode) (Timing, bool) {
 // left out, and the check is that output's.
 type CheckResult struct {
 	// Output names the output the figures are of; "" for an op of one.
-	Output string `json:"output,omitempty"`
+	Output    string  `json:"output,omitempty"`
 	MaxAbsErr float64 `json:"max_abs_err"` // largest |o-r|; NaN (null) when the output holds NaN
 	RelL2Err  float64 `json:"rel_l2_err"`  // ||o-r|| / ||r|| over the rows checked
 	NaN       int     `json:"nan"`         // elements that are NaN (not counting unwritten ones)
