@@ -21,7 +21,9 @@ import (
 // through the host's check (a test, the conformance kit, another host)
 // is refused before the worker reads a byte. The one check the host leaves
 // to the backend is the device's: a variant that needs a GPU, described
-// by a worker that found none.
+// by a worker that found none. Tunables are checked here too, by the one
+// check of tunables (sdk.ResolveTunables), so the worker never sees one
+// its variant does not declare.
 func unsupported(d sdk.Description, req sdk.PrepareRequest) string {
 	i := variantIndex(d.Variants, req.Variant)
 	if i < 0 {
@@ -46,7 +48,13 @@ func unsupported(d sdk.Description, req sdk.PrepareRequest) string {
 		// what the variant takes.
 		reason += fmt.Sprintf(" (supports %s)", joinDTypes(caps.DTypes))
 	}
-	return reason
+	if reason != "" {
+		return reason
+	}
+	if _, err := sdk.ResolveTunables(v.Tunables, req.Tunables); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // requestCase is the case req asks for, as the host's check reads it. For

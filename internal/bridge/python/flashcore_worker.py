@@ -321,17 +321,6 @@ def _recording(run):
 # ---------------------------------------------------------------- worker
 
 
-def tunable_gap(variant, tunables):
-    """The reason tunables ask for what variant does not declare, or None."""
-    declared = {t["name"]: t.get("values", []) for t in variant.get("tunables") or ()}
-    for name in sorted(tunables):
-        if name not in declared:
-            return f"unknown tunable {name!r} (this variant has: {', '.join(declared) or 'none'})"
-        if tunables[name] not in declared[name]:
-            return f"tunable {name}: {tunables[name]!r} is not one of {', '.join(declared[name])}"
-    return None
-
-
 class Worker:
     """Answers the host's requests for one backend.
 
@@ -374,10 +363,9 @@ class Worker:
         variant = self._variants.get(params["variant"])
         if variant is None:
             raise ValueError(f"unknown variant {params['variant']!r} (have {', '.join(self._variants)})")
+        # The bridge has checked the tunables (sdk.ResolveTunables) and the
+        # capabilities in Go before the request got here.
         tunables = params.get("tunables") or {}
-        gap = tunable_gap(variant, tunables)
-        if gap:
-            return {"loaded_sha256": "", "diagnostics": [diagnostic("unsupported", f"{variant['name']}: {gap}")]}
         op = params.get("op") or ATTENTION
         if op == ATTENTION:
             shape = Shape.from_json(params["shape"])
