@@ -186,6 +186,13 @@ def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
     }
 
 
+def op_capabilities(dtypes, max_elements=0, needs_gpu=False):
+    """An sdk.Capabilities as JSON for an op other than attention, with the
+    fields every op reads: an entry of a variant's "op_capabilities", or the
+    "capabilities" of a variant whose one op is not attention."""
+    return {"dtypes": list(dtypes), "max_elements": max_elements, "needs_gpu": needs_gpu}
+
+
 @dataclasses.dataclass
 class Case:
     """One prepared attention case as a backend sees it: inputs already on
