@@ -49,7 +49,7 @@ func (k *kit) checkOps(t *testing.T, v sdk.Variant) {
 			})
 		}
 		if ran == 0 {
-			t.Errorf("variant %s lists op %s, but no example case fits its capabilities %+v", v.Name, name, v.Capabilities)
+			t.Errorf("variant %s lists op %s, but no example case fits its capabilities %+v", v.Name, name, v.CapabilitiesOf(name))
 		}
 	}
 }
