@@ -6,14 +6,15 @@ backend module (the plugin's own, e.g. ``sdpa_backend``), then calls
 ``serve``. Every request is answered in turn:
 
 1. ``describe``: the device and the backend's variants.
-2. ``prepare``: check the tunables against the variant's, load the inputs
-   from the host's files (attention: Q, K and V of a shape; any other op:
-   its named tensors), hash the bytes loaded, and let the backend build a
-   ``Kernel`` (``prepare`` for attention, ``prepare_op`` for other ops),
-   which may answer ``Unsupported``. Capabilities are not checked here:
-   the bridge checks every request against the variant's declared
-   capabilities in Go, with the host's own check (ops.Unsupported),
-   before it reaches the worker.
+2. ``prepare``: load the inputs from the host's files (attention: Q, K
+   and V of a shape; any other op: its named tensors), hash the bytes
+   loaded, and let the backend build a ``Kernel`` (``prepare`` for
+   attention, ``prepare_op`` for other ops), which may answer
+   ``Unsupported``. Capabilities and tunables are not checked here: the
+   bridge checks every request against the variant's declared
+   capabilities for its op and its tunables in Go, with the host's own
+   checks (ops.Unsupported, sdk.ResolveTunables), before it reaches the
+   worker.
 3. ``fetch``: poison the kernel's output buffers (when it owns them), run
    once, write each output file.
 4. ``run``: the measurement contract (docs/measurement.md): warm-up and the
