@@ -14,6 +14,7 @@ import (
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/internal/cudafile"
 	"github.com/flashcore/bench/internal/untrusted"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -125,29 +126,23 @@ func writeDevice(w io.Writer, d sdk.Device) {
 	}
 }
 
+// writeVariant shows a variant's capabilities. A variant of attention
+// alone shows them as they always read; a variant of other ops shows each
+// op's under its name, and for ops other than attention only the fields
+// every op reads.
 func writeVariant(w io.Writer, v sdk.Variant) {
-	c := v.Capabilities
 	fmt.Fprintf(w, "\nvariant %s\n", v.Name)
 	if v.Description != "" {
 		fmt.Fprintf(w, "  %s\n", v.Description)
 	}
-	dtypes := make([]string, len(c.DTypes))
-	for i, d := range c.DTypes {
-		dtypes[i] = string(d)
+	if len(v.Ops) == 0 || slices.Equal(v.Ops, []string{attention.Name}) {
+		writeCapabilities(w, "  ", attention.Name, v.Capabilities)
+	} else {
+		for _, name := range v.Ops {
+			fmt.Fprintf(w, "  op %s\n", name)
+			writeCapabilities(w, "    ", name, v.CapabilitiesOf(name))
+		}
 	}
-	fmt.Fprintf(w, "  dtypes:       %s\n", strings.Join(dtypes, ", "))
-	fmt.Fprintf(w, "  head dims:    %s\n", intsOrAny(c.HeadDims))
-	fmt.Fprintf(w, "  masking:      %s\n", masking(c))
-	fmt.Fprintf(w, "  GQA:          %s\n", yesNo(c.GroupedQueryHeads))
-	fmt.Fprintf(w, "  Sq != Sk:     %s\n", yesNo(c.UnequalSeqLens))
-	fmt.Fprintf(w, "  max seq len:  %s\n", limit(c.MaxSeqLen))
-	if c.SeqMultiple > 1 {
-		fmt.Fprintf(w, "  seq multiple: %d (Sq and Sk)\n", c.SeqMultiple)
-	}
-	if c.MaxElements > 0 {
-		fmt.Fprintf(w, "  max elements: %d per tensor\n", c.MaxElements)
-	}
-	fmt.Fprintf(w, "  needs GPU:    %s\n", yesNo(c.NeedsGPU))
 	for _, t := range v.Tunables {
 		fmt.Fprintf(w, "  tunable %s: %s (default %s)", t.Name, strings.Join(t.Values, "|"), t.Default)
 		if t.Description != "" {
@@ -155,6 +150,31 @@ func writeVariant(w io.Writer, v sdk.Variant) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// writeCapabilities shows what a variant runs of one op, each line after
+// indent.
+func writeCapabilities(w io.Writer, indent, opName string, c sdk.Capabilities) {
+	line := func(format string, args ...any) { fmt.Fprintf(w, indent+format+"\n", args...) }
+	dtypes := make([]string, len(c.DTypes))
+	for i, d := range c.DTypes {
+		dtypes[i] = string(d)
+	}
+	line("dtypes:       %s", strings.Join(dtypes, ", "))
+	if opName == attention.Name {
+		line("head dims:    %s", intsOrAny(c.HeadDims))
+		line("masking:      %s", masking(c))
+		line("GQA:          %s", yesNo(c.GroupedQueryHeads))
+		line("Sq != Sk:     %s", yesNo(c.UnequalSeqLens))
+		line("max seq len:  %s", limit(c.MaxSeqLen))
+		if c.SeqMultiple > 1 {
+			line("seq multiple: %d (Sq and Sk)", c.SeqMultiple)
+		}
+	}
+	if c.MaxElements > 0 {
+		line("max elements: %d per tensor", c.MaxElements)
+	}
+	line("needs GPU:    %s", yesNo(c.NeedsGPU))
 }
 
 func intsOrAny(xs []int) string {

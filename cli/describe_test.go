@@ -136,3 +136,25 @@ func TestDescribeShowsTheCompileError(t *testing.T) {
 		t.Errorf("describe of a broken source:\n%s", b.String())
 	}
 }
+
+// describe shows a variant of attention alone as it always has, and each
+// op of a variant of several under its name, with the op's own
+// capabilities: the fp32 that rmsnorm declares apart from attention, and
+// for rmsnorm none of attention's fields.
+func TestDescribeShowsEachOpsCapabilities(t *testing.T) {
+	attentionCaps := sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16, sdk.BF16}, HeadDims: []int{64, 128}, Causal: true,
+		NonCausal: true, GroupedQueryHeads: true, UnequalSeqLens: true, NeedsGPU: true}
+	variants := []sdk.Variant{
+		{Name: "cuda-v8", Description: "attention alone", Capabilities: attentionCaps,
+			Tunables: []sdk.Tunable{{Name: "tile_n", Values: []string{"32", "64"}, Default: "64"}}},
+		{Name: "cuda-scalar", Description: "attention and rmsnorm", Ops: []string{"attention", "rmsnorm"}, Capabilities: attentionCaps,
+			OpCapabilities: map[string]sdk.Capabilities{"rmsnorm": {DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}, NeedsGPU: true}}},
+		{Name: "torch-rmsnorm", Ops: []string{"rmsnorm"},
+			Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}, MaxElements: 1 << 30}},
+	}
+	var b strings.Builder
+	for _, v := range variants {
+		writeVariant(&b, v)
+	}
+	golden(t, "describe-variants", b.String())
+}

@@ -73,7 +73,7 @@ var anyHeadDims = []int{64, 128}
 // Edges that cannot be fitted (a length or element limit too small) are
 // left out; duplicates after fitting are dropped.
 func Cases(v sdk.Variant) []Case {
-	caps := v.Capabilities
+	caps := v.CapabilitiesOf("attention")
 	if len(caps.DTypes) == 0 {
 		return nil
 	}

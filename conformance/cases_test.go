@@ -219,3 +219,33 @@ func TestLargeSpacesAreCoveredOneValueAtATime(t *testing.T) {
 		t.Errorf("a 16-configuration space gave %d combinations, want all 16", n)
 	}
 }
+
+// TestCapabilityProblems: each op a variant runs is held to its own
+// capabilities, and capabilities of an op the variant does not list are
+// a mistake.
+func TestCapabilityProblems(t *testing.T) {
+	attentionCaps := sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16}, Causal: true}
+	normCaps := sdk.Capabilities{DTypes: []sdk.DType{sdk.FP32}}
+	tests := []struct {
+		name    string
+		variant sdk.Variant
+		want    int
+	}{
+		{"attention alone", sdk.Variant{Name: "a", Capabilities: attentionCaps}, 0},
+		{"per-op capabilities", sdk.Variant{Name: "a", Ops: []string{"attention", "rmsnorm"}, Capabilities: attentionCaps,
+			OpCapabilities: map[string]sdk.Capabilities{"rmsnorm": normCaps}}, 0},
+		{"rmsnorm alone needs no masking", sdk.Variant{Name: "a", Ops: []string{"rmsnorm"}, Capabilities: normCaps}, 0},
+		{"attention without masking", sdk.Variant{Name: "a", Capabilities: normCaps}, 1},
+		{"an op without dtypes", sdk.Variant{Name: "a", Ops: []string{"attention", "rmsnorm"}, Capabilities: attentionCaps,
+			OpCapabilities: map[string]sdk.Capabilities{"rmsnorm": {}}}, 1},
+		{"capabilities of an op not listed", sdk.Variant{Name: "a", Capabilities: attentionCaps,
+			OpCapabilities: map[string]sdk.Capabilities{"rmsnorm": normCaps}}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := capabilityProblems(tc.variant); len(got) != tc.want {
+				t.Errorf("problems %v, want %d", got, tc.want)
+			}
+		})
+	}
+}

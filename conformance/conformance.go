@@ -40,6 +40,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -170,14 +171,37 @@ func describeProblems(desc sdk.Description) []error {
 		problems = append(problems, errors.New("Describe: no variants"))
 	}
 	for _, v := range desc.Variants {
-		attention := ops.Supports(v, "attention")
-		if v.Name == "" || len(v.Capabilities.DTypes) == 0 || (attention && !(v.Capabilities.Causal || v.Capabilities.NonCausal)) {
-			problems = append(problems, fmt.Errorf("variant %q: needs a name, at least one dtype and, for attention, one masking mode: %+v", v.Name, v.Capabilities))
-		}
+		problems = append(problems, capabilityProblems(v)...)
 		for _, tun := range v.Tunables {
 			if !slices.Contains(tun.Values, tun.Default) {
 				problems = append(problems, fmt.Errorf("variant %s tunable %s: default %q not among values %v", v.Name, tun.Name, tun.Default, tun.Values))
 			}
+		}
+	}
+	return problems
+}
+
+// capabilityProblems are what is wrong with the capabilities v declares:
+// each op it runs needs a dtype, attention a masking mode too, and each
+// op's own capabilities must be of an op v lists.
+func capabilityProblems(v sdk.Variant) []error {
+	var problems []error
+	if v.Name == "" {
+		problems = append(problems, fmt.Errorf("variant %q: needs a name", v.Name))
+	}
+	names := v.Ops
+	if len(names) == 0 {
+		names = []string{"attention"}
+	}
+	for _, name := range names {
+		c := v.CapabilitiesOf(name)
+		if len(c.DTypes) == 0 || (name == "attention" && !(c.Causal || c.NonCausal)) {
+			problems = append(problems, fmt.Errorf("variant %q, op %s: needs at least one dtype and, for attention, one masking mode: %+v", v.Name, name, c))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(v.OpCapabilities)) {
+		if !ops.Supports(v, name) {
+			problems = append(problems, fmt.Errorf("variant %q declares capabilities of op %s, which its Ops do not list", v.Name, name))
 		}
 	}
 	return problems
@@ -192,9 +216,9 @@ func (k *kit) checkVariant(t *testing.T, device sdk.Device, v sdk.Variant) {
 	}
 	cases := Cases(v)
 	if len(cases) == 0 {
-		t.Fatalf("no case fits the declared capabilities %+v", v.Capabilities)
+		t.Fatalf("no case fits the declared capabilities %+v", v.CapabilitiesOf("attention"))
 	}
-	if v.Capabilities.NeedsGPU && device.Kind != "gpu" {
+	if v.CapabilitiesOf("attention").NeedsGPU && device.Kind != "gpu" {
 		if err := k.expectRefusal(v.Name, Refusal{Why: "needs a GPU", Shape: attention.ShapeOf(cases[0].Case)}); err != nil {
 			t.Error(err)
 		}

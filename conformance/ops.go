@@ -49,7 +49,7 @@ func (k *kit) checkOps(t *testing.T, v sdk.Variant) {
 			})
 		}
 		if ran == 0 {
-			t.Errorf("variant %s lists op %s, but no example case fits its capabilities %+v", v.Name, name, v.Capabilities)
+			t.Errorf("variant %s lists op %s, but no example case fits its capabilities %+v", v.Name, name, v.CapabilitiesOf(name))
 		}
 	}
 }
@@ -197,10 +197,10 @@ func (k *kit) timedRun(c op.Case, in *op.Inputs, timed []sdk.TensorFile, mode sd
 }
 
 // opVerdict checks outputs by the op's own check and the default suite's
-// tolerance for the case's dtype: the check `flashcore run` applies.
+// tolerances for the case's outputs: the check `flashcore run` applies.
 func opVerdict(what string, c op.Case, in *op.Inputs, outputs [][]byte) error {
 	d := defaults()
-	for i, r := range ops.Of(c).Check(c, in, outputs, d.Check, d.Tolerances[c.DType()]) {
+	for i, r := range ops.Of(c).Check(c, in, outputs, d.Check, d.TolerancesOf(c)) {
 		if r.Verdict != check.Pass {
 			return fmt.Errorf("%s %s: %s", what, ops.Of(c).Spec().Outputs[i].Name, verdict(what, r))
 		}

@@ -28,7 +28,7 @@ func Undeclared(v sdk.Variant) []Refusal {
 	if len(cases) == 0 {
 		return nil
 	}
-	caps, base := v.Capabilities, attention.ShapeOf(cases[0].Case)
+	caps, base := v.CapabilitiesOf("attention"), attention.ShapeOf(cases[0].Case)
 	var out []Refusal
 	add := func(why string, change func(*sdk.Shape)) {
 		s := base

@@ -147,7 +147,7 @@ func (s Spec) plan(req sdk.PrepareRequest, tunables map[string]string) (p planne
 		return planned{}, err.Error(), nil
 	}
 	params := op.Params(req.Params)
-	if reason := o.Unsupported(s.Variant.Capabilities, params); reason != "" {
+	if reason := o.Unsupported(s.Variant.CapabilitiesOf(name), params); reason != "" {
 		return planned{}, reason, nil
 	}
 	plan := s.Ops[name]

@@ -47,8 +47,25 @@ type Tolerance struct {
 	Atol, Rtol, RelL2 float64
 }
 
+// Times is t with every bound multiplied by factor; a factor of 0 or 1
+// leaves t as it is.
+func (t Tolerance) Times(factor float64) Tolerance {
+	if factor == 0 || factor == 1 {
+		return t
+	}
+	return Tolerance{Atol: t.Atol * factor, Rtol: t.Rtol * factor, RelL2: t.RelL2 * factor}
+}
+
+// OutputKey names one output of one op in one element type: what a
+// suite's [tolerance.<op>.<output>.<dtype>] table sets.
+type OutputKey struct {
+	Op, Output string
+	DType      sdk.DType
+}
+
 // DefaultTolerances are the tolerances of outputs computed in each dtype
-// with fp32 accumulation, against an fp64 reference (docs/correctness.md).
+// with fp32 accumulation, against an fp64 reference (docs/correctness.md):
+// the one table every output's tolerance starts from (Spec.Tolerances).
 func DefaultTolerances() map[sdk.DType]Tolerance {
 	return map[sdk.DType]Tolerance{
 		sdk.FP16: {Atol: 2e-3, Rtol: 1e-2, RelL2: 2e-3},

@@ -47,6 +47,12 @@ type Tensor struct {
 	// axis, usually "dtype"), or a fixed type such as "int32".
 	DType string   `json:"dtype"`
 	Dims  []string `json:"dims"`
+	// ToleranceFactor, of an output, is how many times its dtype's
+	// tolerance the output is held to: above 1 for an output whose error
+	// grows with the problem, such as a backward's dQ. 0 means 1. The
+	// dtype's tolerance is DefaultTolerances' entry, or the suite's
+	// [tolerance.<dtype>] (Spec.Tolerances).
+	ToleranceFactor float64 `json:"tolerance_factor,omitempty"`
 }
 
 // Roof is the limit an op's throughput is held against in `% peak`.
@@ -74,6 +80,33 @@ type Spec struct {
 	// Contract is the function a `py:` file defines for this op, as its
 	// signature reads in Python.
 	Contract string `json:"contract"`
+}
+
+// Output returns the output tensor of that name.
+func (s Spec) Output(name string) (Tensor, bool) {
+	for _, t := range s.Outputs {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tensor{}, false
+}
+
+// Tolerances are the tolerances of a case's outputs under params p, in
+// Outputs order. Each output is held to table's entry for its element
+// type, times its ToleranceFactor, unless overrides set that output in
+// that type exactly (a suite's [tolerance.<op>.<output>.<dtype>]).
+func (s Spec) Tolerances(p Params, table map[sdk.DType]Tolerance, overrides map[OutputKey]Tolerance) []Tolerance {
+	out := make([]Tolerance, len(s.Outputs))
+	for i, t := range s.Outputs {
+		dtype := t.ElemType(p)
+		if tol, ok := overrides[OutputKey{Op: s.Name, Output: t.Name, DType: dtype}]; ok {
+			out[i] = tol
+			continue
+		}
+		out[i] = table[dtype].Times(t.ToleranceFactor)
+	}
+	return out
 }
 
 // Axis returns the axis of that name.

@@ -49,8 +49,8 @@ func tensorsOf(c op.Case, in *op.Inputs) *inputs.Tensors {
 		V: in.Tensor("v").Data, SHA256: in.SHA256}
 }
 
-func (attentionOp) Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op.CheckSettings, tol op.Tolerance) []check.Report {
-	return []check.Report{check.Check(tensorsOf(c, in), outputs[0], settings, tol)}
+func (attentionOp) Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op.CheckSettings, tols []op.Tolerance) []check.Report {
+	return []check.Report{check.Check(tensorsOf(c, in), outputs[0], settings, tols[0])}
 }
 
 func (attentionOp) Work(c op.Case, _ *op.Inputs) op.Work {

@@ -39,13 +39,16 @@ type Op interface {
 	// Generate draws a case's inputs from the seed, in Spec().Inputs order.
 	Generate(seed uint64, c op.Case) *op.Inputs
 	// Check compares a backend's outputs, in Spec().Outputs order, with
-	// the reference and the op's invariants: one report per output. Rows
-	// it samples are drawn afresh, after the outputs exist.
-	Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op.CheckSettings, tol op.Tolerance) []check.Report
+	// the reference and the op's invariants: one report per output, each
+	// held to its own tolerance (tols, in the same order; see
+	// op.Spec.Tolerances). Rows it samples are drawn afresh, after the
+	// outputs exist.
+	Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op.CheckSettings, tols []op.Tolerance) []check.Report
 	// Work is what one call does. in may be nil (planning): then the op
 	// estimates it from the params alone.
 	Work(c op.Case, in *op.Inputs) op.Work
-	// Unsupported says why a variant with these capabilities cannot run
+	// Unsupported says why a variant with these capabilities (its
+	// capabilities for this op, sdk.Variant.CapabilitiesOf) cannot run
 	// the case, or "".
 	Unsupported(caps sdk.Capabilities, p op.Params) string
 }
@@ -137,13 +140,15 @@ func Supports(v sdk.Variant, opName string) bool {
 }
 
 // Unsupported is the one capability check: why variant v cannot run case
-// c, or "". Backends call it through sdk.Capabilities' own check only for
-// attention; the host calls this before every row.
+// c, or "". It holds the case to the variant's capabilities for the case's
+// op (sdk.Variant.CapabilitiesOf). The host calls it before every row;
+// the Python bridge calls it again for requests that did not come through
+// the host.
 func Unsupported(v sdk.Variant, c op.Case) string {
 	if !Supports(v, c.Op) {
 		return fmt.Sprintf("op %s not supported", c.Op)
 	}
-	return Of(c).Unsupported(v.Capabilities, c.Params)
+	return Of(c).Unsupported(v.CapabilitiesOf(c.Op), c.Params)
 }
 
 // attentionView is what the attention op offers beyond Op: the SDK's

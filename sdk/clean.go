@@ -24,6 +24,7 @@ func cleanDescription(d Description) Description {
 		for j := range v.Ops {
 			v.Ops[j] = untrusted.Line(v.Ops[j])
 		}
+		v.OpCapabilities = cleanKeys(v.OpCapabilities)
 		for j := range v.Tunables {
 			t := &v.Tunables[j]
 			t.Name, t.Default, t.Description = untrusted.Line(t.Name), untrusted.Line(t.Default), untrusted.Text(t.Description)
@@ -33,6 +34,18 @@ func cleanDescription(d Description) Description {
 		}
 	}
 	return d
+}
+
+// cleanKeys cleans the keys of m; nil stays nil.
+func cleanKeys[V any](m map[string]V) map[string]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		out[untrusted.Line(k)] = v
+	}
+	return out
 }
 
 func cleanDiagnostics(ds []Diagnostic) []Diagnostic {

@@ -15,3 +15,20 @@ func TestCleanDescriptionCleansOps(t *testing.T) {
 		}
 	}
 }
+
+// The keys of a variant's per-op capabilities are op names too, cleaned
+// as its Ops are, so a key still matches the op it names.
+func TestCleanDescriptionCleansOpCapabilityKeys(t *testing.T) {
+	caps := Capabilities{DTypes: []DType{FP32}}
+	d := cleanDescription(Description{Variants: []Variant{{Name: "v", Ops: []string{"rms\x1b[2Jnorm"},
+		OpCapabilities: map[string]Capabilities{"rms\x1b[2Jnorm": caps}}}})
+	v := d.Variants[0]
+	for name := range v.OpCapabilities {
+		if strings.ContainsAny(name, "\x1b\u202e") {
+			t.Errorf("op capability key %q kept a control character", name)
+		}
+	}
+	if got := v.CapabilitiesOf(v.Ops[0]); len(got.DTypes) != 1 || got.DTypes[0] != FP32 {
+		t.Errorf("CapabilitiesOf(%q) = %+v: the cleaned key no longer matches the cleaned op", v.Ops[0], got)
+	}
+}

@@ -77,21 +77,23 @@ func deviceFromProto(p *pb.Device) Device {
 
 func variantToProto(v Variant) *pb.Variant {
 	return &pb.Variant{
-		Name:         v.Name,
-		Description:  v.Description,
-		Capabilities: capabilitiesToProto(v.Capabilities),
-		Tunables:     convertAll(v.Tunables, tunableToProto),
-		Ops:          copyOrNil(v.Ops),
+		Name:           v.Name,
+		Description:    v.Description,
+		Capabilities:   capabilitiesToProto(v.Capabilities),
+		Tunables:       convertAll(v.Tunables, tunableToProto),
+		Ops:            copyOrNil(v.Ops),
+		OpCapabilities: convertMap(v.OpCapabilities, capabilitiesToProto),
 	}
 }
 
 func variantFromProto(p *pb.Variant) Variant {
 	return Variant{
-		Name:         p.GetName(),
-		Description:  p.GetDescription(),
-		Capabilities: capabilitiesFromProto(p.GetCapabilities()),
-		Tunables:     convertAll(p.GetTunables(), tunableFromProto),
-		Ops:          copyOrNil(p.GetOps()),
+		Name:           p.GetName(),
+		Description:    p.GetDescription(),
+		Capabilities:   capabilitiesFromProto(p.GetCapabilities()),
+		Tunables:       convertAll(p.GetTunables(), tunableFromProto),
+		Ops:            copyOrNil(p.GetOps()),
+		OpCapabilities: convertMap(p.GetOpCapabilities(), capabilitiesFromProto),
 	}
 }
 
@@ -361,6 +363,18 @@ func convertAll[From, To any](in []From, convert func(From) To) []To {
 	out := make([]To, len(in))
 	for i, v := range in {
 		out[i] = convert(v)
+	}
+	return out
+}
+
+// convertMap converts every value of a map; an empty map becomes nil.
+func convertMap[From, To any](in map[string]From, convert func(From) To) map[string]To {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]To, len(in))
+	for k, v := range in {
+		out[k] = convert(v)
 	}
 	return out
 }

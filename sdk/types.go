@@ -14,7 +14,8 @@ import (
 // and a request names its op, its parameters and its named tensor files
 // (PrepareRequest.Op, Params, Inputs, Outputs). For attention the host
 // still fills Shape and Files, so an attention plugin reads what it read
-// in version 1.
+// in version 1. A variant may declare capabilities per op
+// (Variant.OpCapabilities).
 const ProtocolVersion = 2
 
 // DType is the element type of Q, K, V and O.
@@ -119,12 +120,27 @@ type Variant struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	// Ops lists the ops the variant runs (package ops; `flashcore list
-	// --ops`). Empty means attention alone. The op-independent fields of
-	// Capabilities (DTypes, MaxElements, NeedsGPU) apply to every op; the
-	// others are attention's.
-	Ops          []string     `json:"ops,omitempty"`
+	// --ops`). Empty means attention alone.
+	Ops []string `json:"ops,omitempty"`
+	// Capabilities are what the variant runs of every op that has no
+	// entry in OpCapabilities. Of another op than attention only the
+	// op-independent fields (DTypes, MaxElements, NeedsGPU) mean anything.
 	Capabilities Capabilities `json:"capabilities"`
-	Tunables     []Tunable    `json:"tunables,omitempty"`
+	// OpCapabilities are the capabilities of single ops, keyed by the op's
+	// name, where they differ from Capabilities: a variant whose rmsnorm
+	// takes fp32 but whose attention does not declares rmsnorm here. Each
+	// key is an op that Ops lists; CapabilitiesOf reads the two together.
+	OpCapabilities map[string]Capabilities `json:"op_capabilities,omitempty"`
+	Tunables       []Tunable               `json:"tunables,omitempty"`
+}
+
+// CapabilitiesOf is what the variant declares for the op of that name:
+// its entry in OpCapabilities, else Capabilities.
+func (v Variant) CapabilitiesOf(op string) Capabilities {
+	if c, ok := v.OpCapabilities[op]; ok {
+		return c
+	}
+	return v.Capabilities
 }
 
 // Device describes the processor a backend measures on.

@@ -115,26 +115,30 @@ func (s *Stats) UnmarshalJSON(data []byte) error {
 }
 
 type checkJSON struct {
-	MaxAbsErr   number    `json:"max_abs_err"`
-	RelL2Err    number    `json:"rel_l2_err"`
-	NaN         int       `json:"nan"`
-	Inf         int       `json:"inf"`
-	Unwritten   int       `json:"unwritten"`
-	Violations  int       `json:"violations"`
-	RowsChecked int       `json:"rows_checked"`
-	RowsTotal   int       `json:"rows_total"`
-	Sampled     bool      `json:"sampled"`
-	RowSeed     uint64    `json:"row_seed,omitempty"`
-	OutOfRange  int       `json:"out_of_range"`
-	Tolerance   Tolerance `json:"tolerance"`
+	Output      string        `json:"output,omitempty"`
+	MaxAbsErr   number        `json:"max_abs_err"`
+	RelL2Err    number        `json:"rel_l2_err"`
+	NaN         int           `json:"nan"`
+	Inf         int           `json:"inf"`
+	Unwritten   int           `json:"unwritten"`
+	Violations  int           `json:"violations"`
+	RowsChecked int           `json:"rows_checked"`
+	RowsTotal   int           `json:"rows_total"`
+	Sampled     bool          `json:"sampled"`
+	RowSeed     uint64        `json:"row_seed,omitempty"`
+	OutOfRange  int           `json:"out_of_range"`
+	Tolerance   Tolerance     `json:"tolerance"`
+	Outputs     []CheckResult `json:"outputs,omitempty"`
 }
 
 func (c CheckResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(checkJSON{
+		Output:    c.Output,
 		MaxAbsErr: number(c.MaxAbsErr), RelL2Err: number(c.RelL2Err),
 		NaN: c.NaN, Inf: c.Inf, Unwritten: c.Unwritten, Violations: c.Violations,
 		RowsChecked: c.RowsChecked, RowsTotal: c.RowsTotal, Sampled: c.Sampled,
 		RowSeed: c.RowSeed, OutOfRange: c.OutOfRange, Tolerance: c.Tolerance,
+		Outputs: c.Outputs,
 	})
 }
 
@@ -144,10 +148,12 @@ func (c *CheckResult) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*c = CheckResult{
+		Output:    j.Output,
 		MaxAbsErr: float64(j.MaxAbsErr), RelL2Err: float64(j.RelL2Err),
 		NaN: j.NaN, Inf: j.Inf, Unwritten: j.Unwritten, Violations: j.Violations,
 		RowsChecked: j.RowsChecked, RowsTotal: j.RowsTotal, Sampled: j.Sampled,
 		RowSeed: j.RowSeed, OutOfRange: j.OutOfRange, Tolerance: j.Tolerance,
+		Outputs: j.Outputs,
 	}
 	return nil
 }

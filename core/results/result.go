@@ -102,8 +102,14 @@ func (r *Result) TimingFor(mode sdk.L2Mode) (Timing, bool) {
 	return Timing{}, false
 }
 
-// CheckResult is how the output compared with the fp64 reference.
+// CheckResult is how the output compared with the fp64 reference. For an
+// op of several outputs the row's check is the verdict's output (the first
+// that failed, else the first), Output names it, and Outputs holds every
+// output's own check in the op's order; for an op of one output both are
+// left out, and the check is that output's.
 type CheckResult struct {
+	// Output names the output the figures are of; "" for an op of one.
+	Output    string  `json:"output,omitempty"`
 	MaxAbsErr float64 `json:"max_abs_err"` // largest |o-r|; NaN (null) when the output holds NaN
 	RelL2Err  float64 `json:"rel_l2_err"`  // ||o-r|| / ||r|| over the rows checked
 	NaN       int     `json:"nan"`         // elements that are NaN (not counting unwritten ones)
@@ -122,6 +128,9 @@ type CheckResult struct {
 	OutOfRange int `json:"out_of_range"`
 	// Tolerance is the tolerance the verdict applied.
 	Tolerance Tolerance `json:"tolerance"`
+	// Outputs are the checks of every output, each naming its output,
+	// when the op has several (schema 5); nil otherwise.
+	Outputs []CheckResult `json:"outputs,omitempty"`
 }
 
 // Repeats summarise the checked runs of one row on the same inputs: the

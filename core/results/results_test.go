@@ -409,10 +409,16 @@ func TestLoadRefusesSamplesThatDisagreeWithTheirStats(t *testing.T) {
 // file, the non-finite figures as null; a field the JSON mirror forgets
 // fails here.
 func TestCheckResultRoundTrip(t *testing.T) {
+	tol := Tolerance{Atol: 1e-3, Rtol: 1e-2, RelL2: 2e-3}
 	want := CheckResult{
+		Output:    "dk",
 		MaxAbsErr: math.NaN(), RelL2Err: 2.5e-4, NaN: 3, Inf: 1, Unwritten: 2, Violations: 7,
 		RowsChecked: 64, RowsTotal: 4096, Sampled: true, RowSeed: 0x9e3779b97f4a7c15, OutOfRange: 5,
-		Tolerance: Tolerance{Atol: 1e-3, Rtol: 1e-2, RelL2: 2e-3},
+		Tolerance: tol,
+		Outputs: []CheckResult{
+			{Output: "dq", RelL2Err: 1e-4, RowsChecked: 64, RowsTotal: 4096, Tolerance: Tolerance{Atol: 4e-3, Rtol: 4e-2, RelL2: 8e-3}},
+			{Output: "dk", RelL2Err: 2.5e-4, RowsChecked: 64, RowsTotal: 4096, Tolerance: tol},
+		},
 	}
 	data, err := json.Marshal(want)
 	if err != nil {

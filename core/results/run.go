@@ -121,7 +121,9 @@ type Suite struct {
 	Measurement sdk.Measurement `json:"measurement"`
 	// L2Modes are the L2 modes measured; the first is the primary one.
 	L2Modes []sdk.L2Mode `json:"l2_modes"`
-	// Tolerances are keyed by dtype ("fp16", "bf16", "fp32").
+	// Tolerances are keyed by dtype ("fp16", "bf16", "fp32"): the suite's
+	// table. An output with a factor or a suite override of its own was
+	// held to another; each CheckResult records the one it applied.
 	Tolerances map[string]Tolerance `json:"tolerances"`
 	Check      Check                `json:"check"`
 }

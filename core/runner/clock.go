@@ -251,7 +251,7 @@ func (r *runner) hostBatch(ctx context.Context, b *backend, c op.Case, ws *works
 // against the fresh inputs. It fails a row that passed: the backend's timed
 // path is right only on inputs it has seen.
 func (r *runner) checkFreshOutput(c op.Case, fresh *op.Inputs, ws *workspace, res *results.Result) {
-	report, reason := r.checkOutputFiles(c, fresh, ws.timed, "Run wrote no output file at RunRequest.Output for the host's batch")
+	report, _, reason := r.checkOutputFiles(c, fresh, ws.timed, "Run wrote no output file at RunRequest.Output for the host's batch")
 	if report.Verdict != "" { // the output was there to check
 		addFacts(res, map[string]string{"fresh_rel_l2_err": strconv.FormatFloat(report.RelL2Err, 'g', 3, 64)})
 	}

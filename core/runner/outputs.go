@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 
 	"github.com/flashcore/bench/core/check"
+	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/sdk"
@@ -36,24 +37,39 @@ func clearOutputs(files []sdk.TensorFile) error {
 	return nil
 }
 
-// checkOutputs holds a call's outputs to the op's reference. The verdict
-// is the first failing output's, else the first's.
-func (r *runner) checkOutputs(c op.Case, in *op.Inputs, outputs [][]byte) check.Report {
-	reports := ops.Of(c).Check(c, in, outputs, r.cfg.Suite.Check, r.tolerance(c))
-	spec := ops.Of(c).Spec()
-	for i, report := range reports {
-		if report.Verdict != check.Pass {
-			if len(reports) > 1 {
-				report.Reason = spec.Outputs[i].Name + ": " + report.Reason
-			}
-			return report
-		}
-	}
-	return reports[0]
+// checkOutputs holds a call's outputs to the op's reference, each output
+// to its own tolerance. The report is the verdict: the first failing
+// output's, else the first's. The record is the verdict's figures, with
+// every output's own record under Outputs when the op has several.
+func (r *runner) checkOutputs(c op.Case, in *op.Inputs, outputs [][]byte) (check.Report, *results.CheckResult) {
+	tols := r.cfg.Suite.TolerancesOf(c)
+	reports := ops.Of(c).Check(c, in, outputs, r.cfg.Suite.Check, tols)
+	return outputsVerdict(ops.Of(c).Spec().Outputs, reports, tols)
 }
 
-// tolerance is the suite's tolerance of the case's dtype.
-func (r *runner) tolerance(c op.Case) op.Tolerance { return r.cfg.Suite.Tolerances[c.DType()] }
+// outputsVerdict folds the reports of every output into the row's verdict
+// and its record. A failing output's reason names the output, when there
+// are several to tell apart.
+func outputsVerdict(outputs []op.Tensor, reports []check.Report, tols []op.Tolerance) (check.Report, *results.CheckResult) {
+	if len(reports) == 1 {
+		return reports[0], checkRecord(reports[0], tols[0])
+	}
+	verdict := 0
+	records := make([]results.CheckResult, len(reports))
+	for i, report := range reports {
+		records[i] = *checkRecord(report, tols[i])
+		records[i].Output = outputs[i].Name
+		if report.Verdict != check.Pass && reports[verdict].Verdict == check.Pass {
+			verdict = i
+		}
+	}
+	report, record := reports[verdict], records[verdict]
+	if report.Verdict != check.Pass {
+		report.Reason = outputs[verdict].Name + ": " + report.Reason
+	}
+	record.Outputs = records
+	return report, &record
+}
 
 // outputsHash is the SHA-256 of every output concatenated in order.
 func outputsHash(outputs [][]byte) [sha256.Size]byte {

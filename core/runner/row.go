@@ -111,8 +111,8 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c op.Case, t *op.I
 	if !ok || output == nil {
 		return ok, checkedCall
 	}
-	report := r.checkOutputs(c, t, output)
-	res.Check = checkRecord(report, r.tolerance(c))
+	report, record := r.checkOutputs(c, t, output)
+	res.Check = record
 	if report.Verdict == check.Pass {
 		res.Status = results.StatusPass
 	} else {
@@ -264,9 +264,9 @@ func (r *runner) refuseSamples(work op.Work, s sdk.Samples, m sdk.Measurement, d
 // timed output fails a row that passed its checked run: the kernel behaves
 // only when it is being checked.
 func (r *runner) checkTimedOutput(c op.Case, t *op.Inputs, ws *workspace, mode sdk.L2Mode, res *results.Result) {
-	report, reason := r.checkOutputFiles(c, t, ws.timed,
+	_, record, reason := r.checkOutputFiles(c, t, ws.timed,
 		"Run wrote no output file at RunRequest.Output (the sdk contract: the output the last timed call left)")
-	res.TimedChecks = append(res.TimedChecks, *checkRecord(report, r.tolerance(c)))
+	res.TimedChecks = append(res.TimedChecks, *record)
 	if reason != "" && res.Status == results.StatusPass {
 		res.Status = results.StatusFail
 		res.Reason = fmt.Sprintf("the output of the last timed call (L2 %s) is wrong, though the checked call's was right: %s", mode, reason)
@@ -275,14 +275,15 @@ func (r *runner) checkTimedOutput(c op.Case, t *op.Inputs, ws *workspace, mode s
 
 // checkOutputFiles reads the outputs a backend left in files and checks
 // them against the reference of t; reason is why it is wrong ("" when right),
-// missing when there is no output to read, and the report is empty then.
-func (r *runner) checkOutputFiles(c op.Case, t *op.Inputs, files []sdk.TensorFile, missing string) (check.Report, string) {
+// missing when there is no output to read, and the report and the record's
+// figures are empty then.
+func (r *runner) checkOutputFiles(c op.Case, t *op.Inputs, files []sdk.TensorFile, missing string) (check.Report, *results.CheckResult, string) {
 	outputs, reason := readOutputs(files, missing)
 	if reason != "" {
-		return check.Report{}, reason
+		return check.Report{}, checkRecord(check.Report{}, r.cfg.Suite.TolerancesOf(c)[0]), reason
 	}
-	report := r.checkOutputs(c, t, outputs)
-	return report, report.Reason
+	report, record := r.checkOutputs(c, t, outputs)
+	return report, record, report.Reason
 }
 
 func (r *runner) release(ctx context.Context, b *backend, caseID string, res *results.Result) {

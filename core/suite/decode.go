@@ -11,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/flashcore/bench/core/tomlpos"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/ops/attention"
 )
 
@@ -26,10 +27,11 @@ type decoder struct {
 // decoded is a suite file after step 2: the schema with its arrays of
 // tables decoded entry by entry.
 type decoded struct {
-	file     fileSuite
-	backends []fileBackend
-	sweeps   []fileSweep
-	cases    []fileCase
+	file       fileSuite
+	tolerances fileTolerances
+	backends   []fileBackend
+	sweeps     []fileSweep
+	cases      []fileCase
 }
 
 func newDecoder(path string, data []byte) *decoder {
@@ -50,6 +52,9 @@ func (d *decoder) decode() (*decoded, error) {
 		return nil, d.valueError(err, -1)
 	}
 	if err := d.mustBeTable(&md, "tolerance"); err != nil {
+		return nil, err
+	}
+	if out.tolerances, err = decodeTolerances(d, &md, out.file.Tolerance); err != nil {
 		return nil, err
 	}
 	if out.backends, err = decodeEntries(d, &md, out.file.Backends, func() fileBackend { return fileBackend{} }); err != nil {
@@ -75,6 +80,29 @@ func (d *decoder) mustBeTable(md *toml.MetaData, key string) error {
 		return d.problemAt(key, -1, fmt.Sprintf("want a table, written [%s.<name>]", key))
 	}
 	return nil
+}
+
+// decodeTolerances decodes the [tolerance] tables: [tolerance.<op>] holds
+// tables of that op's outputs, each of dtypes; any other name is a dtype's
+// table.
+func decodeTolerances(d *decoder, md *toml.MetaData, tables map[string]toml.Primitive) (fileTolerances, error) {
+	out := fileTolerances{dtypes: map[string]fileTolerance{}, outputs: map[string]map[string]map[string]fileTolerance{}}
+	for name, table := range tables {
+		_, err := ops.Lookup(name)
+		if isOp := err == nil; isOp {
+			var outputs map[string]map[string]fileTolerance
+			err = md.PrimitiveDecode(table, &outputs)
+			out.outputs[name] = outputs
+		} else {
+			var t fileTolerance
+			err = md.PrimitiveDecode(table, &t)
+			out.dtypes[name] = t
+		}
+		if err != nil {
+			return out, d.valueError(err, -1)
+		}
+	}
+	return out, nil
 }
 
 // decodeEntries decodes the entries of one array of tables, each over its

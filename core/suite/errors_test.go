@@ -41,6 +41,10 @@ var errorCases = []struct {
 	{"bad dtype in sweep", "name = \"x\"\n" + validSweep + "dtype = [\"fp16\", \"fp8\"]\n", "sweeps.dtype", 8},
 	{"bad dtype in case", "name = \"x\"\n[[cases]]\nbatch = 1\nheads = 8\nseq_q = 64\nhead_dim = 64\ndtype = \"int8\"\n", "cases.dtype", 7},
 	{"bad tolerance dtype", "name = \"x\"\n[tolerance.fp8]\natol = 1e-3\n" + validSweep, "tolerance.fp8", 2},
+	{"unknown output in a tolerance", "name = \"x\"\n[tolerance.rmsnorm.out.fp16]\natol = 1e-3\n" + validSweep, "tolerance.rmsnorm.out.fp16", 2},
+	{"bad dtype in an output's tolerance", "name = \"x\"\n[tolerance.rmsnorm.y.fp8]\natol = 1e-3\n" + validSweep, "tolerance.rmsnorm.y.fp8", 2},
+	{"negative output tolerance", "name = \"x\"\n[tolerance.attention.o.bf16]\nrel_l2 = -1\n" + validSweep, "tolerance.attention.o.bf16.rel_l2", 3},
+	{"unknown key in an output's tolerance", "name = \"x\"\n[tolerance.rmsnorm.y.fp16]\natl = 1e-3\n" + validSweep, "tolerance.rmsnorm.y.fp16.atl", 3},
 	{"kv_heads not dividing heads", "name = \"x\"\n" + validSweep + "kv_heads = [3]\n", "sweeps.kv_heads", 8},
 	{"kv_heads not dividing heads in second case", "name = \"x\"\n" +
 		"[[cases]]\nbatch = 1\nheads = 8\nkv_heads = 2\nseq_q = 64\nhead_dim = 64\n" +

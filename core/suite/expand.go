@@ -231,3 +231,10 @@ func elementCount(sizes ...int) float64 {
 	}
 	return n
 }
+
+// TolerancesOf are the tolerances of case c's outputs, in its op's order
+// (op.Spec.Tolerances): the suite's table by dtype, each output's factor,
+// and the suite's overrides of single outputs.
+func (s *Suite) TolerancesOf(c op.Case) []op.Tolerance {
+	return ops.Of(c).Spec().Tolerances(c.Params, s.Tolerances, s.OutputTolerances)
+}

@@ -14,20 +14,20 @@ import (
 // reported in plain words. The arrays of tables stay Primitive here and are
 // decoded one entry at a time, so an error knows which entry it is in.
 type fileSuite struct {
-	Name        field[string]            `toml:"name"`
-	Description field[string]            `toml:"description"`
-	Seed        field[int64]             `toml:"seed"`
-	Baseline    field[string]            `toml:"baseline"`
-	Python      field[string]            `toml:"python"`
-	PluginPath  field[[]string]          `toml:"plugin_path"`
-	Measurement fileMeasurement          `toml:"measurement"`
-	Check       fileCheck                `toml:"check"`
-	Tolerance   map[string]fileTolerance `toml:"tolerance"`
-	Gates       fileGates                `toml:"gates"`
-	Ablation    fileAblation             `toml:"ablation"`
-	Backends    []toml.Primitive         `toml:"backends"`
-	Sweeps      []toml.Primitive         `toml:"sweeps"`
-	Cases       []toml.Primitive         `toml:"cases"`
+	Name        field[string]             `toml:"name"`
+	Description field[string]             `toml:"description"`
+	Seed        field[int64]              `toml:"seed"`
+	Baseline    field[string]             `toml:"baseline"`
+	Python      field[string]             `toml:"python"`
+	PluginPath  field[[]string]           `toml:"plugin_path"`
+	Measurement fileMeasurement           `toml:"measurement"`
+	Check       fileCheck                 `toml:"check"`
+	Tolerance   map[string]toml.Primitive `toml:"tolerance"`
+	Gates       fileGates                 `toml:"gates"`
+	Ablation    fileAblation              `toml:"ablation"`
+	Backends    []toml.Primitive          `toml:"backends"`
+	Sweeps      []toml.Primitive          `toml:"sweeps"`
+	Cases       []toml.Primitive          `toml:"cases"`
 }
 
 type fileMeasurement struct {
@@ -50,12 +50,21 @@ type fileCheck struct {
 	Repeat            field[int]   `toml:"repeat"`
 }
 
-// fileTolerance is one [tolerance.<dtype>] table; keys left out keep the
-// dtype's default.
+// fileTolerance is one [tolerance.<dtype>] or
+// [tolerance.<op>.<output>.<dtype>] table; keys left out keep the
+// dtype's default (for an output, times the output's factor).
 type fileTolerance struct {
 	Atol  field[float64] `toml:"atol"`
 	Rtol  field[float64] `toml:"rtol"`
 	RelL2 field[float64] `toml:"rel_l2"`
+}
+
+// fileTolerances are the [tolerance] tables after decoding: those of a
+// dtype (or of a name that is neither a dtype nor an op, reported when the
+// suite is built), and those of an op's outputs, by op, output and dtype.
+type fileTolerances struct {
+	dtypes  map[string]fileTolerance
+	outputs map[string]map[string]map[string]fileTolerance
 }
 
 type fileBackend struct {

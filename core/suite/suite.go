@@ -40,8 +40,13 @@ type Suite struct {
 	// StartTimeout bounds a plugin's start: its handshake with the host.
 	StartTimeout time.Duration
 	Check        op.CheckSettings
-	// Tolerances holds an entry for every dtype.
+	// Tolerances holds an entry for every dtype: op.DefaultTolerances
+	// with the file's [tolerance.<dtype>] tables over them.
 	Tolerances map[sdk.DType]op.Tolerance
+	// OutputTolerances set the tolerance of single outputs of an op in one
+	// dtype ([tolerance.<op>.<output>.<dtype>]), in place of Tolerances
+	// and the output's factor (op.Spec.Tolerances).
+	OutputTolerances map[op.OutputKey]op.Tolerance
 	// Gates are the limits of `flashcore gate` ([gates]).
 	Gates Gates
 	// Ablation is the chain of `flashcore ablate` ([ablation]); empty when

@@ -81,6 +81,9 @@ batch = 1
 heads = 8
 seq_q = 512
 head_dim = 64
+
+[tolerance.attention.o.bf16]
+atol = 0.02
 `
 
 func TestParseFullExample(t *testing.T) {
@@ -103,6 +106,9 @@ func TestParseFullExample(t *testing.T) {
 			sdk.FP16: {Atol: 1e-3, Rtol: 1e-2, RelL2: 2e-3},
 			sdk.BF16: {Atol: 1.6e-2, Rtol: 3e-2, RelL2: 0.05},
 			sdk.FP32: {Atol: 2e-5, Rtol: 2e-5, RelL2: 2e-5},
+		},
+		OutputTolerances: map[op.OutputKey]op.Tolerance{
+			{Op: "attention", Output: "o", DType: sdk.BF16}: {Atol: 0.02, Rtol: 3e-2, RelL2: 0.05},
 		},
 		Gates: DefaultGates(),
 		Backends: []BackendSelection{

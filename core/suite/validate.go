@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -41,7 +42,8 @@ func (d *decoder) build(in *decoded) (*Suite, error) {
 	s.Measurement, s.L2Modes, s.CallTimeout = d.measurement(f.Measurement)
 	s.StartTimeout = f.Measurement.StartTimeout.Value
 	s.Check = d.check(f.Check)
-	s.Tolerances = d.tolerances(f.Tolerance)
+	s.Tolerances = d.tolerances(in.tolerances.dtypes)
+	s.OutputTolerances = d.outputTolerances(in.tolerances.outputs, s.Tolerances)
 	s.Gates = d.gates(f.Gates)
 	s.Ablation = d.ablation(f.Ablation)
 	s.Backends = d.backends(in.backends)
@@ -161,13 +163,60 @@ func (d *decoder) tolerances(tables map[string]fileTolerance) map[sdk.DType]op.T
 			d.problem(key, -1, "unknown dtype %q: want fp16, bf16 or fp32", name)
 			continue
 		}
-		f, t := tables[name], out[dtype]
-		t.Atol = d.tolerance(key+".atol", f.Atol.Or(t.Atol))
-		t.Rtol = d.tolerance(key+".rtol", f.Rtol.Or(t.Rtol))
-		t.RelL2 = d.tolerance(key+".rel_l2", f.RelL2.Or(t.RelL2))
-		out[dtype] = t
+		out[dtype] = d.overTolerance(key, tables[name], out[dtype])
 	}
 	return out
+}
+
+// outputTolerances are the [tolerance.<op>.<output>.<dtype>] tables. Keys
+// left out keep what the output would have had: the suite's tolerance of
+// the dtype times the output's factor.
+func (d *decoder) outputTolerances(tables map[string]map[string]map[string]fileTolerance, byDType map[sdk.DType]op.Tolerance) map[op.OutputKey]op.Tolerance {
+	if len(tables) == 0 {
+		return nil
+	}
+	out := map[op.OutputKey]op.Tolerance{}
+	for _, opName := range sortedKeys(tables) {
+		o, _ := ops.Lookup(opName) // only ops' names are decoded as such
+		spec := o.Spec()
+		for _, output := range sortedKeys(tables[opName]) {
+			key := "tolerance." + opName + "." + output
+			dtypes := sortedKeys(tables[opName][output])
+			tensor, ok := spec.Output(output)
+			if !ok {
+				// Named with its first dtype: the key a table header sets.
+				d.problem(strings.Join(append([]string{key}, dtypes[:min(len(dtypes), 1)]...), "."), -1,
+					"op %s has no output %q: want %s", opName, output, outputNames(spec))
+				continue
+			}
+			for _, name := range dtypes {
+				dtype := sdk.DType(name)
+				if !dtype.Valid() {
+					d.problem(key+"."+name, -1, "unknown dtype %q: want fp16, bf16 or fp32", name)
+					continue
+				}
+				t := d.overTolerance(key+"."+name, tables[opName][output][name], byDType[dtype].Times(tensor.ToleranceFactor))
+				out[op.OutputKey{Op: opName, Output: output, DType: dtype}] = t
+			}
+		}
+	}
+	return out
+}
+
+// overTolerance is t with the keys f sets, each checked.
+func (d *decoder) overTolerance(key string, f fileTolerance, t op.Tolerance) op.Tolerance {
+	t.Atol = d.tolerance(key+".atol", f.Atol.Or(t.Atol))
+	t.Rtol = d.tolerance(key+".rtol", f.Rtol.Or(t.Rtol))
+	t.RelL2 = d.tolerance(key+".rel_l2", f.RelL2.Or(t.RelL2))
+	return t
+}
+
+func outputNames(spec op.Spec) string {
+	names := make([]string, len(spec.Outputs))
+	for i, t := range spec.Outputs {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 func (d *decoder) tolerance(key string, v float64) float64 {

@@ -164,7 +164,7 @@ func checkOpCase(t *testing.T, backend sdk.Backend, desc sdk.Description, c op.C
 			t.Errorf("Prepare: fact %s missing (facts: %v)", key, prepared.Facts)
 		}
 	}
-	tol := d.Tolerances[c.DType()]
+	tol := d.TolerancesOf(c)
 	var first [][]byte
 	for run := 1; run <= max(d.Check.Repeat, 1); run++ {
 		if _, err := backend.Fetch(ctx, sdk.FetchRequest{CaseID: c.ID}); err != nil {

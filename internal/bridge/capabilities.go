@@ -14,13 +14,16 @@ import (
 // it on device, cannot run req, or "" when it can or when no variant has
 // that name (the worker answers an unknown variant with its own error).
 //
-// The capability check is the host's (ops.Unsupported), the one
-// implementation there is: the host skips a row before Prepare with it,
+// The capability check is the host's (ops.Unsupported, which reads the
+// variant's capabilities for the request's op), the one implementation
+// there is: the host skips a row before Prepare with it,
 // and the bridge applies it again so that a request that did not come
 // through the host's check (a test, the conformance kit, another host)
 // is refused before the worker reads a byte. The one check the host leaves
 // to the backend is the device's: a variant that needs a GPU, described
-// by a worker that found none.
+// by a worker that found none. Tunables are checked here too, by the one
+// check of tunables (sdk.ResolveTunables), so the worker never sees one
+// its variant does not declare.
 func unsupported(d sdk.Description, req sdk.PrepareRequest) string {
 	i := variantIndex(d.Variants, req.Variant)
 	if i < 0 {
@@ -31,7 +34,8 @@ func unsupported(d sdk.Description, req sdk.PrepareRequest) string {
 	if !ops.Supports(v, c.Op) {
 		return fmt.Sprintf("op %s not supported", c.Op)
 	}
-	if v.Capabilities.NeedsGPU && d.Device.Kind != "gpu" {
+	caps := v.CapabilitiesOf(c.Op)
+	if caps.NeedsGPU && d.Device.Kind != "gpu" {
 		return "needs a CUDA GPU; this machine has none"
 	}
 	if _, err := ops.Lookup(c.Op); err != nil {
@@ -39,12 +43,18 @@ func unsupported(d sdk.Description, req sdk.PrepareRequest) string {
 		return err.Error()
 	}
 	reason := ops.Unsupported(v, c)
-	if reason != "" && reason == v.Capabilities.UnsupportedDType(c.DType()) {
+	if reason != "" && reason == caps.UnsupportedDType(c.DType()) {
 		// The host never sends such a request, so whoever did is told
 		// what the variant takes.
-		reason += fmt.Sprintf(" (supports %s)", joinDTypes(v.Capabilities.DTypes))
+		reason += fmt.Sprintf(" (supports %s)", joinDTypes(caps.DTypes))
 	}
-	return reason
+	if reason != "" {
+		return reason
+	}
+	if _, err := sdk.ResolveTunables(v.Tunables, req.Tunables); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // requestCase is the case req asks for, as the host's check reads it. For

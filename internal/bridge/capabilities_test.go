@@ -27,6 +27,11 @@ var checked = sdk.Description{
 		{Name: "both", Ops: []string{attention.Name, rmsnorm.Name}, Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.BF16},
 			Causal: true, NonCausal: true, GroupedQueryHeads: true, UnequalSeqLens: true}},
 		{Name: "pair", Ops: []string{"pair"}, Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16}}},
+		{Name: "tiled", Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16}, Causal: true, NonCausal: true},
+			Tunables: []sdk.Tunable{{Name: "tile", Values: []string{"32", "64"}, Default: "32"}}},
+		{Name: "per-op", Ops: []string{attention.Name, rmsnorm.Name}, Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16},
+			Causal: true, NonCausal: true, NeedsGPU: true},
+			OpCapabilities: map[string]sdk.Capabilities{rmsnorm.Name: {DTypes: []sdk.DType{sdk.FP32}}}},
 	},
 }
 
@@ -38,6 +43,14 @@ func rmsnormRequest(variant string, rows, cols int, dtype sdk.DType) sdk.Prepare
 	p := op.Params{"rows": strconv.Itoa(rows), "cols": strconv.Itoa(cols), "dtype": string(dtype)}
 	c := op.Case{ID: "c", Op: rmsnorm.Name, Params: p}
 	return ops.PrepareRequest(c, variant, nil, nil, nil, "")
+}
+
+// tuned is an attention request of variant with tunables, in fp16 unless
+// a dtype is given.
+func tuned(variant string, tunables map[string]string, dtype ...sdk.DType) sdk.PrepareRequest {
+	req := attentionRequest(variant, shape(2, 2, 8, 8, 16, false, append(dtype, sdk.FP16)[0]))
+	req.Tunables = tunables
+	return req
 }
 
 func shape(heads, kvHeads, seqQ, seqK, headDim int, causal bool, dtype sdk.DType) sdk.Shape {
@@ -70,6 +83,14 @@ func TestUnsupported(t *testing.T) {
 		{"attention on an rmsnorm variant", attentionRequest("norm", shape(2, 2, 8, 8, 16, false, sdk.FP32)), "op attention not supported"},
 		{"attention on a variant of both", attentionRequest("both", shape(2, 1, 8, 9, 16, true, sdk.BF16)), ""},
 		{"rmsnorm on a variant of both", rmsnormRequest("both", 3, 5, sdk.BF16), ""},
+		{"per-op: attention by the variant's capabilities", attentionRequest("per-op", shape(2, 2, 8, 8, 16, false, sdk.FP16)), "needs a CUDA GPU; this machine has none"},
+		{"per-op: rmsnorm by its own, on a CPU", rmsnormRequest("per-op", 8, 64, sdk.FP32), ""},
+		{"per-op: rmsnorm's own dtypes", rmsnormRequest("per-op", 8, 64, sdk.FP16), "dtype fp16 not supported (supports fp32)"},
+		{"declared tunables", tuned("tiled", map[string]string{"tile": "64"}), ""},
+		{"a value not declared", tuned("tiled", map[string]string{"tile": "48"}), `tunable tile: "48" is not one of 32, 64`},
+		{"a tunable not declared", tuned("tiled", map[string]string{"tile": "32", "stages": "2"}), `unknown tunable "stages" (this variant has: tile)`},
+		{"a tunable on a variant of none", tuned("math", map[string]string{"block_m": "64"}), `unknown tunable "block_m" (this variant has: none)`},
+		{"the capability reason comes first", tuned("tiled", map[string]string{"tile": "48"}, sdk.FP32), "dtype fp32 not supported (supports fp16)"},
 		{"an op this build does not know", sdk.PrepareRequest{Variant: "pair", Op: "pair"}, `unknown op "pair": want attention or rmsnorm`},
 	}
 	for _, tc := range tests {

@@ -400,14 +400,16 @@ func (x *Tunable) GetDescription() string {
 
 // Variant is sdk.Variant.
 type Variant struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	Capabilities  *Capabilities          `protobuf:"bytes,3,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
-	Tunables      []*Tunable             `protobuf:"bytes,4,rep,name=tunables,proto3" json:"tunables,omitempty"`
-	Ops           []string               `protobuf:"bytes,5,rep,name=ops,proto3" json:"ops,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description  string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	Capabilities *Capabilities          `protobuf:"bytes,3,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	Tunables     []*Tunable             `protobuf:"bytes,4,rep,name=tunables,proto3" json:"tunables,omitempty"`
+	Ops          []string               `protobuf:"bytes,5,rep,name=ops,proto3" json:"ops,omitempty"`
+	// op_capabilities is sdk.Variant.OpCapabilities, keyed by op name.
+	OpCapabilities map[string]*Capabilities `protobuf:"bytes,6,rep,name=op_capabilities,json=opCapabilities,proto3" json:"op_capabilities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Variant) Reset() {
@@ -471,6 +473,13 @@ func (x *Variant) GetTunables() []*Tunable {
 func (x *Variant) GetOps() []string {
 	if x != nil {
 		return x.Ops
+	}
+	return nil
+}
+
+func (x *Variant) GetOpCapabilities() map[string]*Capabilities {
+	if x != nil {
+		return x.OpCapabilities
 	}
 	return nil
 }
@@ -1618,13 +1627,17 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\tR\x06values\x12\x18\n" +
 	"\adefault\x18\x03 \x01(\tR\adefault\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xc4\x01\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xf7\x02\n" +
 	"\aVariant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12>\n" +
 	"\fcapabilities\x18\x03 \x01(\v2\x1a.flashcore.v1.CapabilitiesR\fcapabilities\x121\n" +
 	"\btunables\x18\x04 \x03(\v2\x15.flashcore.v1.TunableR\btunables\x12\x10\n" +
-	"\x03ops\x18\x05 \x03(\tR\x03ops\"\xc0\x03\n" +
+	"\x03ops\x18\x05 \x03(\tR\x03ops\x12R\n" +
+	"\x0fop_capabilities\x18\x06 \x03(\v2).flashcore.v1.Variant.OpCapabilitiesEntryR\x0eopCapabilities\x1a]\n" +
+	"\x13OpCapabilitiesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.flashcore.v1.CapabilitiesR\x05value:\x028\x01\"\xc0\x03\n" +
 	"\x06Device\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12-\n" +
@@ -1761,7 +1774,7 @@ func file_flashcore_v1_backend_proto_rawDescGZIP() []byte {
 	return file_flashcore_v1_backend_proto_rawDescData
 }
 
-var file_flashcore_v1_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_flashcore_v1_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_flashcore_v1_backend_proto_goTypes = []any{
 	(*DescribeRequest)(nil), // 0: flashcore.v1.DescribeRequest
 	(*ReleaseResponse)(nil), // 1: flashcore.v1.ReleaseResponse
@@ -1783,46 +1796,49 @@ var file_flashcore_v1_backend_proto_goTypes = []any{
 	(*DeviceState)(nil),     // 17: flashcore.v1.DeviceState
 	(*Samples)(nil),         // 18: flashcore.v1.Samples
 	(*ReleaseRequest)(nil),  // 19: flashcore.v1.ReleaseRequest
-	nil,                     // 20: flashcore.v1.PrepareRequest.TunablesEntry
-	nil,                     // 21: flashcore.v1.PrepareRequest.ParamsEntry
-	nil,                     // 22: flashcore.v1.Prepared.FactsEntry
-	nil,                     // 23: flashcore.v1.Samples.FactsEntry
+	nil,                     // 20: flashcore.v1.Variant.OpCapabilitiesEntry
+	nil,                     // 21: flashcore.v1.PrepareRequest.TunablesEntry
+	nil,                     // 22: flashcore.v1.PrepareRequest.ParamsEntry
+	nil,                     // 23: flashcore.v1.Prepared.FactsEntry
+	nil,                     // 24: flashcore.v1.Samples.FactsEntry
 }
 var file_flashcore_v1_backend_proto_depIdxs = []int32{
 	3,  // 0: flashcore.v1.Variant.capabilities:type_name -> flashcore.v1.Capabilities
 	4,  // 1: flashcore.v1.Variant.tunables:type_name -> flashcore.v1.Tunable
-	6,  // 2: flashcore.v1.Description.device:type_name -> flashcore.v1.Device
-	5,  // 3: flashcore.v1.Description.variants:type_name -> flashcore.v1.Variant
-	2,  // 4: flashcore.v1.PrepareRequest.shape:type_name -> flashcore.v1.Shape
-	20, // 5: flashcore.v1.PrepareRequest.tunables:type_name -> flashcore.v1.PrepareRequest.TunablesEntry
-	10, // 6: flashcore.v1.PrepareRequest.files:type_name -> flashcore.v1.Tensors
-	21, // 7: flashcore.v1.PrepareRequest.params:type_name -> flashcore.v1.PrepareRequest.ParamsEntry
-	11, // 8: flashcore.v1.PrepareRequest.inputs:type_name -> flashcore.v1.TensorFile
-	11, // 9: flashcore.v1.PrepareRequest.outputs:type_name -> flashcore.v1.TensorFile
-	9,  // 10: flashcore.v1.Prepared.diagnostics:type_name -> flashcore.v1.Diagnostic
-	22, // 11: flashcore.v1.Prepared.facts:type_name -> flashcore.v1.Prepared.FactsEntry
-	9,  // 12: flashcore.v1.Fetched.diagnostics:type_name -> flashcore.v1.Diagnostic
-	8,  // 13: flashcore.v1.RunRequest.measurement:type_name -> flashcore.v1.Measurement
-	11, // 14: flashcore.v1.RunRequest.outputs:type_name -> flashcore.v1.TensorFile
-	9,  // 15: flashcore.v1.Samples.diagnostics:type_name -> flashcore.v1.Diagnostic
-	23, // 16: flashcore.v1.Samples.facts:type_name -> flashcore.v1.Samples.FactsEntry
-	17, // 17: flashcore.v1.Samples.before:type_name -> flashcore.v1.DeviceState
-	17, // 18: flashcore.v1.Samples.after:type_name -> flashcore.v1.DeviceState
-	0,  // 19: flashcore.v1.Backend.Describe:input_type -> flashcore.v1.DescribeRequest
-	12, // 20: flashcore.v1.Backend.Prepare:input_type -> flashcore.v1.PrepareRequest
-	14, // 21: flashcore.v1.Backend.Fetch:input_type -> flashcore.v1.FetchRequest
-	16, // 22: flashcore.v1.Backend.Run:input_type -> flashcore.v1.RunRequest
-	19, // 23: flashcore.v1.Backend.Release:input_type -> flashcore.v1.ReleaseRequest
-	7,  // 24: flashcore.v1.Backend.Describe:output_type -> flashcore.v1.Description
-	13, // 25: flashcore.v1.Backend.Prepare:output_type -> flashcore.v1.Prepared
-	15, // 26: flashcore.v1.Backend.Fetch:output_type -> flashcore.v1.Fetched
-	18, // 27: flashcore.v1.Backend.Run:output_type -> flashcore.v1.Samples
-	1,  // 28: flashcore.v1.Backend.Release:output_type -> flashcore.v1.ReleaseResponse
-	24, // [24:29] is the sub-list for method output_type
-	19, // [19:24] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	20, // 2: flashcore.v1.Variant.op_capabilities:type_name -> flashcore.v1.Variant.OpCapabilitiesEntry
+	6,  // 3: flashcore.v1.Description.device:type_name -> flashcore.v1.Device
+	5,  // 4: flashcore.v1.Description.variants:type_name -> flashcore.v1.Variant
+	2,  // 5: flashcore.v1.PrepareRequest.shape:type_name -> flashcore.v1.Shape
+	21, // 6: flashcore.v1.PrepareRequest.tunables:type_name -> flashcore.v1.PrepareRequest.TunablesEntry
+	10, // 7: flashcore.v1.PrepareRequest.files:type_name -> flashcore.v1.Tensors
+	22, // 8: flashcore.v1.PrepareRequest.params:type_name -> flashcore.v1.PrepareRequest.ParamsEntry
+	11, // 9: flashcore.v1.PrepareRequest.inputs:type_name -> flashcore.v1.TensorFile
+	11, // 10: flashcore.v1.PrepareRequest.outputs:type_name -> flashcore.v1.TensorFile
+	9,  // 11: flashcore.v1.Prepared.diagnostics:type_name -> flashcore.v1.Diagnostic
+	23, // 12: flashcore.v1.Prepared.facts:type_name -> flashcore.v1.Prepared.FactsEntry
+	9,  // 13: flashcore.v1.Fetched.diagnostics:type_name -> flashcore.v1.Diagnostic
+	8,  // 14: flashcore.v1.RunRequest.measurement:type_name -> flashcore.v1.Measurement
+	11, // 15: flashcore.v1.RunRequest.outputs:type_name -> flashcore.v1.TensorFile
+	9,  // 16: flashcore.v1.Samples.diagnostics:type_name -> flashcore.v1.Diagnostic
+	24, // 17: flashcore.v1.Samples.facts:type_name -> flashcore.v1.Samples.FactsEntry
+	17, // 18: flashcore.v1.Samples.before:type_name -> flashcore.v1.DeviceState
+	17, // 19: flashcore.v1.Samples.after:type_name -> flashcore.v1.DeviceState
+	3,  // 20: flashcore.v1.Variant.OpCapabilitiesEntry.value:type_name -> flashcore.v1.Capabilities
+	0,  // 21: flashcore.v1.Backend.Describe:input_type -> flashcore.v1.DescribeRequest
+	12, // 22: flashcore.v1.Backend.Prepare:input_type -> flashcore.v1.PrepareRequest
+	14, // 23: flashcore.v1.Backend.Fetch:input_type -> flashcore.v1.FetchRequest
+	16, // 24: flashcore.v1.Backend.Run:input_type -> flashcore.v1.RunRequest
+	19, // 25: flashcore.v1.Backend.Release:input_type -> flashcore.v1.ReleaseRequest
+	7,  // 26: flashcore.v1.Backend.Describe:output_type -> flashcore.v1.Description
+	13, // 27: flashcore.v1.Backend.Prepare:output_type -> flashcore.v1.Prepared
+	15, // 28: flashcore.v1.Backend.Fetch:output_type -> flashcore.v1.Fetched
+	18, // 29: flashcore.v1.Backend.Run:output_type -> flashcore.v1.Samples
+	1,  // 30: flashcore.v1.Backend.Release:output_type -> flashcore.v1.ReleaseResponse
+	26, // [26:31] is the sub-list for method output_type
+	21, // [21:26] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_flashcore_v1_backend_proto_init() }
@@ -1836,7 +1852,7 @@ func file_flashcore_v1_backend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flashcore_v1_backend_proto_rawDesc), len(file_flashcore_v1_backend_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -80,7 +80,7 @@ func (Op) Generate(seed uint64, c op.Case) *op.Inputs {
 
 // Check compares y with the fp64 reference on every row, or on rows
 // sampled afresh when the case is large.
-func (Op) Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op.CheckSettings, tol op.Tolerance) []check.Report {
+func (Op) Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op.CheckSettings, tols []op.Tolerance) []check.Report {
 	rows, cols, dtype := c.Params.Int("rows"), c.Params.Int("cols"), c.DType()
 	var seed uint64
 	if check.RowsSampled(rows, int64(cols), settings) {
@@ -90,7 +90,7 @@ func (Op) Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op.CheckSet
 	m := check.Matrix{DType: dtype, Rows: rows, Cols: cols, Checked: checked, RowSeed: seed,
 		Want:  Reference(in.Tensor("x").Data, in.Tensor("weight").Data, dtype, cols, checked),
 		Where: func(row, col int) string { return fmt.Sprintf("[row %d col %d]", row, col) }}
-	return []check.Report{check.CheckMatrix(outputs[0], m, tol)}
+	return []check.Report{check.CheckMatrix(outputs[0], m, tols[0])}
 }
 
 // Reference is y of the given rows in fp64, from the inputs as stored.

@@ -79,12 +79,12 @@ func TestCheckPassesTheHonestOutputAndFailsWrongOnes(t *testing.T) {
 			},
 			"short": func() []byte { return good[:len(good)-size] },
 		}
-		reports := Op{}.Check(c, in, [][]byte{good}, settings, tol[dtype])
+		reports := Op{}.Check(c, in, [][]byte{good}, settings, []op.Tolerance{tol[dtype]})
 		if len(reports) != 1 || reports[0].Verdict != check.Pass {
 			t.Fatalf("%s: the honest output: %+v", dtype, reports)
 		}
 		for name, output := range wrong {
-			r := Op{}.Check(c, in, [][]byte{output()}, settings, tol[dtype])[0]
+			r := Op{}.Check(c, in, [][]byte{output()}, settings, []op.Tolerance{tol[dtype]})[0]
 			if r.Verdict != check.Fail {
 				t.Errorf("%s %s: verdict %s (rel L2 %.3g), want FAIL", dtype, name, r.Verdict, r.RelL2Err)
 			}
@@ -111,7 +111,7 @@ func TestLargeCasesSampleRowsIncludingTheEdges(t *testing.T) {
 	last := inputs.Decode(sdk.FP32, out[(499*64)*4:])
 	last[5] += 1
 	copy(out[(499*64)*4:], inputs.Encode(sdk.FP32, last))
-	r := Op{}.Check(c, in, [][]byte{out}, settings, op.DefaultTolerances()[sdk.FP32])[0]
+	r := Op{}.Check(c, in, [][]byte{out}, settings, []op.Tolerance{op.DefaultTolerances()[sdk.FP32]})[0]
 	if !r.Sampled || r.RowsChecked != 16 || r.RowSeed == 0 {
 		t.Errorf("sampled %v rows %d seed %d, want 16 sampled rows and their seed", r.Sampled, r.RowsChecked, r.RowSeed)
 	}

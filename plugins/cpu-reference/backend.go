@@ -84,6 +84,10 @@ func cpuReferenceVariant() sdk.Variant {
 			MaxSeqLen:         maxSeqLen,
 			NeedsGPU:          false,
 		},
+		// rmsnorm's cost grows with rows·cols alone: no sequence limit.
+		OpCapabilities: map[string]sdk.Capabilities{
+			rmsnormOp: {DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}},
+		},
 		Tunables: tunables,
 	}
 }
@@ -154,15 +158,15 @@ func checkRequest(req sdk.PrepareRequest) []sdk.Diagnostic {
 	}
 	_, tunableProblems := tilingOf(req.Tunables)
 	diagnostics = append(diagnostics, tunableProblems...)
-	caps := cpuReferenceVariant().Capabilities
+	v := cpuReferenceVariant()
 	switch req.Op {
 	case "", "attention":
-		if reason := caps.Unsupported(req.Shape); reason != "" {
+		if reason := v.CapabilitiesOf("attention").Unsupported(req.Shape); reason != "" {
 			unsupported("%s", reason)
 		}
 	case rmsnormOp:
 		if len(req.Inputs) > 0 {
-			if reason := caps.UnsupportedDType(req.Inputs[0].DType); reason != "" {
+			if reason := v.CapabilitiesOf(rmsnormOp).UnsupportedDType(req.Inputs[0].DType); reason != "" {
 				unsupported("%s", reason)
 			}
 		}

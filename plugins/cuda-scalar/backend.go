@@ -33,11 +33,12 @@ func spec() cudakit.Spec {
 		Name:    name,
 		Version: version,
 		Variant: sdk.Variant{
-			Name:         name,
-			Description:  "online softmax in fp32 on CUDA cores, one warp per query row; rmsnorm with one block per row",
-			Ops:          []string{attention.Name, rmsnorm.Name},
-			Capabilities: capabilities,
-			Tunables:     tunables,
+			Name:           name,
+			Description:    "online softmax in fp32 on CUDA cores, one warp per query row; rmsnorm with one block per row",
+			Ops:            []string{attention.Name, rmsnorm.Name},
+			Capabilities:   capabilities,
+			OpCapabilities: map[string]sdk.Capabilities{rmsnorm.Name: rmsnormCapabilities},
+			Tunables:       tunables,
 		},
 		Kernel: cudakit.KernelFiles{
 			Fatbin:   fatbin,
@@ -49,11 +50,9 @@ func spec() cudakit.Spec {
 	}
 }
 
-// capabilities: fp16 and bf16 at head dims 64 and 128, with every masking
-// and shape option. Not supported: fp32 inputs and other head dims (the
-// kernel is instantiated for 64 and 128 only). The dtypes hold for rmsnorm
-// too, since a variant declares one list for all its ops: its fp32 kernel
-// is built and planned, but the host skips fp32 rmsnorm cases here.
+// capabilities are attention's: fp16 and bf16 at head dims 64 and 128,
+// with every masking and shape option. Not supported: fp32 inputs and
+// other head dims (the kernel is instantiated for 64 and 128 only).
 var capabilities = sdk.Capabilities{
 	DTypes:            []sdk.DType{sdk.FP16, sdk.BF16},
 	HeadDims:          []int{64, 128},
@@ -62,6 +61,13 @@ var capabilities = sdk.Capabilities{
 	GroupedQueryHeads: true,
 	UnequalSeqLens:    true,
 	NeedsGPU:          true,
+}
+
+// rmsnormCapabilities: every dtype, any size; rmsnorm has a kernel for
+// fp32 as well as for the half types.
+var rmsnormCapabilities = sdk.Capabilities{
+	DTypes:   []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32},
+	NeedsGPU: true,
 }
 
 var tunables = []sdk.Tunable{{

@@ -4,7 +4,6 @@ package cudascalar
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	"github.com/flashcore/bench/cudakit"
@@ -19,14 +18,10 @@ func TestTimingOnGPU(t *testing.T) {
 	cudatest.Timing(t, New(), tunables)
 }
 
-// rmsnorm in process, checked by the op's own check and timed. The
-// variant's dtypes are widened to fp32 for this backend alone, so that the
-// fp32 kernel, which the host never sends a case (the dtypes are
-// attention's too), is checked as well.
+// rmsnorm in process in every dtype, checked by the op's own check and
+// timed.
 func TestRMSNormOnGPU(t *testing.T) {
-	s := spec()
-	s.Variant.Capabilities.DTypes = append(slices.Clone(s.Variant.Capabilities.DTypes), sdk.FP32)
-	cudatest.CheckOp(t, cudakit.New(s), rmsnormCases(t))
+	cudatest.CheckOp(t, New(), rmsnormCases(t))
 }
 
 // An op the variant does not list is an Unsupported diagnostic, before any

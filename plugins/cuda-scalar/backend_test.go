@@ -11,6 +11,7 @@ import (
 	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/ops/rmsnorm"
 	"github.com/flashcore/bench/sdk"
 )
@@ -67,13 +68,14 @@ func TestRMSNormPlansReachEveryInstantiatedKernel(t *testing.T) {
 	cudatest.CheckOpPlans(t, spec(), kernelSource, rmsnormCases(t))
 }
 
-// The variant runs attention and rmsnorm, with attention's capabilities
-// as before; its dtypes hold for both ops, so the host skips fp32 rmsnorm
-// and every op the variant does not list.
+// The variant runs attention and rmsnorm, each with its own capabilities:
+// fp32 rmsnorm runs, fp32 attention is skipped with a reason, and so is
+// every op the variant does not list.
 func TestDeclaresAttentionAndRMSNorm(t *testing.T) {
 	v := spec().Variant
 	if !slices.Equal(v.Ops, []string{"attention", "rmsnorm"}) || !slices.Equal(v.Capabilities.DTypes, []sdk.DType{sdk.FP16, sdk.BF16}) ||
-		!slices.Equal(v.Capabilities.HeadDims, []int{64, 128}) || !v.Capabilities.NeedsGPU {
+		!slices.Equal(v.Capabilities.HeadDims, []int{64, 128}) || !v.Capabilities.NeedsGPU ||
+		!slices.Equal(v.CapabilitiesOf(rmsnorm.Name).DTypes, []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}) || !v.CapabilitiesOf(rmsnorm.Name).NeedsGPU {
 		t.Errorf("variant %+v", v)
 	}
 	if err := spec().CheckOps(); err != nil {
@@ -83,7 +85,9 @@ func TestDeclaresAttentionAndRMSNorm(t *testing.T) {
 		return op.Params{"rows": strconv.Itoa(rows), "cols": strconv.Itoa(cols), "dtype": string(dtype)}
 	}
 	cases := cudatest.OpCases(t, rmsnorm.Name, param(8, 4096, sdk.FP16), param(8, 4096, sdk.BF16), param(8, 4096, sdk.FP32))
-	for i, want := range []string{"", "", "dtype fp32 not supported"} {
+	attentionFP32 := attention.NewCase(sdk.Shape{Batch: 1, Heads: 2, KVHeads: 2, SeqQ: 64, SeqK: 64, HeadDim: 64, DType: sdk.FP32}, op.Normal)
+	cases = append(cases, attentionFP32)
+	for i, want := range []string{"", "", "", "dtype fp32 not supported"} {
 		if got := ops.Unsupported(v, cases[i]); got != want {
 			t.Errorf("%s: %q, want %q", cases[i].ID, got, want)
 		}

@@ -59,7 +59,9 @@ class Backend:
             self.build += f", CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}"
 
     def variants(self):
-        ops = [{"name": name, "description": description, "ops": [op], "capabilities": core.capabilities(_ALL_DTYPES)}
+        # A variant of one op that is not attention: its capabilities are
+        # that op's, the fields every op reads.
+        ops = [{"name": name, "description": description, "ops": [op], "capabilities": core.op_capabilities(_ALL_DTYPES)}
                for name, (op, description) in OP_VARIANTS.items()]
         return [self._variant(name) for name in VARIANTS] + ops
 

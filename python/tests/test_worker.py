@@ -97,25 +97,6 @@ def test_capabilities_are_left_to_the_bridge(worker, tmp_path):
     assert_close(read_output(params["files"]["Output"], s), reference(q, k, v, False), "bf16")
 
 
-def test_undeclared_tunables_are_refused_before_reading_inputs(worker, tmp_path):
-    params, _, _ = make_case(tmp_path, shape(1, 2, 2, 4, 4, 8, False, "fp16"), "math")
-    params["tunables"] = {"block_m": "64"}
-    params["files"]["Q"] = str(tmp_path / "missing.bin")
-    prepared = worker.handle("prepare", params)
-    assert prepared["diagnostics"] == [core.diagnostic("unsupported", "math: unknown tunable 'block_m' (this variant has: none)")]
-
-
-@pytest.mark.parametrize("tunables, reason", [
-    ({}, None),
-    ({"tile": "32"}, None),
-    ({"tile": "48"}, "tunable tile: '48' is not one of 32, 64"),
-    ({"tile": "32", "stages": "2"}, "unknown tunable 'stages' (this variant has: tile)"),
-])
-def test_tunable_gap(tunables, reason):
-    variant = {"name": "v", "tunables": [{"name": "tile", "values": ["32", "64"], "default": "32"}]}
-    assert core.tunable_gap(variant, tunables) == reason
-
-
 def test_serve_answers_errors_as_frames(worker, tmp_path):
     params, _, _ = make_case(tmp_path, shape(1, 2, 2, 4, 4, 8, False, "fp16"), "oom")
     requests = io.BytesIO()

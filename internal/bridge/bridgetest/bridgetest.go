@@ -182,14 +182,46 @@ type Outcome struct {
 // RunCase takes c through the lifecycle the host drives: Prepare (the
 // loaded hash must equal the input hash), Fetch (the output must match the
 // reference), Run under m when m is not nil (the samples must obey m), and
-// Release. A refusal stops it after Prepare, reported in Outcome.Skip.
+// Release. A refusal stops it after Prepare, reported in Outcome.Skip. The
+// requests are those of version 1 of the protocol: Shape and Files, and a
+// Run that names no output file.
 func RunCase(t testing.TB, backend sdk.Backend, c Case, m *sdk.Measurement) Outcome {
+	t.Helper()
+	return runLifecycle(t, backend, lifecycle{name: c.Request.Shape.String(), request: c.Request, checkFetched: c.CheckOutput}, m)
+}
+
+// RunOpCase takes c through the lifecycle as RunCase does, for any op:
+// every output must pass the op's check, and under m Run writes the
+// outputs of its last timed call to c.Timed, which must pass it too.
+func RunOpCase(t testing.TB, backend sdk.Backend, c OpCase, m *sdk.Measurement) Outcome {
+	t.Helper()
+	return runLifecycle(t, backend, lifecycle{
+		name:         c.Case.ID,
+		request:      c.Request,
+		checkFetched: func(t testing.TB) { c.CheckOutputs(t, c.Request.Outputs) },
+		timed:        c.Timed,
+		checkTimed:   func(t testing.TB) { c.CheckOutputs(t, c.Timed) },
+	}, m)
+}
+
+// lifecycle is what RunCase and RunOpCase tell runLifecycle: the case's
+// name in failures, its request, the check of what Fetch wrote, and the
+// files Run writes with their check (none for a version 1 request).
+type lifecycle struct {
+	name         string
+	request      sdk.PrepareRequest
+	checkFetched func(testing.TB)
+	timed        []sdk.TensorFile
+	checkTimed   func(testing.TB)
+}
+
+func runLifecycle(t testing.TB, backend sdk.Backend, c lifecycle, m *sdk.Measurement) Outcome {
 	t.Helper()
 	ctx := Context(t, 5*time.Minute)
 	var out Outcome
 	var err error
-	if out.Prepared, err = backend.Prepare(ctx, c.Request); err != nil {
-		t.Fatalf("Prepare %s: %v", c.Request.Shape, err)
+	if out.Prepared, err = backend.Prepare(ctx, c.request); err != nil {
+		t.Fatalf("Prepare %s: %v", c.name, err)
 	}
 	for _, d := range out.Prepared.Diagnostics {
 		if d.Severity == sdk.Unsupported {
@@ -197,25 +229,32 @@ func RunCase(t testing.TB, backend sdk.Backend, c Case, m *sdk.Measurement) Outc
 			return out
 		}
 	}
-	if out.Prepared.LoadedSHA256 != c.Request.InputSHA256 {
-		t.Errorf("Prepare: loaded hash %s, the host wrote %s", out.Prepared.LoadedSHA256, c.Request.InputSHA256)
+	if out.Prepared.LoadedSHA256 != c.request.InputSHA256 {
+		t.Errorf("Prepare: loaded hash %s, the host wrote %s", out.Prepared.LoadedSHA256, c.request.InputSHA256)
 	}
 	defer func() {
-		if err := backend.Release(ctx, sdk.ReleaseRequest{CaseID: c.Request.CaseID}); err != nil {
+		if err := backend.Release(ctx, sdk.ReleaseRequest{CaseID: c.request.CaseID}); err != nil {
 			t.Errorf("Release: %v", err)
 		}
 	}()
-	if _, err := backend.Fetch(ctx, sdk.FetchRequest{CaseID: c.Request.CaseID}); err != nil {
-		t.Fatalf("Fetch %s: %v", c.Request.Shape, err)
+	if _, err := backend.Fetch(ctx, sdk.FetchRequest{CaseID: c.request.CaseID}); err != nil {
+		t.Fatalf("Fetch %s: %v", c.name, err)
 	}
-	c.CheckOutput(t)
+	c.checkFetched(t)
 	if m == nil {
 		return out
 	}
-	if out.Samples, err = backend.Run(ctx, sdk.RunRequest{CaseID: c.Request.CaseID, Measurement: *m}); err != nil {
-		t.Fatalf("Run %s: %v", c.Request.Shape, err)
+	run := sdk.RunRequest{CaseID: c.request.CaseID, Measurement: *m}
+	if len(c.timed) > 0 {
+		run.Output, run.Outputs = c.timed[0].Path, c.timed
+	}
+	if out.Samples, err = backend.Run(ctx, run); err != nil {
+		t.Fatalf("Run %s: %v", c.name, err)
 	}
 	CheckSamples(t, out.Samples, *m)
+	if c.checkTimed != nil {
+		c.checkTimed(t)
+	}
 	return out
 }
 
@@ -334,52 +373,9 @@ func (c OpCase) CheckOutputs(t testing.TB, files []sdk.TensorFile) {
 		outputs[i] = raw
 	}
 	d := suite.Default()
-	for i, r := range ops.Of(c.Case).Check(c.Case, c.Inputs, outputs, d.Check, d.Tolerances[c.Case.DType()]) {
+	for i, r := range ops.Of(c.Case).Check(c.Case, c.Inputs, outputs, d.Check, d.TolerancesOf(c.Case)) {
 		if r.Verdict != check.Pass {
 			t.Errorf("%s: output %s: %s: %s (max abs err %.3g, rel L2 %.3g)", c.Case.ID, files[i].Name, r.Verdict, r.Reason, r.MaxAbsErr, r.RelL2Err)
 		}
 	}
-}
-
-// RunOpCase takes c through the lifecycle the host drives, as RunCase does
-// for attention: Prepare (the loaded hash must equal the input hash), Fetch
-// (every output must pass the op's check), Run under m when m is not nil
-// (the samples must obey m, and the timed outputs pass the check too), and
-// Release. A refusal stops it after Prepare, reported in Outcome.Skip.
-func RunOpCase(t testing.TB, backend sdk.Backend, c OpCase, m *sdk.Measurement) Outcome {
-	t.Helper()
-	ctx := Context(t, 5*time.Minute)
-	var out Outcome
-	var err error
-	if out.Prepared, err = backend.Prepare(ctx, c.Request); err != nil {
-		t.Fatalf("Prepare %s: %v", c.Case.ID, err)
-	}
-	for _, d := range out.Prepared.Diagnostics {
-		if d.Severity == sdk.Unsupported {
-			out.Skip = &d
-			return out
-		}
-	}
-	if out.Prepared.LoadedSHA256 != c.Request.InputSHA256 {
-		t.Errorf("Prepare: loaded hash %s, the host wrote %s", out.Prepared.LoadedSHA256, c.Request.InputSHA256)
-	}
-	defer func() {
-		if err := backend.Release(ctx, sdk.ReleaseRequest{CaseID: c.Request.CaseID}); err != nil {
-			t.Errorf("Release: %v", err)
-		}
-	}()
-	if _, err := backend.Fetch(ctx, sdk.FetchRequest{CaseID: c.Request.CaseID}); err != nil {
-		t.Fatalf("Fetch %s: %v", c.Case.ID, err)
-	}
-	c.CheckOutputs(t, c.Request.Outputs)
-	if m == nil {
-		return out
-	}
-	run := sdk.RunRequest{CaseID: c.Request.CaseID, Measurement: *m, Output: c.Timed[0].Path, Outputs: c.Timed}
-	if out.Samples, err = backend.Run(ctx, run); err != nil {
-		t.Fatalf("Run %s: %v", c.Case.ID, err)
-	}
-	CheckSamples(t, out.Samples, *m)
-	c.CheckOutputs(t, c.Timed)
-	return out
 }

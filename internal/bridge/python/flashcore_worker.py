@@ -6,14 +6,15 @@ backend module (the plugin's own, e.g. ``sdpa_backend``), then calls
 ``serve``. Every request is answered in turn:
 
 1. ``describe``: the device and the backend's variants.
-2. ``prepare``: check the tunables against the variant's, load the inputs
-   from the host's files (attention: Q, K and V of a shape; any other op:
-   its named tensors), hash the bytes loaded, and let the backend build a
-   ``Kernel`` (``prepare`` for attention, ``prepare_op`` for other ops),
-   which may answer ``Unsupported``. Capabilities are not checked here:
-   the bridge checks every request against the variant's declared
-   capabilities in Go, with the host's own check (ops.Unsupported),
-   before it reaches the worker.
+2. ``prepare``: load the inputs from the host's files (attention: Q, K
+   and V of a shape; any other op: its named tensors), hash the bytes
+   loaded, and let the backend build a ``Kernel`` (``prepare`` for
+   attention, ``prepare_op`` for other ops), which may answer
+   ``Unsupported``. Capabilities and tunables are not checked here: the
+   bridge checks every request against the variant's declared
+   capabilities for its op and its tunables in Go, with the host's own
+   checks (ops.Unsupported, sdk.ResolveTunables), before it reaches the
+   worker.
 3. ``fetch``: poison the kernel's output buffers (when it owns them), run
    once, write each output file.
 4. ``run``: the measurement contract (docs/measurement.md): warm-up and the
@@ -186,6 +187,13 @@ def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
     }
 
 
+def op_capabilities(dtypes, max_elements=0, needs_gpu=False):
+    """An sdk.Capabilities as JSON for an op other than attention, with the
+    fields every op reads: an entry of a variant's "op_capabilities", or the
+    "capabilities" of a variant whose one op is not attention."""
+    return {"dtypes": list(dtypes), "max_elements": max_elements, "needs_gpu": needs_gpu}
+
+
 @dataclasses.dataclass
 class Case:
     """One prepared attention case as a backend sees it: inputs already on
@@ -321,17 +329,6 @@ def _recording(run):
 # ---------------------------------------------------------------- worker
 
 
-def tunable_gap(variant, tunables):
-    """The reason tunables ask for what variant does not declare, or None."""
-    declared = {t["name"]: t.get("values", []) for t in variant.get("tunables") or ()}
-    for name in sorted(tunables):
-        if name not in declared:
-            return f"unknown tunable {name!r} (this variant has: {', '.join(declared) or 'none'})"
-        if tunables[name] not in declared[name]:
-            return f"tunable {name}: {tunables[name]!r} is not one of {', '.join(declared[name])}"
-    return None
-
-
 class Worker:
     """Answers the host's requests for one backend.
 
@@ -374,10 +371,9 @@ class Worker:
         variant = self._variants.get(params["variant"])
         if variant is None:
             raise ValueError(f"unknown variant {params['variant']!r} (have {', '.join(self._variants)})")
+        # The bridge has checked the tunables (sdk.ResolveTunables) and the
+        # capabilities in Go before the request got here.
         tunables = params.get("tunables") or {}
-        gap = tunable_gap(variant, tunables)
-        if gap:
-            return {"loaded_sha256": "", "diagnostics": [diagnostic("unsupported", f"{variant['name']}: {gap}")]}
         op = params.get("op") or ATTENTION
         if op == ATTENTION:
             shape = Shape.from_json(params["shape"])
