@@ -119,7 +119,8 @@ func findTimedRow(ctx context.Context, s *suite.Suite, c op.Case, p host.Plugin,
 	if err != nil {
 		return results.Result{}, ncu.Reach{}, runError(err)
 	}
-	for _, res := range run.Results {
+	if len(run.Results) > 0 {
+		res := run.Results[0]
 		timing, ok := res.TimingFor(sdk.L2Hot)
 		if !ok {
 			return res, ncu.Reach{}, withCode(ExitFailures, fmt.Errorf("%s on %s: %s: %s", res.Label, c.ID, res.Status, res.Reason))

@@ -33,6 +33,8 @@ func baseDescription(spec Spec) sdk.Description {
 }
 
 // deviceDescription turns the driver's device facts into the contract's.
+//
+//lint:ignore U1000 used by the cuda build
 func deviceDescription(d gpu.DeviceInfo) sdk.Device {
 	return sdk.Device{
 		Kind:              "gpu",
@@ -71,6 +73,9 @@ func checkDevice(d gpu.DeviceInfo, m gpu.Manifest, deviceCheck func(gpu.DeviceIn
 	return target, nil
 }
 
+// unsupported is a Prepare answer that refuses the case, saying why.
+//
+//lint:ignore U1000 used by the cuda build
 func unsupported(format string, args ...any) sdk.Prepared {
 	return sdk.Prepared{Diagnostics: []sdk.Diagnostic{{Severity: sdk.Unsupported, Summary: fmt.Sprintf(format, args...)}}}
 }

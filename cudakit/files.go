@@ -65,6 +65,8 @@ func readTensor(t tensor) ([]byte, error) {
 }
 
 // writeOutput writes the output tensor where the host asked for it.
+//
+//lint:ignore U1000 used by the cuda build
 func writeOutput(path string, data []byte) error {
 	if path == "" {
 		return fmt.Errorf("no output file given")

@@ -22,11 +22,10 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // the fallback rule: old.json is that run; new.json has rows faster, slower, within the
 // threshold and within the noise, pass→FAIL and pass→ERROR regressions,
 // FAIL→pass and ERROR→pass fixes, an added and a removed row, and other
-// inputs for one case; newer.json is a third version for the ablation.
+// inputs for one case.
 var (
-	oldRun   = filepath.Join("testdata", "old.json")
-	newRun   = filepath.Join("testdata", "new.json")
-	newerRun = filepath.Join("testdata", "newer.json")
+	oldRun = filepath.Join("testdata", "old.json")
+	newRun = filepath.Join("testdata", "new.json")
 )
 
 func load(t *testing.T, paths ...string) []Source {

@@ -208,7 +208,6 @@ type parser struct {
 	text string
 	pos  int
 	tok  token
-	err  error
 }
 
 func (p *parser) errorf(format string, args ...any) error {
