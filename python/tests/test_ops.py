@@ -139,13 +139,6 @@ def test_an_op_case_moves_to_new_buffers_and_is_prepared_again(worker, tmp_path)
     assert_close(case.kernel.run(), rmsnorm_reference(x, w), "fp32")
 
 
-def test_the_tunable_check_stays_in_the_worker_for_ops(worker, tmp_path):
-    params, _, _ = make_rmsnorm_case(tmp_path, 2, 8, "fp32", "rmsnorm")
-    params["inputs"][0]["path"] = str(tmp_path / "missing.bin")  # refused before any input is read
-    prepared = worker.handle("prepare", {**params, "tunables": {"block": "64"}})
-    assert prepared["diagnostics"] == [core.diagnostic("unsupported", "rmsnorm: unknown tunable 'block' (this variant has: none)")]
-
-
 def test_a_request_without_output_files_is_an_error(worker, tmp_path):
     params, _, _ = make_rmsnorm_case(tmp_path, 2, 8, "fp32", "rmsnorm")
     with pytest.raises(ValueError, match="op rmsnorm: the request names no output file"):

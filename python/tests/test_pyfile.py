@@ -199,8 +199,11 @@ def test_the_chosen_tunables_arrive_as_config_values(tmp_path, monkeypatch):
     params, _, _ = make_case(tmp_path, shape(1, 1, 1, 8, 8, 16, False, "fp32"), "my-kernel")
     worker.prepare({**params, "tunables": {"BLOCK_M": "128"}})
     assert seen.read_text() == "{'BLOCK_M': 128, 'warps': 4}"
-    (refusal,) = worker.prepare({**params, "tunables": {"BLOCK_M": "96"}})["diagnostics"]
-    assert refusal["severity"] == "unsupported" and "BLOCK_M: '96' is not one of 64, 128" in refusal["summary"]
+    # A value TUNABLES does not list is refused in Go before a request
+    # reaches the worker (internal/bridge); one that gets here anyway is an
+    # error, never a silent default.
+    with pytest.raises(ValueError, match="tunable BLOCK_M: value '96' not in TUNABLES"):
+        worker.prepare({**params, "tunables": {"BLOCK_M": "96"}})
 
 
 def test_sequence_multiples_and_setup_refusals_are_skips(tmp_path, monkeypatch):
