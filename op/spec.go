@@ -80,6 +80,30 @@ type Spec struct {
 	// Contract is the function a `py:` file defines for this op, as its
 	// signature reads in Python.
 	Contract string `json:"contract"`
+	// Chart says how charts draw the op's cases; nil for an op that is
+	// not charted (its cases are in the tables and CSV alone).
+	Chart *Chart `json:"chart,omitempty"`
+}
+
+// Chart is how the charts draw an op's cases: one panel per facet (the op
+// groups its cases into facets, ops.FacetOf), with X along one axis.
+type Chart struct {
+	// X is the Int axis along the x axis, such as "seq_k".
+	X string `json:"x"`
+	// XLabel names the x axis on the chart.
+	XLabel string `json:"x_label"`
+}
+
+// Facet is one panel of an op's charts: the cases that share it differ
+// only along the chart's X (and what scales with it).
+type Facet struct {
+	// Name is the facet in chart file names, such as "d128-fp16-causal".
+	Name string
+	// Title is the facet in chart titles, such as "D128 fp16, causal".
+	Title string
+	// Order sorts the facets of a run: facets are drawn in the order of
+	// their Order strings.
+	Order string
 }
 
 // Output returns the output tensor of that name.

@@ -67,3 +67,5 @@ func (attentionOp) shape(c op.Case) sdk.Shape { return attention.ShapeOf(c) }
 func (attentionOp) files(inputs, outputs []sdk.TensorFile) sdk.Tensors {
 	return sdk.Tensors{Q: inputs[0].Path, K: inputs[1].Path, V: inputs[2].Path, Output: outputs[0].Path}
 }
+
+func (attentionOp) Facet(p op.Params) op.Facet { return attention.Facet(p) }

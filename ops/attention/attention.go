@@ -43,6 +43,7 @@ var Spec = op.Spec{
 	},
 	Roof:     op.ComputeRoof,
 	Contract: "attention(q, k, v, *, causal, scale) -> o",
+	Chart:    &op.Chart{X: "seq_k", XLabel: "Sequence length (tokens)"},
 }
 
 // ParamsOf is the Params of a shape.

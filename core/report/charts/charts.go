@@ -1,7 +1,8 @@
 // Package charts draws a run's charts as SVG with gonum/plot: for each
-// facet of attention's cases (head dim, dtype, causal, grouping of heads),
-// kernel time, TFLOP/s and the speedup over the baseline against the
-// sequence length. `flashcore plot` saves them as files and the HTML run
+// facet of a charted op's cases (the op declares its chart and facets:
+// attention's are head dim, dtype, causal, grouping of heads), kernel
+// time, TFLOP/s and the speedup over the baseline against the op's X axis
+// (attention's sequence length). `flashcore plot` saves them as files and the HTML run
 // report inlines them.
 //
 // Where to start: Draw.
@@ -11,7 +12,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"github.com/flashcore/bench/core/report"
 	"image/color"
 	"math"
 	"slices"
@@ -27,9 +27,10 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
-	"github.com/flashcore/bench/ops/attention"
-	"github.com/flashcore/bench/sdk"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 )
 
 // Chart is one drawn chart: the file it is saved as, what it shows, and
@@ -56,46 +57,33 @@ const (
 // machine.
 var chartFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
 
-// facet is one panel of the charts: the cases that share head dim, dtype,
-// causality and grouping of heads, so that only the sequence length (and
-// the batch, which suites scale with it) varies along a line.
+// facet is one panel of the charts: the cases of one op that share the
+// op's facet, so that only the op's X axis varies along a line.
 type facet struct {
-	headDim int
-	dtype   sdk.DType
-	causal  bool
-	group   int // query heads per KV head; 1 without GQA
+	op    string
+	chart op.Chart
+	op.Facet
 }
 
-func facetOf(s sdk.Shape) facet {
-	group := 1
-	if s.KVHeads > 0 && s.Heads != s.KVHeads {
-		group = s.Heads / s.KVHeads
+// facetOf is the panel of a case; ok is false for a case the charts leave
+// out.
+func facetOf(c *results.Case) (facet, bool) {
+	if c == nil {
+		return facet{}, false
 	}
-	return facet{headDim: s.HeadDim, dtype: s.DType, causal: s.Causal, group: group}
+	chart, f, ok := ops.ChartOf(c.OpName(), c.Params)
+	return facet{op: c.OpName(), chart: chart, Facet: f}, ok
 }
 
-// name is the facet in file names: "d128-fp16-causal".
-func (f facet) name() string {
-	parts := []string{"d" + strconv.Itoa(f.headDim), string(f.dtype)}
-	if f.group > 1 {
-		parts = append(parts, fmt.Sprintf("gqa%d", f.group))
-	}
-	if f.causal {
-		parts = append(parts, "causal")
-	}
-	return strings.Join(parts, "-")
+// xOf is a case's place along its facet's x axis.
+func xOf(c *results.Case, f facet) int {
+	return op.Params(c.Params).Int(f.chart.X)
 }
 
-// title is the facet in chart titles: "D128 fp16, causal".
-func (f facet) title() string {
-	t := fmt.Sprintf("D%d %s", f.headDim, f.dtype)
-	if f.group > 1 {
-		t += fmt.Sprintf(", %d query heads per KV head", f.group)
-	}
-	if f.causal {
-		t += ", causal"
-	}
-	return t
+// in reports whether case c is drawn in facet f.
+func in(c *results.Case, f facet) bool {
+	g, ok := facetOf(c)
+	return ok && g.op == f.op && g.Name == f.Name
 }
 
 // measure is one kind of chart: what its y axis shows, read from a row.
@@ -146,37 +134,28 @@ func Draw(v *report.View) ([]Chart, error) {
 			}
 			svg, drawn, err := drawChart(v, f, m, names)
 			if err != nil {
-				return nil, fmt.Errorf("chart %s of %s: %w", m.file, f.name(), err)
+				return nil, fmt.Errorf("chart %s of %s: %w", m.file, f.Name, err)
 			}
 			if drawn {
-				charts = append(charts, Chart{File: m.file + "-" + f.name() + ".svg", Title: m.title + ", " + f.title(), SVG: svg})
+				charts = append(charts, Chart{File: m.file + "-" + f.Name + ".svg", Title: m.title + ", " + f.Title, SVG: svg})
 			}
 		}
 	}
 	return charts, nil
 }
 
-// facetsOf lists the facets of the run's cases: by head dim, then dtype,
-// then grouping, non-causal before causal.
+// facetsOf lists the facets of the run's cases, in the order of their op
+// and then of the op's facets.
 func facetsOf(v *report.View) []facet {
 	var facets []facet
 	for _, c := range v.Cases {
-		if c.Info != nil && c.Info.OpName() == attention.Name && !slices.Contains(facets, facetOf(c.Info.Shape)) {
-			facets = append(facets, facetOf(c.Info.Shape))
+		f, ok := facetOf(c.Info)
+		if ok && !slices.ContainsFunc(facets, func(g facet) bool { return g.op == f.op && g.Name == f.Name }) {
+			facets = append(facets, f)
 		}
 	}
-	slices.SortFunc(facets, func(a, b facet) int {
-		return cmp.Or(cmp.Compare(a.headDim, b.headDim), cmp.Compare(a.dtype, b.dtype), cmp.Compare(a.group, b.group),
-			cmp.Compare(boolInt(a.causal), boolInt(b.causal)))
-	})
+	slices.SortFunc(facets, func(a, b facet) int { return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(a.Order, b.Order)) })
 	return facets
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // rowNames lists every row name in the order of first appearance, so
@@ -197,7 +176,7 @@ func rowNames(v *report.View) []string {
 func series(v *report.View, f facet, m measure, name string) plotter.XYs {
 	var pts plotter.XYs
 	for _, c := range v.Cases {
-		if c.Info == nil || c.Info.OpName() != attention.Name || facetOf(c.Info.Shape) != f {
+		if !in(c.Info, f) {
 			continue
 		}
 		for _, r := range c.Rows {
@@ -205,7 +184,7 @@ func series(v *report.View, f facet, m measure, name string) plotter.XYs {
 				continue
 			}
 			if y, ok := m.value(v, r); ok {
-				pts = append(pts, plotter.XY{X: float64(c.Info.Shape.SeqK), Y: y})
+				pts = append(pts, plotter.XY{X: float64(xOf(c.Info, f)), Y: y})
 			}
 		}
 	}
@@ -218,11 +197,11 @@ func series(v *report.View, f facet, m measure, name string) plotter.XYs {
 func drawChart(v *report.View, f facet, m measure, names []string) (svg []byte, drawn bool, err error) {
 	p := plot.New()
 	useChartFont(p)
-	p.Title.Text = m.title + ", " + f.title() + "\n" + chartSubtitle(v)
-	p.X.Label.Text = "Sequence length (tokens)"
+	p.Title.Text = m.title + ", " + f.Title + "\n" + chartSubtitle(v)
+	p.X.Label.Text = f.chart.XLabel
 	p.Y.Label.Text = m.axis
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = seqTicks(v, f)
+	p.X.Tick.Marker = xTicks(v, f)
 	if m.logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.TickerFunc(logTicks)
@@ -306,16 +285,17 @@ func chartSubtitle(v *report.View) string {
 	return strings.Join(parts, " · ")
 }
 
-// seqTicks marks the facet's sequence lengths on the x axis.
-func seqTicks(v *report.View, f facet) plot.Ticker {
+// xTicks marks the facet's values of its X axis.
+func xTicks(v *report.View, f facet) plot.Ticker {
 	var ticks plot.ConstantTicks
 	for _, c := range v.Cases {
-		if c.Info == nil || c.Info.OpName() != attention.Name || facetOf(c.Info.Shape) != f {
+		if !in(c.Info, f) {
 			continue
 		}
-		x := float64(c.Info.Shape.SeqK)
+		n := xOf(c.Info, f)
+		x := float64(n)
 		if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Value == x }) {
-			ticks = append(ticks, plot.Tick{Value: x, Label: strconv.Itoa(c.Info.Shape.SeqK)})
+			ticks = append(ticks, plot.Tick{Value: x, Label: strconv.Itoa(n)})
 		}
 	}
 	return ticks

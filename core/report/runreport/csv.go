@@ -13,7 +13,7 @@ import (
 	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/internal/untrusted"
-	"github.com/flashcore/bench/ops/attention"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -24,17 +24,18 @@ var csvModes = []sdk.L2Mode{sdk.L2Hot, sdk.L2Cold}
 // statsColumns are the figures of one results.Stats, in column order.
 var statsColumns = []string{"n", "median_ns", "mean_ns", "stdev_ns", "min_ns", "max_ns", "p10_ns", "p90_ns", "rel_noise"}
 
-// csvHeader lists every column: the case, the row, its speedup and derived
-// figures, its check, then the timings of each L2 mode.
-func csvHeader() []string {
-	header := []string{
-		"case_id", "shape", "batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim", "dtype", "causal",
+// csvHeader lists every column: the case (its ID, label and params, one
+// column per axis of its op), the row, its speedup and derived figures, its
+// check, then the timings of each L2 mode.
+func csvHeader(params []string) []string {
+	header := append([]string{"case_id", "shape"}, params...)
+	header = append(header,
 		"distribution", "input_sha256", "flops", "bytes",
 		"backend", "variant", "label", "tunables", "status", "reason", "loaded_sha256", "duration_ns",
 		"primary_l2", "speedup", "baseline", "tflops", "gbps", "pct_peak_tflops", "pct_peak_gbps",
 		"max_abs_err", "rel_l2_err", "nan", "inf", "unwritten", "violations", "rows_checked", "rows_total",
 		"sampled", "row_seed", "out_of_range", "atol", "rtol", "rel_l2_tolerance",
-	}
+	)
 	for _, m := range csvModes {
 		header = append(header, string(m)+"_method", string(m)+"_sm_clock_mhz", string(m)+"_throttled")
 		for _, kind := range []string{"kernel", "call", "cross_check"} {
@@ -48,13 +49,14 @@ func csvHeader() []string {
 
 func writeCSV(w io.Writer, v *report.View) error {
 	out := csv.NewWriter(w)
-	if err := out.Write(csvHeader()); err != nil {
+	params := paramColumns(v)
+	if err := out.Write(csvHeader(params)); err != nil {
 		return err
 	}
 	for _, c := range v.Cases {
 		base := baselineName(c)
 		for _, r := range c.Rows {
-			if err := out.Write(guardCells(csvRecord(v, c, r, base))); err != nil {
+			if err := out.Write(guardCells(csvRecord(v, c, r, base, params))); err != nil {
 				return err
 			}
 		}
@@ -73,8 +75,32 @@ func baselineName(c report.Case) string {
 	return ""
 }
 
-func csvRecord(v *report.View, c report.Case, r report.Row, base string) []string {
-	record := append(caseFields(c), r.Backend, r.Variant, r.Name, tunablesField(r.Tunables), string(r.Status),
+// paramColumns are the params' columns: every axis of the run's ops
+// (ops.ParamColumns: attention's always, so that its files keep their
+// columns), then any param an op unknown to this build recorded.
+func paramColumns(v *report.View) []string {
+	var opNames []string
+	for _, c := range v.Cases {
+		if c.Info != nil && !slices.Contains(opNames, c.Info.OpName()) {
+			opNames = append(opNames, c.Info.OpName())
+		}
+	}
+	columns := ops.ParamColumns(opNames)
+	for _, c := range v.Cases {
+		if c.Info == nil {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(c.Info.Params)) {
+			if !slices.Contains(columns, k) {
+				columns = append(columns, k)
+			}
+		}
+	}
+	return columns
+}
+
+func csvRecord(v *report.View, c report.Case, r report.Row, base string, params []string) []string {
+	record := append(caseFields(c, params), r.Backend, r.Variant, r.Name, tunablesField(r.Tunables), string(r.Status),
 		r.Reason, r.LoadedSHA256, strconv.FormatInt(int64(r.Duration), 10), string(v.Primary))
 	record = append(record, speedupField(r.Speedup), base)
 	record = append(record, derivedFields(r.Result)...)
@@ -88,21 +114,15 @@ func csvRecord(v *report.View, c report.Case, r report.Row, base string) []strin
 	return append(record, "", "", "")
 }
 
-func caseFields(c report.Case) []string {
+func caseFields(c report.Case, params []string) []string {
 	if c.Info == nil {
-		return append([]string{c.ID}, make([]string, 13)...)
+		return append([]string{c.ID}, make([]string, len(params)+5)...)
 	}
-	if c.Info.OpName() != attention.Name {
-		// The shape columns are attention's; another op's case has its
-		// label alone.
-		return append(append([]string{c.ID, caseLabel(*c.Info)}, make([]string, 8)...),
-			c.Info.Distribution, c.Info.InputSHA256, cell.Number(c.Info.FLOPs), cell.Number(c.Info.Bytes))
+	fields := []string{c.ID, caseLabel(*c.Info)}
+	for _, k := range params {
+		fields = append(fields, c.Info.Params[k])
 	}
-	s := c.Info.Shape
-	return []string{c.ID, s.String(), strconv.Itoa(s.Batch), strconv.Itoa(s.Heads), strconv.Itoa(s.KVHeads),
-		strconv.Itoa(s.SeqQ), strconv.Itoa(s.SeqK), strconv.Itoa(s.HeadDim), string(s.DType),
-		strconv.FormatBool(s.Causal), c.Info.Distribution, c.Info.InputSHA256,
-		cell.Number(c.Info.FLOPs), cell.Number(c.Info.Bytes)}
+	return append(fields, c.Info.Distribution, c.Info.InputSHA256, cell.Number(c.Info.FLOPs), cell.Number(c.Info.Bytes))
 }
 
 // tunablesField writes tunables as "k=v;k=v", keys sorted.

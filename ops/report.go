@@ -1,0 +1,51 @@
+package ops
+
+import (
+	"slices"
+
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
+)
+
+// faceted is what a charted op (Spec().Chart set) offers beyond Op: the
+// panel each of its cases is drawn in.
+type faceted interface {
+	Facet(p op.Params) op.Facet
+}
+
+// ChartOf is how the charts draw the cases of an op, and the panel of a
+// case with these params; ok is false for an op the charts leave out (or
+// one unknown to this build).
+func ChartOf(opName string, p op.Params) (chart op.Chart, facet op.Facet, ok bool) {
+	o, known := registry[opName]
+	if !known || o.Spec().Chart == nil {
+		return op.Chart{}, op.Facet{}, false
+	}
+	f, isFaceted := o.(faceted)
+	if !isFaceted {
+		return *o.Spec().Chart, op.Facet{Name: opName, Title: opName, Order: opName}, true
+	}
+	return *o.Spec().Chart, f.Facet(p), true
+}
+
+// ParamColumns are the columns a table of cases gives their params: the
+// axes of attention, always, in their order (every results file had
+// them), then the axes of each other op of opNames that are not listed
+// yet, in the order the ops come.
+func ParamColumns(opNames []string) []string {
+	var columns []string
+	add := func(spec op.Spec) {
+		for _, a := range spec.Axes {
+			if !slices.Contains(columns, a.Name) {
+				columns = append(columns, a.Name)
+			}
+		}
+	}
+	add(attention.Spec)
+	for _, name := range opNames {
+		if o, ok := registry[name]; ok {
+			add(o.Spec())
+		}
+	}
+	return columns
+}
