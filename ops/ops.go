@@ -20,6 +20,7 @@ import (
 
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/ops/rmsnorm"
 	"github.com/flashcore/bench/sdk"
 )
@@ -30,7 +31,11 @@ type Op interface {
 	Spec() op.Spec
 	// Validate checks what the axes' own kinds cannot: relations between
 	// axes and limits of size. It returns the axis key at fault and the
-	// problem, or "" and "".
+	// problem, or "" and "". The suite decoder calls it on every
+	// combination of an entry's values, also when the entry has other
+	// problems: an axis none of whose values passed its own checks is then
+	// absent from p, and Validate must take an absent axis as no
+	// constraint (Params.Int reads it as 0).
 	Validate(p op.Params) (key, problem string)
 	// CaseID names a case, stably: it keys the input generator.
 	CaseID(p op.Params, dist op.Distribution) string
@@ -52,6 +57,10 @@ type Op interface {
 	// the case, or "".
 	Unsupported(caps sdk.Capabilities, p op.Params) string
 }
+
+// Default is the op of a suite entry that names none, and of a variant
+// that lists none: attention, the only op before ops existed.
+const Default = attention.Name
 
 var registry = map[string]Op{}
 
@@ -134,7 +143,7 @@ func Label(opName string, p op.Params) string {
 // no ops offers attention, as every variant did before ops existed.
 func Supports(v sdk.Variant, opName string) bool {
 	if len(v.Ops) == 0 {
-		return opName == "attention"
+		return opName == Default
 	}
 	return slices.Contains(v.Ops, opName)
 }

@@ -3,6 +3,7 @@ package suite
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,8 +12,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/flashcore/bench/core/tomlpos"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops"
-	"github.com/flashcore/bench/ops/attention"
 )
 
 // decoder reads one suite file. It holds what error messages need: the
@@ -30,8 +31,8 @@ type decoded struct {
 	file       fileSuite
 	tolerances fileTolerances
 	backends   []fileBackend
-	sweeps     []fileSweep
-	cases      []fileCase
+	sweeps     []fileOpEntry
+	cases      []fileOpEntry
 }
 
 func newDecoder(path string, data []byte) *decoder {
@@ -60,13 +61,18 @@ func (d *decoder) decode() (*decoded, error) {
 	if out.backends, err = decodeEntries(d, &md, out.file.Backends, func() fileBackend { return fileBackend{} }); err != nil {
 		return nil, err
 	}
-	if out.sweeps, err = decodeOpEntries(d, &md, out.file.Sweeps, defaultSweep, func(s *fileSweep, axes map[string]any) { s.Axes = axes }); err != nil {
+	var unknownInSweeps, unknownInCases []toml.Key
+	if out.sweeps, unknownInSweeps, err = d.decodeOpEntries(&md, "sweeps", out.file.Sweeps, true); err != nil {
 		return nil, err
 	}
-	if out.cases, err = decodeOpEntries(d, &md, out.file.Cases, defaultCase, func(c *fileCase, axes map[string]any) { c.Axes = axes }); err != nil {
+	if out.cases, unknownInCases, err = d.decodeOpEntries(&md, "cases", out.file.Cases, false); err != nil {
 		return nil, err
 	}
-	if err := d.unknownKeys(append(md.Undecoded(), upperCaseKeys(md.Keys())...)); err != nil {
+	// The op entries' unknown keys go first: the TOML library leaves the
+	// keys inside such a key's inline table undecoded, and a key under one
+	// reported is not reported again.
+	unknown := slices.Concat(unknownInSweeps, unknownInCases, md.Undecoded(), upperCaseKeys(md.Keys()))
+	if err := d.unknownKeys(unknown); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -118,34 +124,93 @@ func decodeEntries[T any](d *decoder, md *toml.MetaData, entries []toml.Primitiv
 	return out, nil
 }
 
-// decodeOpEntries decodes the [[sweeps]] or [[cases]] entries. An entry
-// of attention, the op of an entry that names none, decodes into the
-// file struct like any other table, so its errors read as they always
-// have; an entry of another op keeps its keys as read (setAxes), to be
-// checked against that op's axes when cases are built.
-func decodeOpEntries[T any](d *decoder, md *toml.MetaData, entries []toml.Primitive, defaults func() T, setAxes func(*T, map[string]any)) ([]T, error) {
-	out := make([]T, len(entries))
+// decodeOpEntries decodes the [[sweeps]] or [[cases]] entries (table)
+// the same way for every op: each keeps its keys as read, and a key of the
+// op (an axis, op or distribution) must hold a value of its axis's type, a
+// list of them in a sweep. It returns, besides the entries, the keys the
+// op has no axis for, to be reported with every other unknown key. An
+// entry of an unknown op is kept whole; building the cases reports it.
+func (d *decoder) decodeOpEntries(md *toml.MetaData, table string, entries []toml.Primitive, sweep bool) ([]fileOpEntry, []toml.Key, error) {
+	out := make([]fileOpEntry, len(entries))
+	var unknown []toml.Key
 	for i, entry := range entries {
 		var head struct {
 			Op field[string] `toml:"op"`
 		}
 		if err := md.PrimitiveDecode(entry, &head); err != nil {
-			return nil, d.valueError(err, i)
+			return nil, nil, d.valueError(err, i)
 		}
-		out[i] = defaults()
-		if !head.Op.Set || head.Op.Value == attention.Name {
-			if err := md.PrimitiveDecode(entry, &out[i]); err != nil {
-				return nil, d.valueError(err, i)
-			}
+		out[i].op = head.Op.Or(ops.Default)
+		if err := md.PrimitiveDecode(entry, &out[i].values); err != nil {
+			return nil, nil, d.valueError(err, i)
+		}
+		o, err := ops.Lookup(out[i].op)
+		if err != nil {
 			continue
 		}
-		var axes map[string]any
-		if err := md.PrimitiveDecode(entry, &axes); err != nil {
-			return nil, d.valueError(err, i)
+		for _, key := range d.inFileOrder(table, i, out[i].values) {
+			if key == "op" {
+				continue // read with the entry's head
+			}
+			want, known := valueType(o.Spec(), key)
+			if !known {
+				unknown = append(unknown, toml.Key{table, key})
+				continue
+			}
+			if err := want.check(out[i].values[key], sweep); err != nil {
+				return nil, nil, d.problemAt(table+"."+key, i, err.Error())
+			}
 		}
-		setAxes(&out[i], axes)
 	}
-	return out, nil
+	return out, unknown, nil
+}
+
+// inFileOrder returns the keys of an entry in the order the file sets them.
+func (d *decoder) inFileOrder(table string, entry int, values map[string]any) []string {
+	keys := slices.Sorted(maps.Keys(values))
+	slices.SortStableFunc(keys, func(a, b string) int {
+		return d.lines.Find(table+"."+a, entry) - d.lines.Find(table+"."+b, entry)
+	})
+	return keys
+}
+
+// entryType is the type of one key of an op entry: one value is checked
+// by one, a sweep's list is of plural.
+type entryType struct {
+	one    func(any) error
+	plural string
+}
+
+var (
+	intType    = entryType{func(v any) error { _, err := asInt(v); return err }, "integers"}
+	boolType   = entryType{func(v any) error { _, err := asBool(v); return err }, "booleans"}
+	stringType = entryType{func(v any) error { _, err := asString(v); return err }, "strings"}
+)
+
+// valueType is the type of a key of an op entry: its axis's, or a name's
+// for distribution. known is false for a key the op has no place for.
+func valueType(spec op.Spec, key string) (t entryType, known bool) {
+	if key == "distribution" {
+		return stringType, true
+	}
+	a, ok := spec.Axis(key)
+	switch a.Kind {
+	case op.Int:
+		return intType, ok
+	case op.Bool:
+		return boolType, ok
+	}
+	return stringType, ok
+}
+
+// check reports a value not of type t, in the words of every other key of
+// the file (field.go).
+func (t entryType) check(data any, sweep bool) error {
+	if !sweep {
+		return t.one(data)
+	}
+	_, err := listOf(data, t.plural, func(v any) (struct{}, error) { return struct{}{}, t.one(v) })
+	return err
 }
 
 func (d *decoder) syntaxError(err error) error {

@@ -8,11 +8,12 @@
 //  1. defaults: every setting starts at its documented default;
 //  2. decoding: the TOML is decoded over the defaults, and a key the format
 //     does not know, a value of the wrong type or a bad duration is an error;
-//  3. validation: values are checked against each other (kv_heads divides
-//     heads, sizes are positive, ...) and the sweeps are expanded into
-//     op.Cases with stable IDs. An attention entry is decoded into the
-//     fixed fields it always had; an entry of another op is checked
-//     against that op's declared axes (op.Spec, opentry.go).
+//     the keys of a [[sweeps]] or [[cases]] entry are those its op
+//     declares (op.Spec's axes, plus op and distribution);
+//  3. validation: values are checked against each other (sizes are
+//     positive, and the op's own rules, such as kv_heads dividing heads)
+//     and the sweeps are expanded into op.Cases with stable IDs, the same
+//     way for every op (opentry.go).
 //
 // Every error from a user's file is an [*Error] that names the file, the line
 // and the dotted key, as in

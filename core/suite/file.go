@@ -99,49 +99,25 @@ func (t *tunables) UnmarshalTOML(data any) error {
 	return nil
 }
 
-// fileSweep is one [[sweeps]] entry. KVHeads and SeqK stay empty for "same
-// as heads" and "same as seq_q".
-type fileSweep struct {
-	// Op names the entry's op; attention when left out.
-	Op           field[string]   `toml:"op"`
-	Batch        field[[]int]    `toml:"batch"`
-	Heads        field[[]int]    `toml:"heads"`
-	KVHeads      field[[]int]    `toml:"kv_heads"`
-	SeqQ         field[[]int]    `toml:"seq_q"`
-	SeqK         field[[]int]    `toml:"seq_k"`
-	HeadDim      field[[]int]    `toml:"head_dim"`
-	DType        field[[]string] `toml:"dtype"`
-	Causal       field[[]bool]   `toml:"causal"`
-	Distribution field[[]string] `toml:"distribution"`
-	// Axes are the keys of an entry whose op is not attention, as the
-	// TOML decoder read them; the op's axes say what each must be.
-	Axes map[string]any `toml:"-"`
-}
-
-// fileCase is one [[cases]] entry: a sweep with scalars.
-type fileCase struct {
-	Op           field[string]  `toml:"op"`
-	Batch        field[int]     `toml:"batch"`
-	Heads        field[int]     `toml:"heads"`
-	KVHeads      field[int]     `toml:"kv_heads"`
-	SeqQ         field[int]     `toml:"seq_q"`
-	SeqK         field[int]     `toml:"seq_k"`
-	HeadDim      field[int]     `toml:"head_dim"`
-	DType        field[string]  `toml:"dtype"`
-	Causal       field[bool]    `toml:"causal"`
-	Distribution field[string]  `toml:"distribution"`
-	Axes         map[string]any `toml:"-"`
+// fileOpEntry is one [[sweeps]] or [[cases]] entry: its op, and its keys
+// as the TOML decoder read them. Step 2 has checked the type of every key
+// the op knows (its axes, op and distribution); the op's axes say what the
+// values must be (opentry.go).
+type fileOpEntry struct {
+	op     string
+	values map[string]any
 }
 
 // Defaults of the keys that have one. Values are preset in the file structs
 // before decoding (step 1), so decoding overwrites only what the file sets.
+// The keys of an op entry take their defaults from the op's axes
+// (op.Axis.Default) when its cases are built.
 const (
 	defaultSeed         = 1
 	defaultBaseline     = "pytorch-sdpa"
 	defaultPython       = "" // the bridge chooses: $FLASHCORE_PYTHON, the checkout's .venv, python3
 	defaultCallTimeout  = 120 * time.Second
 	defaultStartTimeout = 60 * time.Second
-	defaultDType        = sdk.FP16
 )
 
 func defaultFile() fileSuite {
@@ -169,21 +145,6 @@ func defaultFile() fileSuite {
 			SampledRows:       preset(c.SampledRows),
 			Repeat:            preset(c.Repeat),
 		},
-	}
-}
-
-func defaultSweep() fileSweep {
-	return fileSweep{
-		DType:        preset([]string{string(defaultDType)}),
-		Causal:       preset([]bool{false}),
-		Distribution: preset([]string{string(op.Normal)}),
-	}
-}
-
-func defaultCase() fileCase {
-	return fileCase{
-		DType:        preset(string(defaultDType)),
-		Distribution: preset(string(op.Normal)),
 	}
 }
 

@@ -189,6 +189,31 @@ distribution = ["uniform", "normal"]
 	}
 }
 
+// An empty list of an axis that is the same as another leaves it out, as
+// attention's kv_heads = [] and seq_k = [] always have.
+func TestEmptySameAsList(t *testing.T) {
+	doc := "name = \"x\"\n[[sweeps]]\nbatch = [1]\nheads = [4]\nkv_heads = []\nseq_q = [16]\nseq_k = []\nhead_dim = [8]\n"
+	s, err := Parse("same.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := caseIDs(s.Cases), []string{"b1-h4-s16-d8-fp16"}; !slices.Equal(got, want) {
+		t.Errorf("cases %q, want %q", got, want)
+	}
+}
+
+// A value that breaks an op's rule is reported once, at the first value
+// of the other axes it fails with, in the order the values are written.
+func TestRelationProblemsInValueOrder(t *testing.T) {
+	doc := "name = \"x\"\n[[sweeps]]\nbatch = [1, 2]\nheads = [8, 9]\nkv_heads = [2, 3]\nseq_q = [16]\nhead_dim = [8]\n"
+	_, err := Parse("rules.toml", []byte(doc))
+	want := "rules.toml:5: key \"sweeps.kv_heads\": 2 does not divide heads = 9 (each key/value head serves heads/kv_heads query heads)\n" +
+		"rules.toml:5: key \"sweeps.kv_heads\": 3 does not divide heads = 8 (each key/value head serves heads/kv_heads query heads)"
+	if err == nil || err.Error() != want {
+		t.Errorf("error\n%v\nwant\n%s", err, want)
+	}
+}
+
 func TestCaseID(t *testing.T) {
 	tests := []struct {
 		shape sdk.Shape
