@@ -1,6 +1,7 @@
 package cpureference
 
 import (
+	"cmp"
 	"maps"
 	"runtime"
 	"slices"
@@ -43,12 +44,14 @@ var tunables = []sdk.Tunable{
 	},
 }
 
-// tilingOf turns the request's tunables into a tiling. Tunables the
-// request leaves out keep their defaults; a name or value the backend does
-// not declare is a reason to refuse the case, returned as a diagnostic.
-func tilingOf(requested map[string]string) (tiling, []sdk.Diagnostic) {
+// tilingOf turns the tunables of a request for a case of the op of that
+// name ("" is attention) into a tiling. Tunables the request leaves out
+// keep their defaults; a name or value the backend does not declare, or a
+// tunable of attention in a request of another op, is a reason to refuse
+// the case, returned as a diagnostic.
+func tilingOf(op string, requested map[string]string) (tiling, []sdk.Diagnostic) {
 	t := defaultTiling
-	if _, err := sdk.ResolveTunables(tunables, requested); err != nil {
+	if _, err := sdk.ResolveTunables(tunables, cmp.Or(op, "attention"), requested); err != nil {
 		return t, []sdk.Diagnostic{{Severity: sdk.Unsupported, Summary: err.Error()}}
 	}
 	for _, name := range slices.Sorted(maps.Keys(requested)) {
