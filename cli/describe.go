@@ -144,7 +144,12 @@ func writeVariant(w io.Writer, v sdk.Variant) {
 		}
 	}
 	for _, t := range v.Tunables {
-		fmt.Fprintf(w, "  tunable %s: %s (default %s)", t.Name, strings.Join(t.Values, "|"), t.Default)
+		fmt.Fprintf(w, "  tunable %s: %s (default %s", t.Name, strings.Join(t.Values, "|"), t.Default)
+		if len(t.Ops) > 0 {
+			// Ops left out: every op of the variant.
+			fmt.Fprintf(w, "; ops: %s", strings.Join(t.Ops, ", "))
+		}
+		fmt.Fprint(w, ")")
 		if t.Description != "" {
 			fmt.Fprintf(w, " — %s", t.Description)
 		}

@@ -140,7 +140,8 @@ func TestDescribeShowsTheCompileError(t *testing.T) {
 // describe shows a variant of attention alone as it always has, and each
 // op of a variant of several under its name, with the op's own
 // capabilities: the fp32 that rmsnorm declares apart from attention, and
-// for rmsnorm none of attention's fields.
+// for rmsnorm none of attention's fields; a tunable of some of the ops
+// names them.
 func TestDescribeShowsEachOpsCapabilities(t *testing.T) {
 	attentionCaps := sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16, sdk.BF16}, HeadDims: []int{64, 128}, Causal: true,
 		NonCausal: true, GroupedQueryHeads: true, UnequalSeqLens: true, NeedsGPU: true}
@@ -148,7 +149,8 @@ func TestDescribeShowsEachOpsCapabilities(t *testing.T) {
 		{Name: "cuda-v8", Description: "attention alone", Capabilities: attentionCaps,
 			Tunables: []sdk.Tunable{{Name: "tile_n", Values: []string{"32", "64"}, Default: "64"}}},
 		{Name: "cuda-scalar", Description: "attention and rmsnorm", Ops: []string{"attention", "rmsnorm"}, Capabilities: attentionCaps,
-			OpCapabilities: map[string]sdk.Capabilities{"rmsnorm": {DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}, NeedsGPU: true}}},
+			OpCapabilities: map[string]sdk.Capabilities{"rmsnorm": {DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}, NeedsGPU: true}},
+			Tunables:       []sdk.Tunable{{Name: "rows_per_block", Values: []string{"4", "8", "16"}, Default: "8", Ops: []string{"attention"}}}},
 		{Name: "torch-rmsnorm", Ops: []string{"rmsnorm"},
 			Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}, MaxElements: 1 << 30}},
 	}

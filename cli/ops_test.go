@@ -49,6 +49,52 @@ func TestRunMixedOps(t *testing.T) {
 	}
 }
 
+// TestRunMixedOpsSweepingATunableOfOneOp sweeps the cpu-reference's
+// attention tunable over two values in a suite of attention and rmsnorm:
+// the attention case gets a row per value, labelled with it, and each
+// rmsnorm case one row, labelled without it, whose request carried none.
+func TestRunMixedOpsSweepingATunableOfOneOp(t *testing.T) {
+	dir := pluginDir(t, map[string]string{"cpu-reference": "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"})
+	out := filepath.Join(t.TempDir(), "r.json")
+	stdout, stderr, code := runMain(t, map[string]string{"FLASHCORE_PLUGIN_PATH": dir},
+		"run", "--suite", "testdata/mixed-ops-tunables.toml", "--out", out)
+	if code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	run, err := results.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opOf := map[string]string{}
+	for _, c := range run.Cases {
+		opOf[c.ID] = c.Op
+	}
+	labels := map[string][]string{} // by op
+	for _, r := range run.Results {
+		if r.Status != results.StatusPass {
+			t.Errorf("%s %s: %s %s", r.CaseID, r.Label, r.Status, r.Reason)
+		}
+		op := opOf[r.CaseID]
+		labels[op] = append(labels[op], r.Label)
+		switch op {
+		case "attention":
+			if len(r.Tunables) != 1 || r.Tunables["query_tile_rows"] == "" || !strings.Contains(r.Label, "query_tile_rows="+r.Tunables["query_tile_rows"]) {
+				t.Errorf("attention row %q: tunables %v, want query_tile_rows in both", r.Label, r.Tunables)
+			}
+		case "rmsnorm":
+			if len(r.Tunables) != 0 || r.Label != r.Variant {
+				t.Errorf("rmsnorm row %q: tunables %v, want none, labelled %q", r.Label, r.Tunables, r.Variant)
+			}
+		}
+	}
+	if len(labels["attention"]) != 2 || labels["attention"][0] == labels["attention"][1] {
+		t.Errorf("attention rows %q, want one per value of query_tile_rows", labels["attention"])
+	}
+	if len(labels["rmsnorm"]) != 2 {
+		t.Errorf("rmsnorm rows %q, want one per case (2)", labels["rmsnorm"])
+	}
+}
+
 // TestMixedOpsFindWrongOutputs runs the same suite with a plugin that
 // writes zeros: every rmsnorm row, like the attention row, FAILs with the
 // reason, and the honest plugin beside it still PASSes.

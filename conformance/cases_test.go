@@ -240,6 +240,11 @@ func TestCapabilityProblems(t *testing.T) {
 			OpCapabilities: map[string]sdk.Capabilities{"rmsnorm": {}}}, 1},
 		{"capabilities of an op not listed", sdk.Variant{Name: "a", Capabilities: attentionCaps,
 			OpCapabilities: map[string]sdk.Capabilities{"rmsnorm": normCaps}}, 1},
+		{"a tunable of one op", sdk.Variant{Name: "a", Ops: []string{"attention", "rmsnorm"}, Capabilities: attentionCaps,
+			OpCapabilities: map[string]sdk.Capabilities{"rmsnorm": normCaps},
+			Tunables:       []sdk.Tunable{{Name: "rows", Values: []string{"4"}, Default: "4", Ops: []string{"attention"}}}}, 0},
+		{"a tunable of an op not listed", sdk.Variant{Name: "a", Capabilities: attentionCaps,
+			Tunables: []sdk.Tunable{{Name: "rows", Values: []string{"4"}, Default: "4", Ops: []string{"rmsnorm"}}}}, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

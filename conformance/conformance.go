@@ -204,6 +204,13 @@ func capabilityProblems(v sdk.Variant) []error {
 			problems = append(problems, fmt.Errorf("variant %q declares capabilities of op %s, which its Ops do not list", v.Name, name))
 		}
 	}
+	for _, t := range v.Tunables {
+		for _, name := range t.Ops {
+			if !ops.Supports(v, name) {
+				problems = append(problems, fmt.Errorf("variant %q: tunable %s applies to op %s, which its Ops do not list", v.Name, t.Name, name))
+			}
+		}
+	}
 	return problems
 }
 

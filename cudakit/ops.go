@@ -50,8 +50,8 @@ type OpPlan func(c OpCase, tunables map[string]string) (Launch, error)
 func opName(req sdk.PrepareRequest) string { return cmp.Or(req.Op, attention.Name) }
 
 // CheckOps says what is wrong with the ops of s: an op Variant.Ops lists
-// that the ops registry does not know or that has no plan, or a plan for
-// an op Variant.Ops does not list. A plugin with such a Spec is
+// that the ops registry does not know or that has no plan, a plan for an
+// op Variant.Ops does not list, or a tunable's Ops naming such an op. A plugin with such a Spec is
 // unavailable rather than wrong at its first case.
 func (s Spec) CheckOps() error {
 	var problems []error
@@ -76,6 +76,13 @@ func (s Spec) CheckOps() error {
 			problems = append(problems, fmt.Errorf("op %s is planned by Spec.Plan, not by Spec.Ops", name))
 		case !ops.Supports(s.Variant, name):
 			problems = append(problems, fmt.Errorf("Spec.Ops plans op %s, which variant %s does not list in Ops", name, s.Variant.Name))
+		}
+	}
+	for _, t := range s.Variant.Tunables {
+		for _, name := range t.Ops {
+			if !ops.Supports(s.Variant, name) {
+				problems = append(problems, fmt.Errorf("tunable %s applies to op %s, which variant %s does not run", t.Name, name, s.Variant.Name))
+			}
 		}
 	}
 	return errors.Join(problems...)

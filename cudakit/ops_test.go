@@ -75,6 +75,12 @@ func TestCheckOps(t *testing.T) {
 		{"attention listed without Plan", with(func(s *Spec) { s.Plan = nil }), "lists op attention but the spec has no Plan"},
 		{"a plan for an op not listed", with(func(s *Spec) { s.Variant.Ops = nil }), "Spec.Ops plans op rmsnorm, which variant cuda-two does not list"},
 		{"attention planned in Ops", with(func(s *Spec) { s.Ops["attention"] = s.Ops["rmsnorm"] }), "op attention is planned by Spec.Plan"},
+		{"a tunable of one op", with(func(s *Spec) {
+			s.Variant.Tunables = []sdk.Tunable{{Name: "rows", Values: []string{"4"}, Default: "4", Ops: []string{"attention"}}}
+		}), ""},
+		{"a tunable of an op not listed", with(func(s *Spec) {
+			s.Variant.Tunables = []sdk.Tunable{{Name: "rows", Values: []string{"4"}, Default: "4", Ops: []string{"softmax"}}}
+		}), "tunable rows applies to op softmax, which variant cuda-two does not run"},
 	}
 	for _, tc := range tests {
 		err := tc.spec.CheckOps()

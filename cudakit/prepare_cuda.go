@@ -31,7 +31,7 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 	if reason := b.spec.notServed(req); reason != "" {
 		return unsupported("%s", reason), nil
 	}
-	tunables, err := sdk.ResolveTunables(b.spec.Variant.Tunables, req.Tunables)
+	tunables, err := sdk.ResolveTunables(b.spec.Variant.Tunables, opName(req), req.Tunables)
 	if err != nil {
 		return unsupported("%v", err), nil
 	}

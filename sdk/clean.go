@@ -31,6 +31,9 @@ func cleanDescription(d Description) Description {
 			for k := range t.Values {
 				t.Values[k] = untrusted.Line(t.Values[k])
 			}
+			for k := range t.Ops {
+				t.Ops[k] = untrusted.Line(t.Ops[k])
+			}
 		}
 	}
 	return d

@@ -32,3 +32,20 @@ func TestCleanDescriptionCleansOpCapabilityKeys(t *testing.T) {
 		t.Errorf("CapabilitiesOf(%q) = %+v: the cleaned key no longer matches the cleaned op", v.Ops[0], got)
 	}
 }
+
+// The ops a tunable applies to are op names too, cleaned as the variant's
+// Ops are, so the tunable still applies to the op it names.
+func TestCleanDescriptionCleansTunableOps(t *testing.T) {
+	d := cleanDescription(Description{Variants: []Variant{{Name: "v", Ops: []string{"atten\x1b[2Jtion"},
+		Tunables: []Tunable{{Name: "rows", Values: []string{"4"}, Default: "4", Ops: []string{"atten\x1b[2Jtion"}}}}}})
+	v := d.Variants[0]
+	tu := v.Tunables[0]
+	for _, name := range tu.Ops {
+		if strings.ContainsAny(name, "\x1b\u202e") {
+			t.Errorf("tunable op %q kept a control character", name)
+		}
+	}
+	if !tu.AppliesTo(v.Ops[0]) {
+		t.Errorf("tunable ops %q no longer match the cleaned op %q", tu.Ops, v.Ops[0])
+	}
+}

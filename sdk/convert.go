@@ -133,6 +133,7 @@ func tunableToProto(t Tunable) *pb.Tunable {
 		Values:      copyOrNil(t.Values),
 		Default:     t.Default,
 		Description: t.Description,
+		Ops:         copyOrNil(t.Ops),
 	}
 }
 
@@ -142,6 +143,7 @@ func tunableFromProto(p *pb.Tunable) Tunable {
 		Values:      copyOrNil(p.GetValues()),
 		Default:     p.GetDefault(),
 		Description: p.GetDescription(),
+		Ops:         copyOrNil(p.GetOps()),
 	}
 }
 

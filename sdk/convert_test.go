@@ -69,8 +69,8 @@ func fixtureDescription() Description {
 				"rmsnorm": {DTypes: []DType{FP16, BF16, FP32}, MaxElements: 1 << 30, NeedsGPU: true},
 			},
 			Tunables: []Tunable{
-				{Name: "tile_n", Values: []string{"32", "64"}, Default: "64", Description: "keys per tile"},
-				{Name: "stages", Values: []string{"2", "3"}, Default: "2", Description: "pipeline depth"},
+				{Name: "tile_n", Values: []string{"32", "64"}, Default: "64", Description: "keys per tile", Ops: []string{"attention"}},
+				{Name: "stages", Values: []string{"2", "3"}, Default: "2", Description: "pipeline depth", Ops: []string{"attention", "rmsnorm"}},
 			},
 		}},
 	}

@@ -3,6 +3,7 @@ package sdk
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -112,6 +113,17 @@ type Tunable struct {
 	Values      []string `json:"values"`
 	Default     string   `json:"default"`
 	Description string   `json:"description,omitempty"`
+	// Ops lists the ops of the variant the tunable applies to; empty means
+	// every op the variant runs. A request for another op neither names it
+	// nor gets its default (ResolveTunables), and the host sweeps it only
+	// over the cases of these ops.
+	Ops []string `json:"ops,omitempty"`
+}
+
+// AppliesTo reports whether the tunable applies to the op of that name:
+// Ops lists it, or Ops is empty.
+func (t Tunable) AppliesTo(op string) bool {
+	return len(t.Ops) == 0 || slices.Contains(t.Ops, op)
 }
 
 // Variant is one row a backend can produce in the tables, such as

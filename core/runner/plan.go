@@ -2,11 +2,14 @@ package runner
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -22,14 +25,41 @@ type row struct {
 }
 
 // forCase is the row as it runs on one case: a tuned row takes that case's
-// configuration, or the backend's defaults where the file has none.
-func (rw row) forCase(caseID string) row {
-	if rw.tuned == nil {
-		return rw
+// configuration, or the backend's defaults where the file has none, and
+// tunables that do not apply to the case's op (sdk.Tunable.Ops) leave the
+// request and the label.
+func (rw row) forCase(c op.Case) row {
+	if rw.tuned != nil {
+		rw.tunables = rw.tuned.For(c.ID)
+		rw.label = label(rw.variant.Name, rw.tunables)
 	}
-	rw.tunables = rw.tuned.For(caseID)
-	rw.label = label(rw.variant.Name, rw.tunables)
+	if applicable := sdk.ApplicableTunables(rw.variant.Tunables, c.Op, rw.tunables); len(applicable) < len(rw.tunables) {
+		rw.tunables = applicable
+		rw.label = label(rw.variant.Name, rw.tunables)
+	}
 	return rw
+}
+
+// caseRows are the rows as they run on one case, in plan order: each row
+// of rows as forCase makes it, less a row whose tunables differ from an
+// earlier row's only in tunables that do not apply to the case's op. Such
+// rows run the same kernel, so the case runs it once, on the first.
+func caseRows(c op.Case, rows []row) []row {
+	out := make([]row, 0, len(rows))
+	first := make(map[string]row, len(rows)) // by backend and label on the case
+	for _, rw := range rows {
+		onCase := rw.forCase(c)
+		key := rw.backend.plugin.Name + "\x00" + onCase.label
+		earlier, seen := first[key]
+		if seen && !maps.Equal(earlier.tunables, rw.tunables) {
+			continue
+		}
+		if !seen {
+			first[key] = rw
+		}
+		out = append(out, onCase)
+	}
+	return out
 }
 
 // plan expands the available backends into rows, honouring the suite's
@@ -147,10 +177,18 @@ func checkTuned(backendName string, v sdk.Variant, t *suite.Tuned) error {
 }
 
 // checkTunables checks one set of tunables against the variant's
-// declaration (sdk.ResolveTunables, the check backends apply too).
+// declaration (sdk.ResolveTunables, the check backends apply too), for
+// each op the variant runs, as the request of a case of that op will
+// carry them (row.forCase).
 func checkTunables(backendName string, v sdk.Variant, tunables map[string]string) error {
-	if _, err := sdk.ResolveTunables(v.Tunables, tunables); err != nil {
-		return fmt.Errorf("backend %s variant %s: %w", backendName, v.Name, err)
+	names := v.Ops
+	if len(names) == 0 {
+		names = []string{ops.Default}
+	}
+	for _, name := range names {
+		if _, err := sdk.ResolveTunables(v.Tunables, name, sdk.ApplicableTunables(v.Tunables, name, tunables)); err != nil {
+			return fmt.Errorf("backend %s variant %s: %w", backendName, v.Name, err)
+		}
 	}
 	return nil
 }

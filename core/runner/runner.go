@@ -155,15 +155,17 @@ func (r *runner) selected(c op.Case, rw row) bool {
 	return r.cfg.Select == nil || r.cfg.Select(c.ID, rw.backend.plugin.Name)
 }
 
+// caseRows are the rows the run takes on case c, as they run on it
+// (caseRows of the selected rows).
+func (r *runner) caseRows(c op.Case, rows []row) []row {
+	return caseRows(c, slices.DeleteFunc(slices.Clone(rows), func(rw row) bool { return !r.selected(c, rw) }))
+}
+
 // countPlanned is how many rows the run will take over all cases.
 func (r *runner) countPlanned(rows []row) int {
 	n := 0
 	for _, c := range r.cfg.Suite.Cases {
-		for _, rw := range rows {
-			if r.selected(c, rw) {
-				n++
-			}
-		}
+		n += len(r.caseRows(c, rows))
 	}
 	return n
 }
@@ -192,7 +194,7 @@ type caseInputs struct {
 // row will run: a case every row skips (by declared capabilities, or for
 // want of memory) costs nothing.
 func (r *runner) runCase(ctx context.Context, c op.Case, name string, rows []row) error {
-	rows = slices.DeleteFunc(slices.Clone(rows), func(rw row) bool { return !r.selected(c, rw) })
+	rows = r.caseRows(c, rows)
 	if len(rows) == 0 {
 		return nil
 	}
@@ -202,7 +204,6 @@ func (r *runner) runCase(ctx context.Context, c op.Case, name string, rows []row
 		if ctx.Err() != nil {
 			return nil
 		}
-		rw = rw.forCase(c.ID)
 		if in == nil && r.rowSkipReason(rw, c) == "" {
 			in = prepareInputs(r.cfg.Suite.Seed, c, name)
 			r.run.Cases[len(r.run.Cases)-1].InputSHA256 = in.inputs.SHA256

@@ -96,9 +96,8 @@ func (s *Search) Ranked() []Evaluation {
 
 // Default returns the evaluation of the space's defaults, if it ran.
 func (s *Search) Default(space Space) (Evaluation, bool) {
-	key := space.Default().Key()
 	for _, e := range s.Evaluations {
-		if e.Config.Key() == key {
+		if space.IsDefault(e.Config) {
 			return e, true
 		}
 	}

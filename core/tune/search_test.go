@@ -228,3 +228,38 @@ func TestTableGolden(t *testing.T) {
 		t.Errorf("table differs from %s (wrote .got):\n%s", path, out.Bytes())
 	}
 }
+
+// A case of an op searches the tunables that apply to it alone: an
+// rmsnorm case of a variant whose tunables are attention's has one
+// configuration, the empty one, and it is the default.
+func TestSpaceForAnOp(t *testing.T) {
+	space := Space{Tunables: []sdk.Tunable{
+		{Name: "rows", Values: []string{"4", "8"}, Default: "8", Ops: []string{"attention"}},
+		{Name: "any", Values: []string{"a", "b"}, Default: "a"},
+	}}
+	if got := space.For("attention"); got.Size() != 4 {
+		t.Errorf("attention's space has %d configurations, want 4", got.Size())
+	}
+	rmsnorm := space.For("rmsnorm")
+	if all := rmsnorm.All(); len(all) != 2 || rmsnorm.Default().Key() != "any=a" {
+		t.Errorf("rmsnorm's space %v, default %v; want any alone", all, rmsnorm.Default())
+	}
+	if none := (Space{Tunables: space.Tunables[:1]}).For("rmsnorm"); none.Size() != 1 || len(none.All()[0]) != 0 {
+		t.Errorf("a space of attention's tunable alone, for rmsnorm: %v, want the empty configuration", none.All())
+	}
+	for _, tc := range []struct {
+		c    Config
+		want bool
+	}{
+		{Config{"rows": "8", "any": "a"}, true},
+		{Config{"any": "a"}, true},
+		{Config{}, true},
+		{Config{"rows": "4", "any": "a"}, false},
+		{Config{"any": "b"}, false},
+		{Config{"other": "a"}, false},
+	} {
+		if got := space.IsDefault(tc.c); got != tc.want {
+			t.Errorf("IsDefault(%v) = %v, want %v", tc.c, got, tc.want)
+		}
+	}
+}

@@ -42,6 +42,32 @@ func (s Space) Default() Config {
 	return c
 }
 
+// For is the space of a case of the op of that name: the tunables that
+// apply to it (sdk.Tunable.Ops). A case of an op no tunable applies to has
+// one configuration, the empty one.
+func (s Space) For(op string) Space {
+	var out Space
+	for _, t := range s.Tunables {
+		if t.AppliesTo(op) {
+			out.Tunables = append(out.Tunables, t)
+		}
+	}
+	return out
+}
+
+// IsDefault reports whether c sets each of its tunables to its default:
+// the default configuration of the space, or of the space For the op of
+// the case it was drawn for, which leaves out the tunables of other ops.
+func (s Space) IsDefault(c Config) bool {
+	def := s.Default()
+	for k, v := range c {
+		if d, ok := def[k]; !ok || d != v {
+			return false
+		}
+	}
+	return true
+}
+
 // Random draws every tunable's value uniformly.
 func (s Space) Random(rng *rand.Rand) Config {
 	c := Config{}

@@ -43,10 +43,9 @@ func writeCase(w io.Writer, s *Search, space Space, markdown bool) error {
 		Header: []string{"Rank", "Config", "Kernel", "±", "vs default", "Eval", "Note"},
 		Right:  []bool{true, false, true, true, true, true, false},
 	}
-	defaultKey := space.Default().Key()
 	listed := false
 	for i, e := range ranked {
-		isDefault := e.Config.Key() == defaultKey
+		isDefault := space.IsDefault(e.Config)
 		if i >= TopRows && !isDefault {
 			continue
 		}
@@ -58,7 +57,7 @@ func writeCase(w io.Writer, s *Search, space Space, markdown bool) error {
 	}
 	shown := 0
 	for _, e := range s.Evaluations {
-		if e.Accepted || e.Config.Key() == defaultKey || shown == rejectedRows {
+		if e.Accepted || space.IsDefault(e.Config) || shown == rejectedRows {
 			continue
 		}
 		t.Rows = append(t.Rows, rejectedRow(e, false))

@@ -61,7 +61,7 @@ func tuneCase(ctx context.Context, st *State, s *Search, c op.Case, job Job) err
 			return err
 		}
 		if len(s.Pending) == 0 {
-			if err := s.draw(job.Space, st.Settings); err != nil {
+			if err := s.draw(job.Space.For(c.Op), st.Settings); err != nil {
 				return err
 			}
 			if err := job.Save(st); err != nil {

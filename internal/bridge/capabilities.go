@@ -51,7 +51,7 @@ func unsupported(d sdk.Description, req sdk.PrepareRequest) string {
 	if reason != "" {
 		return reason
 	}
-	if _, err := sdk.ResolveTunables(v.Tunables, req.Tunables); err != nil {
+	if _, err := sdk.ResolveTunables(v.Tunables, c.Op, req.Tunables); err != nil {
 		return err.Error()
 	}
 	return ""

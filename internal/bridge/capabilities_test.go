@@ -32,6 +32,9 @@ var checked = sdk.Description{
 		{Name: "per-op", Ops: []string{attention.Name, rmsnorm.Name}, Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16},
 			Causal: true, NonCausal: true, NeedsGPU: true},
 			OpCapabilities: map[string]sdk.Capabilities{rmsnorm.Name: {DTypes: []sdk.DType{sdk.FP32}}}},
+		{Name: "both-tiled", Ops: []string{attention.Name, rmsnorm.Name}, Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16},
+			Causal: true, NonCausal: true},
+			Tunables: []sdk.Tunable{{Name: "tile", Values: []string{"32", "64"}, Default: "32", Ops: []string{attention.Name}}}},
 	},
 }
 
@@ -49,6 +52,11 @@ func rmsnormRequest(variant string, rows, cols int, dtype sdk.DType) sdk.Prepare
 // a dtype is given.
 func tuned(variant string, tunables map[string]string, dtype ...sdk.DType) sdk.PrepareRequest {
 	req := attentionRequest(variant, shape(2, 2, 8, 8, 16, false, append(dtype, sdk.FP16)[0]))
+	req.Tunables = tunables
+	return req
+}
+
+func withTunables(req sdk.PrepareRequest, tunables map[string]string) sdk.PrepareRequest {
 	req.Tunables = tunables
 	return req
 }
@@ -90,6 +98,10 @@ func TestUnsupported(t *testing.T) {
 		{"a value not declared", tuned("tiled", map[string]string{"tile": "48"}), `tunable tile: "48" is not one of 32, 64`},
 		{"a tunable not declared", tuned("tiled", map[string]string{"tile": "32", "stages": "2"}), `unknown tunable "stages" (this variant has: tile)`},
 		{"a tunable on a variant of none", tuned("math", map[string]string{"block_m": "64"}), `unknown tunable "block_m" (this variant has: none)`},
+		{"attention's tunable on attention", tuned("both-tiled", map[string]string{"tile": "64"}), ""},
+		{"attention's tunable on rmsnorm", withTunables(rmsnormRequest("both-tiled", 3, 5, sdk.FP16), map[string]string{"tile": "64"}),
+			"tunable tile does not apply to op rmsnorm (it applies to attention)"},
+		{"rmsnorm without attention's tunable", rmsnormRequest("both-tiled", 3, 5, sdk.FP16), ""},
 		{"the capability reason comes first", tuned("tiled", map[string]string{"tile": "48"}, sdk.FP32), "dtype fp32 not supported (supports fp16)"},
 		{"an op this build does not know", sdk.PrepareRequest{Variant: "pair", Op: "pair"}, `unknown op "pair": want attention or rmsnorm`},
 	}

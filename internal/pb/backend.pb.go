@@ -331,11 +331,14 @@ func (x *Capabilities) GetSeqMultiple() int64 {
 
 // Tunable is sdk.Tunable.
 type Tunable struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Values        []string               `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
-	Default       string                 `protobuf:"bytes,3,opt,name=default,proto3" json:"default,omitempty"`
-	Description   string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Values      []string               `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	Default     string                 `protobuf:"bytes,3,opt,name=default,proto3" json:"default,omitempty"`
+	Description string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// ops is sdk.Tunable.Ops: the ops the tunable applies to; empty, every
+	// op of the variant.
+	Ops           []string `protobuf:"bytes,5,rep,name=ops,proto3" json:"ops,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -396,6 +399,13 @@ func (x *Tunable) GetDescription() string {
 		return x.Description
 	}
 	return ""
+}
+
+func (x *Tunable) GetOps() []string {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
 }
 
 // Variant is sdk.Variant.
@@ -1622,12 +1632,13 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\fmax_elements\x18\b \x01(\x03R\vmaxElements\x12\x1b\n" +
 	"\tneeds_gpu\x18\t \x01(\bR\bneedsGpu\x12!\n" +
 	"\fseq_multiple\x18\n" +
-	" \x01(\x03R\vseqMultiple\"q\n" +
+	" \x01(\x03R\vseqMultiple\"\x83\x01\n" +
 	"\aTunable\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\tR\x06values\x12\x18\n" +
 	"\adefault\x18\x03 \x01(\tR\adefault\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xf7\x02\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x10\n" +
+	"\x03ops\x18\x05 \x03(\tR\x03ops\"\xf7\x02\n" +
 	"\aVariant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12>\n" +

@@ -105,7 +105,7 @@ func TestEveryTilingPassesAndQueryTilesChangeNoBit(t *testing.T) {
 		var first []float32
 		for _, rows := range tunables[0].Values {
 			p := randomProblem(shape(1, 3, 1, 130, 97, 64, true), 4, 5)
-			tiles, diags := tilingOf(map[string]string{tunableQueryRows: rows, tunableKeyRows: keys, tunableWorkers: "2"})
+			tiles, diags := tilingOf("attention", map[string]string{tunableQueryRows: rows, tunableKeyRows: keys, tunableWorkers: "2"})
 			if len(diags) > 0 {
 				t.Fatalf("declared values refused: %+v", diags)
 			}

@@ -122,7 +122,7 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 	if diagnostics := checkRequest(req); len(diagnostics) > 0 {
 		return sdk.Prepared{Diagnostics: diagnostics}, nil
 	}
-	tiles, _ := tilingOf(req.Tunables) // checkRequest refused every bad tunable
+	tiles, _ := tilingOf(req.Op, req.Tunables) // checkRequest refused every bad tunable
 	var loaded *preparedCase
 	var hash string
 	var err error
@@ -156,7 +156,7 @@ func checkRequest(req sdk.PrepareRequest) []sdk.Diagnostic {
 	if req.Variant != variantName {
 		unsupported("unknown variant %q: %s has only %q", req.Variant, backendName, variantName)
 	}
-	_, tunableProblems := tilingOf(req.Tunables)
+	_, tunableProblems := tilingOf(req.Op, req.Tunables)
 	diagnostics = append(diagnostics, tunableProblems...)
 	v := cpuReferenceVariant()
 	switch req.Op {

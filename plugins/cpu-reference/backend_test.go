@@ -96,6 +96,9 @@ func TestPrepareDiagnostics(t *testing.T) {
 			sdk.Unsupported, `unknown tunable "tile_n"`},
 		{"tunable value", func(r *sdk.PrepareRequest) { r.Tunables = map[string]string{"workers": "3"} },
 			sdk.Unsupported, `tunable workers: "3" is not one of`},
+		{"attention's tunable on rmsnorm", func(r *sdk.PrepareRequest) {
+			r.Op, r.Tunables = rmsnormOp, map[string]string{tunableQueryRows: "16"}
+		}, sdk.Unsupported, "tunable query_tile_rows does not apply to op rmsnorm (it applies to attention)"},
 		{"sequence too long", func(r *sdk.PrepareRequest) { r.Shape.SeqK = maxSeqLen + 1 },
 			sdk.Unsupported, "sequence length 2049 over the backend's limit of 2048"},
 		{"unknown dtype", func(r *sdk.PrepareRequest) { r.Shape.DType = "fp8" },

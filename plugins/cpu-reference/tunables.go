@@ -1,6 +1,7 @@
 package cpureference
 
 import (
+	"cmp"
 	"maps"
 	"runtime"
 	"slices"
@@ -9,7 +10,8 @@ import (
 	"github.com/flashcore/bench/sdk"
 )
 
-// The tunables split the forward pass's work (attention.go, tiling). They
+// The tunables split the forward pass's work (attention.go, tiling), and
+// so apply to attention alone: rmsnorm has no tiling. They
 // are real choices with real costs on a CPU: small query tiles reread K and
 // V more often, large key blocks leave the cache, and more workers than
 // cores only add switching. They exist so that `flashcore tune` has a space
@@ -22,33 +24,41 @@ const (
 	autoWorkers = "auto"
 )
 
+// attentionOnly is the Ops of each tunable.
+var attentionOnly = []string{"attention"}
+
 var tunables = []sdk.Tunable{
 	{
 		Name:        tunableQueryRows,
 		Values:      []string{"8", "16", "32", "64", "128"},
 		Default:     strconv.Itoa(defaultTiling.queryRows),
 		Description: "query rows that share one pass over K and V; also the unit of work of a goroutine",
+		Ops:         attentionOnly,
 	},
 	{
 		Name:        tunableKeyRows,
 		Values:      []string{"16", "32", "64", "128", "256"},
 		Default:     strconv.Itoa(defaultTiling.keyRows),
 		Description: "key rows scored before their softmax terms are folded into the running sums",
+		Ops:         attentionOnly,
 	},
 	{
 		Name:        tunableWorkers,
 		Values:      []string{autoWorkers, "1", "2", "4", "8"},
 		Default:     autoWorkers,
 		Description: "goroutines that take query tiles from a shared counter; auto is GOMAXPROCS",
+		Ops:         attentionOnly,
 	},
 }
 
-// tilingOf turns the request's tunables into a tiling. Tunables the
-// request leaves out keep their defaults; a name or value the backend does
-// not declare is a reason to refuse the case, returned as a diagnostic.
-func tilingOf(requested map[string]string) (tiling, []sdk.Diagnostic) {
+// tilingOf turns the tunables of a request for a case of the op of that
+// name ("" is attention) into a tiling. Tunables the request leaves out
+// keep their defaults; a name or value the backend does not declare, or a
+// tunable of attention in a request of another op, is a reason to refuse
+// the case, returned as a diagnostic.
+func tilingOf(op string, requested map[string]string) (tiling, []sdk.Diagnostic) {
 	t := defaultTiling
-	if _, err := sdk.ResolveTunables(tunables, requested); err != nil {
+	if _, err := sdk.ResolveTunables(tunables, cmp.Or(op, "attention"), requested); err != nil {
 		return t, []sdk.Diagnostic{{Severity: sdk.Unsupported, Summary: err.Error()}}
 	}
 	for _, name := range slices.Sorted(maps.Keys(requested)) {

@@ -74,7 +74,8 @@ var tunables = []sdk.Tunable{{
 	Name:        rowsPerBlock,
 	Values:      []string{"4", "8", "16"},
 	Default:     "8",
-	Description: "attention: query rows per block, one warp each, sharing every K/V tile the block stages (rmsnorm ignores it)",
+	Description: "query rows per block, one warp each, sharing every K/V tile the block stages",
+	Ops:         []string{attention.Name},
 }}
 
 // plan: one warp per query row, rows_per_block rows per block, static
