@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/internal/golden"
 	"gonum.org/v1/plot"
 )
 
@@ -21,11 +22,11 @@ var h100Run = filepath.Join("..", "..", "..", "docs", "results", "2026-11-22-h10
 // TestChartFiles: the files Draw draws for the fixture and for the H100
 // run, by name and title, are the golden lists.
 func TestChartFiles(t *testing.T) {
-	for golden, path := range map[string]string{
+	for goldenFile, path := range map[string]string{
 		"charts.fixture.golden":  filepath.Join("..", "testdata", "run.json"),
 		"charts.h100-llm.golden": h100Run,
 	} {
-		t.Run(golden, func(t *testing.T) {
+		t.Run(goldenFile, func(t *testing.T) {
 			run, err := results.Load(path)
 			if err != nil {
 				t.Fatal(err)
@@ -38,7 +39,7 @@ func TestChartFiles(t *testing.T) {
 			for _, c := range charts {
 				list.WriteString(c.File + "\t" + c.Title + "\n")
 			}
-			compareGolden(t, filepath.Join("testdata", golden), list.Bytes())
+			golden.Compare(t, filepath.Join("testdata", goldenFile), list.Bytes())
 		})
 	}
 }

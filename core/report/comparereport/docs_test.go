@@ -9,6 +9,7 @@ import (
 
 	"github.com/flashcore/bench/core/compare"
 	"github.com/flashcore/bench/core/report"
+	"github.com/flashcore/bench/internal/golden"
 )
 
 // TestDocExampleIsTheOutput keeps the example in docs/compare.md what the
@@ -35,13 +36,13 @@ func TestCompareDocExampleIsTheOutput(t *testing.T) {
 	if !found || !closed {
 		t.Fatalf("%s has no ```markdown example", path)
 	}
-	if *update {
+	if *golden.Update {
 		if err := os.WriteFile(path, []byte(before+"```markdown\n"+out.String()+"```\n"+after), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	if example != out.String() {
-		t.Errorf("the example in %s is not what compare prints (rerun with -update):\n%s", path, lineDiff(example, out.String()))
+		t.Errorf("the example in %s is not what compare prints (rerun with -update):\n%s", path, golden.LineDiff(example, out.String()))
 	}
 }

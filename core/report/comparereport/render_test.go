@@ -11,6 +11,7 @@ import (
 	"github.com/flashcore/bench/core/compare"
 	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/internal/golden"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -86,7 +87,7 @@ func TestRenderComparisonGolden(t *testing.T) {
 			if err := Render(&out, c, tt.format); err != nil {
 				t.Fatal(err)
 			}
-			compareGolden(t, comparisonGolden(tt.golden), out.Bytes())
+			golden.Compare(t, comparisonGolden(tt.golden), out.Bytes())
 		})
 	}
 }
@@ -123,7 +124,7 @@ func TestPlantedComparisonGolden(t *testing.T) {
 			if err := Render(&out, c, format); err != nil {
 				t.Fatal(err)
 			}
-			compareGolden(t, comparisonGolden("planted."+string(format)+".golden"), out.Bytes())
+			golden.Compare(t, comparisonGolden("planted."+string(format)+".golden"), out.Bytes())
 			if format == report.FormatCSV {
 				checkCSVFlags(t, out.String(), want)
 			}
@@ -197,7 +198,7 @@ func TestCallOutsGolden(t *testing.T) {
 		if err := Render(&out, c, format); err != nil {
 			t.Fatal(err)
 		}
-		compareGolden(t, comparisonGolden("callouts."+string(format)+".golden"), out.Bytes())
+		golden.Compare(t, comparisonGolden("callouts."+string(format)+".golden"), out.Bytes())
 	}
 	if len(c.Notes) != 5 || len(c.Differences) != 2 {
 		t.Errorf("notes %q and differences %q: want four clock notes and one throttling note, a build and a kernel change", c.Notes, c.Differences)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/internal/golden"
 )
 
 // benchstatVersion pins golang.org/x/perf, so that the test runs the same
@@ -20,11 +21,11 @@ import (
 const benchstatVersion = "golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da"
 
 func TestBenchfmtGolden(t *testing.T) {
-	for golden, path := range map[string]string{
+	for goldenFile, path := range map[string]string{
 		"benchfmt.golden":         runFixture,
 		"benchfmt.samples.golden": samplesBase,
 	} {
-		t.Run(golden, func(t *testing.T) {
+		t.Run(goldenFile, func(t *testing.T) {
 			run, err := results.Load(path)
 			if err != nil {
 				t.Fatal(err)
@@ -33,7 +34,7 @@ func TestBenchfmtGolden(t *testing.T) {
 			if err := Render(&out, run, Options{Format: report.FormatBenchfmt}); err != nil {
 				t.Fatal(err)
 			}
-			compareGolden(t, filepath.Join("testdata", golden), out.Bytes())
+			golden.Compare(t, filepath.Join("testdata", goldenFile), out.Bytes())
 		})
 	}
 }

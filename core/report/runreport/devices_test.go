@@ -6,6 +6,7 @@ import (
 
 	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/internal/golden"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -39,5 +40,5 @@ func TestRowsOnSeveralGPUs(t *testing.T) {
 	if err := Render(&out, run, Options{Format: report.FormatMarkdown}); err != nil {
 		t.Fatal(err)
 	}
-	compareGolden(t, "testdata/gpus.golden", out.Bytes())
+	golden.Compare(t, "testdata/gpus.golden", out.Bytes())
 }

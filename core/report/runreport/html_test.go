@@ -15,6 +15,7 @@ import (
 
 	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/internal/golden"
 )
 
 // h100Run is the committed llm suite run on an H100: 26 cases in six
@@ -39,7 +40,7 @@ func TestHTMLStructure(t *testing.T) {
 	}
 	checkOffline(t, page)
 	structure := svgElement.ReplaceAllString(page, "<svg>…</svg>\n")
-	compareGolden(t, filepath.Join("testdata", "html.golden"), []byte(structure))
+	golden.Compare(t, filepath.Join("testdata", "html.golden"), []byte(structure))
 }
 
 // checkOffline fails on anything a browser would fetch: a link, a

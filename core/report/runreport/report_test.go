@@ -12,6 +12,7 @@ import (
 	"github.com/flashcore/bench/core/report"
 	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/internal/golden"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -63,7 +64,7 @@ func TestRenderGolden(t *testing.T) {
 			if err := Render(&out, run, tt.opts); err != nil {
 				t.Fatal(err)
 			}
-			compareGolden(t, filepath.Join("testdata", tt.golden), out.Bytes())
+			golden.Compare(t, filepath.Join("testdata", tt.golden), out.Bytes())
 		})
 	}
 }

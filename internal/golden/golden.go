@@ -1,4 +1,7 @@
-package charts
+// Package golden compares test output with golden files, for the tests of
+// the report packages: one -update flag and one way of showing a
+// difference.
+package golden
 
 import (
 	"bytes"
@@ -9,13 +12,15 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+// Update is the -update flag: rewrite the golden files instead of
+// comparing with them.
+var Update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// compareGolden checks got against the golden file, or rewrites it with
+// Compare checks got against the golden file, or rewrites it with
 // -update. On a mismatch it writes a .got file and shows where they differ.
-func compareGolden(t *testing.T, golden string, got []byte) {
+func Compare(t testing.TB, golden string, got []byte) {
 	t.Helper()
-	if *update {
+	if *Update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -31,11 +36,11 @@ func compareGolden(t *testing.T, golden string, got []byte) {
 	gotPath := strings.TrimSuffix(golden, ".golden") + ".got"
 	os.WriteFile(gotPath, got, 0o644)
 	t.Errorf("output differs from %s (got written to %s; rerun with -update to accept):\n%s",
-		golden, gotPath, lineDiff(string(want), string(got)))
+		golden, gotPath, LineDiff(string(want), string(got)))
 }
 
-// lineDiff lists the lines that differ, at most ten.
-func lineDiff(want, got string) string {
+// LineDiff lists the lines that differ, at most ten.
+func LineDiff(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
 	var out strings.Builder
 	shown := 0
