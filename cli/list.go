@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -131,6 +133,8 @@ func axesText(axes []op.Axis) string {
 		switch {
 		case a.SameAs != "":
 			parts[i] = fmt.Sprintf("%s (= %s)", a.Name, a.SameAs)
+		case a.Default != "" && len(a.Values) > 0:
+			parts[i] = fmt.Sprintf("%s (%s; %s)", a.Name, a.Default, strings.Join(a.Values, "|"))
 		case a.Default != "":
 			parts[i] = fmt.Sprintf("%s (%s)", a.Name, a.Default)
 		default:
@@ -144,6 +148,18 @@ func tensorsText(tensors []op.Tensor) string {
 	parts := make([]string, len(tensors))
 	for i, t := range tensors {
 		parts[i] = t.String()
+		if when := whenText(t.When); when != "" {
+			parts[i] += " (" + when + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// whenText is a tensor's When as "mode bwd|fwd+bwd", axes in order.
+func whenText(when map[string][]string) string {
+	var parts []string
+	for _, axis := range slices.Sorted(maps.Keys(when)) {
+		parts = append(parts, axis+" "+strings.Join(when[axis], "|"))
 	}
 	return strings.Join(parts, ", ")
 }

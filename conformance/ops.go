@@ -202,7 +202,7 @@ func opVerdict(what string, c op.Case, in *op.Inputs, outputs [][]byte) error {
 	d := defaults()
 	for i, r := range ops.Of(c).Check(c, in, outputs, d.Check, d.TolerancesOf(c)) {
 		if r.Verdict != check.Pass {
-			return fmt.Errorf("%s %s: %s", what, ops.Of(c).Spec().Outputs[i].Name, verdict(what, r))
+			return fmt.Errorf("%s %s: %s", what, ops.Of(c).Spec().OutputsOf(c.Params)[i].Name, verdict(what, r))
 		}
 	}
 	return nil

@@ -162,10 +162,10 @@ func (s Spec) plan(req sdk.PrepareRequest, tunables map[string]string) (p planne
 		return planned{}, "", fmt.Errorf("%w: variant %s lists op %s but the spec has no plan for it", ErrInvalidPlan, s.Variant.Name, name)
 	}
 	spec := o.Spec()
-	if p.inputs, err = opTensors(spec.Inputs, req.Inputs, params, "input"); err != nil {
+	if p.inputs, err = opTensors(spec.InputsOf(params), req.Inputs, params, "input"); err != nil {
 		return planned{}, "", err
 	}
-	if p.outputs, err = opTensors(spec.Outputs, req.Outputs, params, "output"); err != nil {
+	if p.outputs, err = opTensors(spec.OutputsOf(params), req.Outputs, params, "output"); err != nil {
 		return planned{}, "", err
 	}
 	c := OpCase{Op: name, Params: params.Clone(), Inputs: slices.Clone(req.Inputs), Outputs: slices.Clone(req.Outputs)}

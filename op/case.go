@@ -114,6 +114,10 @@ type Inputs struct {
 	// SHA256 is the hex SHA-256 of every input's bytes concatenated in
 	// order: the input hash of the contract.
 	SHA256 string
+	// Private is what the op keeps from generating the inputs for its own
+	// check and work, and does not give the backends (attention's exact
+	// forward in mode fwd+bwd); nil for most ops.
+	Private any
 }
 
 // NewInputs returns inputs with their hash.

@@ -2,6 +2,7 @@ package op
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,6 +19,8 @@ const (
 	Bool Kind = "bool"
 	// Elem axes take an element type: fp16, bf16 or fp32.
 	Elem Kind = "dtype"
+	// Choice axes take one of the axis's Values, a string.
+	Choice Kind = "choice"
 )
 
 // Axis is one parameter of an op, written as a key of a suite's
@@ -33,6 +36,8 @@ type Axis struct {
 	SameAs string `json:"same_as,omitempty"`
 	// Doc says what the axis means, for `flashcore list --ops`.
 	Doc string `json:"doc"`
+	// Values are the values a Choice axis takes.
+	Values []string `json:"values,omitempty"`
 }
 
 // Required reports whether an entry must set the axis.
@@ -53,6 +58,21 @@ type Tensor struct {
 	// dtype's tolerance is DefaultTolerances' entry, or the suite's
 	// [tolerance.<dtype>] (Spec.Tolerances).
 	ToleranceFactor float64 `json:"tolerance_factor,omitempty"`
+	// When, if set, makes the tensor part of only the cases whose axes
+	// have one of the values listed (axis name to values), as attention's
+	// dO exists only in its backward modes. Spec.InputsOf and OutputsOf
+	// are a case's tensors.
+	When map[string][]string `json:"when,omitempty"`
+}
+
+// In reports whether the tensor is part of a case with params p.
+func (t Tensor) In(p Params) bool {
+	for axis, values := range t.When {
+		if !slices.Contains(values, p[axis]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Roof is the limit an op's throughput is held against in `% peak`.
@@ -106,7 +126,23 @@ type Facet struct {
 	Order string
 }
 
-// Output returns the output tensor of that name.
+// InputsOf are the inputs of a case with params p, in order.
+func (s Spec) InputsOf(p Params) []Tensor { return present(s.Inputs, p) }
+
+// OutputsOf are the outputs of a case with params p, in order.
+func (s Spec) OutputsOf(p Params) []Tensor { return present(s.Outputs, p) }
+
+func present(tensors []Tensor, p Params) []Tensor {
+	out := make([]Tensor, 0, len(tensors))
+	for _, t := range tensors {
+		if t.In(p) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Output returns the output tensor of that name (of any case).
 func (s Spec) Output(name string) (Tensor, bool) {
 	for _, t := range s.Outputs {
 		if t.Name == name {
@@ -117,12 +153,13 @@ func (s Spec) Output(name string) (Tensor, bool) {
 }
 
 // Tolerances are the tolerances of a case's outputs under params p, in
-// Outputs order. Each output is held to table's entry for its element
+// OutputsOf(p) order. Each output is held to table's entry for its element
 // type, times its ToleranceFactor, unless overrides set that output in
 // that type exactly (a suite's [tolerance.<op>.<output>.<dtype>]).
 func (s Spec) Tolerances(p Params, table map[sdk.DType]Tolerance, overrides map[OutputKey]Tolerance) []Tolerance {
-	out := make([]Tolerance, len(s.Outputs))
-	for i, t := range s.Outputs {
+	outputs := s.OutputsOf(p)
+	out := make([]Tolerance, len(outputs))
+	for i, t := range outputs {
 		dtype := t.ElemType(p)
 		if tol, ok := overrides[OutputKey{Op: s.Name, Output: t.Name, DType: dtype}]; ok {
 			out[i] = tol
@@ -187,6 +224,15 @@ func (a Axis) ParseValue(v any) (string, string) {
 			return "", fmt.Sprintf("want a boolean, got %s", typeName(v))
 		}
 		return strconv.FormatBool(b), ""
+	case Choice:
+		s, ok := v.(string)
+		if !ok {
+			return "", fmt.Sprintf("want a string, got %s", typeName(v))
+		}
+		if !slices.Contains(a.Values, s) {
+			return "", fmt.Sprintf("unknown value %q: want %s", s, quotedList(a.Values))
+		}
+		return s, ""
 	case Elem:
 		s, ok := v.(string)
 		if !ok {
@@ -198,6 +244,18 @@ func (a Axis) ParseValue(v any) (string, string) {
 		return s, ""
 	}
 	return "", fmt.Sprintf("axis kind %q is unknown", a.Kind)
+}
+
+// quotedList is "a", "b" or "c".
+func quotedList(values []string) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = strconv.Quote(v)
+	}
+	if len(quoted) < 2 {
+		return strings.Join(quoted, "")
+	}
+	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
 }
 
 func typeName(v any) string {

@@ -41,9 +41,9 @@ type Op interface {
 	CaseID(p op.Params, dist op.Distribution) string
 	// Label is the case as tables show it, such as "B1 H8 S512 D64 fp16".
 	Label(p op.Params) string
-	// Generate draws a case's inputs from the seed, in Spec().Inputs order.
+	// Generate draws a case's inputs from the seed, in Spec().InputsOf(c.Params) order.
 	Generate(seed uint64, c op.Case) *op.Inputs
-	// Check compares a backend's outputs, in Spec().Outputs order, with
+	// Check compares a backend's outputs, in Spec().OutputsOf(c.Params) order, with
 	// the reference and the op's invariants: one report per output, each
 	// held to its own tolerance (tols, in the same order; see
 	// op.Spec.Tolerances). Rows it samples are drawn afresh, after the
@@ -227,7 +227,7 @@ func InputFiles(in *op.Inputs, dir, prefix string) []sdk.TensorFile {
 // OutputFiles names a case's output files in dir, as the host does:
 // base.bin for an op's only output, base-{name}.bin for each of several.
 func OutputFiles(c op.Case, dir, base string) []sdk.TensorFile {
-	outputs := Of(c).Spec().Outputs
+	outputs := Of(c).Spec().OutputsOf(c.Params)
 	out := make([]sdk.TensorFile, len(outputs))
 	for i, t := range outputs {
 		name := base + ".bin"

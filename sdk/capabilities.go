@@ -3,6 +3,7 @@ package sdk
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Unsupported says why a variant with capabilities c cannot run the
@@ -15,6 +16,10 @@ func (c Capabilities) Unsupported(s Shape) string {
 		return c.UnsupportedDType(s.DType)
 	case s.Batch < 1 || s.Heads < 1 || s.KVHeads < 1 || s.SeqQ < 1 || s.SeqK < 1 || s.HeadDim < 1:
 		return fmt.Sprintf("shape %s has a dimension below 1", s)
+	case !s.Mode.Valid():
+		return fmt.Sprintf("mode %q is unknown: want fwd, bwd or fwd+bwd", s.Mode)
+	case !c.RunsMode(s.Mode):
+		return fmt.Sprintf("mode %s not supported (runs: %s)", s.Mode.Or(), modesText(c.Modes))
 	case s.Heads%s.KVHeads != 0:
 		return fmt.Sprintf("heads %d is not a multiple of kv_heads %d", s.Heads, s.KVHeads)
 	case len(c.HeadDims) > 0 && !slices.Contains(c.HeadDims, s.HeadDim):
@@ -51,4 +56,17 @@ func (c Capabilities) OverMaxElements(n int) string {
 		return fmt.Sprintf("%d elements per tensor over the backend's limit of %d", n, c.MaxElements)
 	}
 	return ""
+}
+
+// modesText lists the modes of a variant's capabilities, forward alone
+// when it names none.
+func modesText(modes []Mode) string {
+	if len(modes) == 0 {
+		return string(Forward)
+	}
+	text := make([]string, len(modes))
+	for i, m := range modes {
+		text[i] = string(m)
+	}
+	return strings.Join(text, ", ")
 }

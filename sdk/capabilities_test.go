@@ -23,6 +23,12 @@ func TestCapabilitiesUnsupported(t *testing.T) {
 		{"zero dim", func(s *Shape) { s.Batch = 0 }, nil, "shape B0 H8 S512 D64 fp16 has a dimension below 1"},
 		{"seq multiple", func(s *Shape) { s.SeqK = 520 }, func(c *Capabilities) { c.SeqMultiple = 64; c.UnequalSeqLens = true }, "sequence lengths 512x520 are not multiples of 64"},
 		{"seq multiple met", func(*Shape) {}, func(c *Capabilities) { c.SeqMultiple = 64 }, ""},
+		{"forward by default", func(s *Shape) { s.Mode = Forward }, nil, ""},
+		{"backward not declared", func(s *Shape) { s.Mode = Backward }, nil, "mode bwd not supported (runs: fwd)"},
+		{"backward declared", func(s *Shape) { s.Mode = Backward }, func(c *Capabilities) { c.Modes = []Mode{Forward, Backward} }, ""},
+		{"fwd+bwd not declared", func(s *Shape) { s.Mode = ForwardBackward }, func(c *Capabilities) { c.Modes = []Mode{Forward, Backward} }, "mode fwd+bwd not supported (runs: fwd, bwd)"},
+		{"backward only", func(*Shape) {}, func(c *Capabilities) { c.Modes = []Mode{Backward} }, "mode fwd not supported (runs: bwd)"},
+		{"unknown mode", func(s *Shape) { s.Mode = "sideways" }, nil, `mode "sideways" is unknown: want fwd, bwd or fwd+bwd`},
 		{"elements", func(*Shape) {}, func(c *Capabilities) { c.MaxElements = 1000 }, "262144 elements per tensor over the backend's limit of 1000"},
 	}
 	for _, tt := range tests {

@@ -109,6 +109,7 @@ func capabilitiesToProto(c Capabilities) *pb.Capabilities {
 		MaxElements:       int64(c.MaxElements),
 		NeedsGpu:          c.NeedsGPU,
 		SeqMultiple:       int64(c.SeqMultiple),
+		Modes:             modesToProto(c.Modes),
 	}
 }
 
@@ -124,6 +125,7 @@ func capabilitiesFromProto(p *pb.Capabilities) Capabilities {
 		MaxElements:       int(p.GetMaxElements()),
 		NeedsGPU:          p.GetNeedsGpu(),
 		SeqMultiple:       int(p.GetSeqMultiple()),
+		Modes:             modesFromProto(p.GetModes()),
 	}
 }
 
@@ -194,6 +196,7 @@ func shapeToProto(s Shape) *pb.Shape {
 		SeqK:    int64(s.SeqK),
 		HeadDim: int64(s.HeadDim),
 		Causal:  s.Causal,
+		Mode:    string(s.Mode),
 		Dtype:   string(s.DType),
 	}
 }
@@ -207,6 +210,7 @@ func shapeFromProto(p *pb.Shape) Shape {
 		SeqK:    int(p.GetSeqK()),
 		HeadDim: int(p.GetHeadDim()),
 		Causal:  p.GetCausal(),
+		Mode:    Mode(p.GetMode()),
 		DType:   DType(p.GetDtype()),
 	}
 }
@@ -400,4 +404,26 @@ func intsToProto(xs []int) []int64 {
 
 func intsFromProto(xs []int64) []int {
 	return convertAll(xs, func(x int64) int { return int(x) })
+}
+
+func modesToProto(modes []Mode) []string {
+	if len(modes) == 0 {
+		return nil
+	}
+	out := make([]string, len(modes))
+	for i, m := range modes {
+		out[i] = string(m)
+	}
+	return out
+}
+
+func modesFromProto(modes []string) []Mode {
+	if len(modes) == 0 {
+		return nil
+	}
+	out := make([]Mode, len(modes))
+	for i, m := range modes {
+		out[i] = Mode(m)
+	}
+	return out
 }

@@ -16,7 +16,7 @@ import (
 // and then the round trip fails until the converters carry it.
 
 func fixtureShape() Shape {
-	return Shape{Batch: 2, Heads: 8, KVHeads: 4, SeqQ: 128, SeqK: 256, HeadDim: 64, Causal: true, DType: BF16}
+	return Shape{Batch: 2, Heads: 8, KVHeads: 4, SeqQ: 128, SeqK: 256, HeadDim: 64, Causal: true, DType: BF16, Mode: Backward}
 }
 
 func fixtureDiagnostics() []Diagnostic {
@@ -64,6 +64,7 @@ func fixtureDescription() Description {
 				MaxElements:       1 << 31,
 				NeedsGPU:          true,
 				SeqMultiple:       16,
+				Modes:             []Mode{Forward, Backward},
 			},
 			OpCapabilities: map[string]Capabilities{
 				"rmsnorm": {DTypes: []DType{FP16, BF16, FP32}, MaxElements: 1 << 30, NeedsGPU: true},

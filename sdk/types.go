@@ -59,7 +59,39 @@ type Shape struct {
 	HeadDim int   `json:"head_dim"`
 	Causal  bool  `json:"causal"`
 	DType   DType `json:"dtype"`
+	// Mode is the pass a call runs: forward (the zero value, ""), backward
+	// or both. A backward call reads Q, K, V, O, dO and the row
+	// log-sum-exp and writes dQ, dK and dV (docs/ops.md).
+	Mode Mode `json:"mode,omitempty"`
 }
+
+// Mode is the pass of attention a call runs.
+type Mode string
+
+const (
+	// Forward is O = softmax(scale·Q·Kᵀ)·V: the default.
+	Forward Mode = "fwd"
+	// Backward is dQ, dK and dV from Q, K, V, O, dO and the row
+	// log-sum-exp, all given.
+	Backward Mode = "bwd"
+	// ForwardBackward is the forward then the backward in one call, as
+	// training runs them: from Q, K, V and dO to O, dQ, dK and dV.
+	ForwardBackward Mode = "fwd+bwd"
+)
+
+// Modes are the modes in the order tables and docs list them.
+var Modes = []Mode{Forward, Backward, ForwardBackward}
+
+// Or is m, or Forward when m is empty.
+func (m Mode) Or() Mode {
+	if m == "" {
+		return Forward
+	}
+	return m
+}
+
+// Valid reports whether m is empty or one of Modes.
+func (m Mode) Valid() bool { return m == "" || slices.Contains(Modes, m) }
 
 // Scale is the softmax scale every backend uses: 1/sqrt(HeadDim).
 func (s Shape) Scale() float64 { return 1 / math.Sqrt(float64(s.HeadDim)) }
@@ -84,6 +116,9 @@ func (s Shape) String() string {
 	if s.Causal {
 		out += " causal"
 	}
+	if m := s.Mode.Or(); m != Forward {
+		out += " " + string(m)
+	}
 	return out
 }
 
@@ -104,6 +139,18 @@ type Capabilities struct {
 	// must be: a kernel that does not mask its last tile declares its tile
 	// size here, and the host skips other lengths with a reason.
 	SeqMultiple int `json:"seq_multiple,omitempty"`
+	// Modes lists the passes of attention the variant runs; empty means
+	// forward alone, as every variant did before backward existed.
+	Modes []Mode `json:"modes,omitempty"`
+}
+
+// RunsMode reports whether the capabilities include mode m.
+func (c Capabilities) RunsMode(m Mode) bool {
+	m = m.Or()
+	if len(c.Modes) == 0 {
+		return m == Forward
+	}
+	return slices.Contains(c.Modes, m)
 }
 
 // Tunable is a parameter a variant is templated or configured on. The suite

@@ -17,6 +17,9 @@ type Tensors struct {
 	// Q, K and V are the raw little-endian bytes in Shape.DType, layout
 	// [batch, heads, seq, head_dim].
 	Q, K, V []byte
+	// DO is dO, the gradient of the output, in the backward modes (nil in
+	// forward): the same layout and dtype as Q.
+	DO []byte
 	// SHA256 is the hex SHA-256 of Q, K and V concatenated.
 	SHA256 string
 }
@@ -30,6 +33,9 @@ func Generate(seed uint64, c op.Case) *Tensors {
 	t.K = generateTensor(NewStream(seed, c.ID, TensorK), c.Distribution, s.DType, s.KVElements())
 	t.V = generateTensor(NewStream(seed, c.ID, TensorV), c.Distribution, s.DType, s.KVElements())
 	t.SHA256 = HashInputs(t.Q, t.K, t.V)
+	if s.Mode.Or() != sdk.Forward {
+		t.DO = generateTensor(NewStream(seed, c.ID, TensorDO), c.Distribution, s.DType, s.QElements())
+	}
 	return t
 }
 

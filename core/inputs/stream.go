@@ -6,14 +6,16 @@ import (
 	"github.com/flashcore/bench/op"
 )
 
-// Tensor names one of the three input tensors; its number takes part in
-// the stream key.
+// Tensor names one of the input tensors; its number takes part in the
+// stream key.
 type Tensor int
 
 const (
 	TensorQ Tensor = 0
 	TensorK Tensor = 1
 	TensorV Tensor = 2
+	// TensorDO is attention's dO, in the backward modes.
+	TensorDO Tensor = 3
 )
 
 // Constants of the generator (docs/inputs.md).

@@ -23,7 +23,15 @@ import (
 // read that head, so checking every row of a case costs little more than
 // the arithmetic.
 func Compute(t *inputs.Tensors, rows []RowIndex) [][]float64 {
+	out, _ := computeRows(t, rows)
+	return out
+}
+
+// computeRows is Compute that also returns each row's log-sum-exp:
+// log Σ_j exp(scale·q·k_j) over the keys the row sees.
+func computeRows(t *inputs.Tensors, rows []RowIndex) ([][]float64, []float64) {
 	out := make([][]float64, len(rows))
+	lse := make([]float64, len(rows))
 	workers := runtime.GOMAXPROCS(0)
 	run := max((len(rows)+4*workers-1)/(4*workers), 1)
 	next := make(chan int, (len(rows)+run-1)/run)
@@ -39,13 +47,13 @@ func Compute(t *inputs.Tensors, rows []RowIndex) [][]float64 {
 			w := newWorker(t)
 			for start := range next {
 				for i := start; i < min(start+run, len(rows)); i++ {
-					out[i] = w.row(rows[i])
+					out[i], lse[i] = w.row(rows[i])
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	return out
+	return out, lse
 }
 
 // worker computes rows, holding the decoded K and V of the last key/value
@@ -70,7 +78,7 @@ func newWorker(t *inputs.Tensors) *worker {
 	}
 }
 
-func (w *worker) row(r RowIndex) []float64 {
+func (w *worker) row(r RowIndex) ([]float64, float64) {
 	s, d := w.s, w.s.HeadDim
 	w.loadKV(r.Batch*s.KVHeads + r.Head/(s.Heads/s.KVHeads))
 	size := s.DType.Size()
@@ -101,8 +109,9 @@ func visibleKeys(s sdk.Shape, i int) int {
 	return s.SeqK
 }
 
-// attend is softmax(scale·q·Kᵀ)·V over the first len(scores) keys.
-func attend(q, k, v, scores []float64, scale float64) []float64 {
+// attend is softmax(scale·q·Kᵀ)·V over the first len(scores) keys, and
+// the log-sum-exp of the scaled scores.
+func attend(q, k, v, scores []float64, scale float64) ([]float64, float64) {
 	d := len(q)
 	maxScore := math.Inf(-1)
 	for j := range scores {
@@ -121,7 +130,7 @@ func attend(q, k, v, scores []float64, scale float64) []float64 {
 	for x := range out {
 		out[x] /= sum
 	}
-	return out
+	return out, maxScore + math.Log(sum)
 }
 
 func dot(a, b []float64) float64 {

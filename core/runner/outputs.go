@@ -44,7 +44,7 @@ func clearOutputs(files []sdk.TensorFile) error {
 func (r *runner) checkOutputs(c op.Case, in *op.Inputs, outputs [][]byte) (check.Report, *results.CheckResult) {
 	tols := r.cfg.Suite.TolerancesOf(c)
 	reports := ops.Of(c).Check(c, in, outputs, r.cfg.Suite.Check, tols)
-	return outputsVerdict(ops.Of(c).Spec().Outputs, reports, tols)
+	return outputsVerdict(ops.Of(c).Spec().OutputsOf(c.Params), reports, tols)
 }
 
 // outputsVerdict folds the reports of every output into the row's verdict

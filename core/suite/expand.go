@@ -3,7 +3,6 @@ package suite
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops"
@@ -54,7 +53,7 @@ func unique(cases []op.Case) ([]op.Case, []string) {
 func (d *decoder) sized(key string, entry int, c op.Case) op.Case {
 	spec := ops.Of(c).Spec()
 	largest := 0.0
-	for _, t := range append(slices.Clone(spec.Inputs), spec.Outputs...) {
+	for _, t := range append(spec.InputsOf(c.Params), spec.OutputsOf(c.Params)...) {
 		largest = max(largest, elementCount(t.Shape(c.Params)...))
 	}
 	if largest > maxElements {

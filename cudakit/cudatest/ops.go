@@ -64,7 +64,7 @@ func opFiles(c op.Case, dir string) (inputs, outputs, timed []sdk.TensorFile) {
 		}
 		return out
 	}
-	return files("", spec.Inputs), files("out-", spec.Outputs), files("timed-", spec.Outputs)
+	return files("", spec.InputsOf(c.Params)), files("out-", spec.OutputsOf(c.Params)), files("timed-", spec.OutputsOf(c.Params))
 }
 
 // CheckOpPlans checks, without a GPU, that spec plans each of cases (of an

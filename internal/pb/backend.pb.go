@@ -22,12 +22,11 @@
 package pb
 
 import (
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
+	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
-
-	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
-	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 )
 
 const (
@@ -113,15 +112,17 @@ func (*ReleaseResponse) Descriptor() ([]byte, []int) {
 
 // Shape is sdk.Shape.
 type Shape struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Batch         int64                  `protobuf:"varint,1,opt,name=batch,proto3" json:"batch,omitempty"`
-	Heads         int64                  `protobuf:"varint,2,opt,name=heads,proto3" json:"heads,omitempty"`
-	KvHeads       int64                  `protobuf:"varint,3,opt,name=kv_heads,json=kvHeads,proto3" json:"kv_heads,omitempty"`
-	SeqQ          int64                  `protobuf:"varint,4,opt,name=seq_q,json=seqQ,proto3" json:"seq_q,omitempty"`
-	SeqK          int64                  `protobuf:"varint,5,opt,name=seq_k,json=seqK,proto3" json:"seq_k,omitempty"`
-	HeadDim       int64                  `protobuf:"varint,6,opt,name=head_dim,json=headDim,proto3" json:"head_dim,omitempty"`
-	Causal        bool                   `protobuf:"varint,7,opt,name=causal,proto3" json:"causal,omitempty"`
-	Dtype         string                 `protobuf:"bytes,8,opt,name=dtype,proto3" json:"dtype,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Batch   int64                  `protobuf:"varint,1,opt,name=batch,proto3" json:"batch,omitempty"`
+	Heads   int64                  `protobuf:"varint,2,opt,name=heads,proto3" json:"heads,omitempty"`
+	KvHeads int64                  `protobuf:"varint,3,opt,name=kv_heads,json=kvHeads,proto3" json:"kv_heads,omitempty"`
+	SeqQ    int64                  `protobuf:"varint,4,opt,name=seq_q,json=seqQ,proto3" json:"seq_q,omitempty"`
+	SeqK    int64                  `protobuf:"varint,5,opt,name=seq_k,json=seqK,proto3" json:"seq_k,omitempty"`
+	HeadDim int64                  `protobuf:"varint,6,opt,name=head_dim,json=headDim,proto3" json:"head_dim,omitempty"`
+	Causal  bool                   `protobuf:"varint,7,opt,name=causal,proto3" json:"causal,omitempty"`
+	Dtype   string                 `protobuf:"bytes,8,opt,name=dtype,proto3" json:"dtype,omitempty"`
+	// mode is sdk.Shape.Mode: "" or "fwd", "bwd", "fwd+bwd".
+	Mode          string `protobuf:"bytes,9,opt,name=mode,proto3" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -212,6 +213,13 @@ func (x *Shape) GetDtype() string {
 	return ""
 }
 
+func (x *Shape) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
 // Capabilities is sdk.Capabilities.
 type Capabilities struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -225,8 +233,10 @@ type Capabilities struct {
 	MaxElements       int64                  `protobuf:"varint,8,opt,name=max_elements,json=maxElements,proto3" json:"max_elements,omitempty"`
 	NeedsGpu          bool                   `protobuf:"varint,9,opt,name=needs_gpu,json=needsGpu,proto3" json:"needs_gpu,omitempty"`
 	SeqMultiple       int64                  `protobuf:"varint,10,opt,name=seq_multiple,json=seqMultiple,proto3" json:"seq_multiple,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// modes is sdk.Capabilities.Modes; empty, forward alone.
+	Modes         []string `protobuf:"bytes,11,rep,name=modes,proto3" json:"modes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
@@ -327,6 +337,13 @@ func (x *Capabilities) GetSeqMultiple() int64 {
 		return x.SeqMultiple
 	}
 	return 0
+}
+
+func (x *Capabilities) GetModes() []string {
+	if x != nil {
+		return x.Modes
+	}
+	return nil
 }
 
 // Tunable is sdk.Tunable.
@@ -1610,7 +1627,7 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\n" +
 	"\x1aflashcore/v1/backend.proto\x12\fflashcore.v1\"\x11\n" +
 	"\x0fDescribeRequest\"\x11\n" +
-	"\x0fReleaseResponse\"\xc1\x01\n" +
+	"\x0fReleaseResponse\"\xd5\x01\n" +
 	"\x05Shape\x12\x14\n" +
 	"\x05batch\x18\x01 \x01(\x03R\x05batch\x12\x14\n" +
 	"\x05heads\x18\x02 \x01(\x03R\x05heads\x12\x19\n" +
@@ -1619,7 +1636,8 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\x05seq_k\x18\x05 \x01(\x03R\x04seqK\x12\x19\n" +
 	"\bhead_dim\x18\x06 \x01(\x03R\aheadDim\x12\x16\n" +
 	"\x06causal\x18\a \x01(\bR\x06causal\x12\x14\n" +
-	"\x05dtype\x18\b \x01(\tR\x05dtype\"\xd7\x02\n" +
+	"\x05dtype\x18\b \x01(\tR\x05dtype\x12\x12\n" +
+	"\x04mode\x18\t \x01(\tR\x04mode\"\xed\x02\n" +
 	"\fCapabilities\x12\x16\n" +
 	"\x06dtypes\x18\x01 \x03(\tR\x06dtypes\x12\x1b\n" +
 	"\thead_dims\x18\x02 \x03(\x03R\bheadDims\x12\x16\n" +
@@ -1632,7 +1650,8 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\fmax_elements\x18\b \x01(\x03R\vmaxElements\x12\x1b\n" +
 	"\tneeds_gpu\x18\t \x01(\bR\bneedsGpu\x12!\n" +
 	"\fseq_multiple\x18\n" +
-	" \x01(\x03R\vseqMultiple\"\x83\x01\n" +
+	" \x01(\x03R\vseqMultiple\x12\x14\n" +
+	"\x05modes\x18\v \x03(\tR\x05modes\"\x83\x01\n" +
 	"\aTunable\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\tR\x06values\x12\x18\n" +

@@ -22,7 +22,7 @@ const Name = "attention"
 // head_dim]; the meaning of each axis is sdk.Shape's.
 var Spec = op.Spec{
 	Name:    Name,
-	Summary: "dense attention forward, softmax(Q·Kᵀ/sqrt(D))·V, with grouped-query heads and top-left causal masking",
+	Summary: "dense attention, softmax(Q·Kᵀ/sqrt(D))·V, forward and backward, with grouped-query heads and top-left causal masking",
 	Axes: []op.Axis{
 		{Name: "batch", Kind: op.Int, Doc: "batch size B"},
 		{Name: "heads", Kind: op.Int, Doc: "query heads H"},
@@ -32,18 +32,46 @@ var Spec = op.Spec{
 		{Name: "head_dim", Kind: op.Int, Doc: "head dimension D"},
 		{Name: "dtype", Kind: op.Elem, Default: string(sdk.FP16), Doc: "element type of every tensor"},
 		{Name: "causal", Kind: op.Bool, Default: "false", Doc: "top-left causal mask: query row i sees key rows j <= i"},
+		{Name: "mode", Kind: op.Choice, Default: string(sdk.Forward), Values: modeNames(),
+			Doc: "fwd: o from q, k, v; bwd: dq, dk, dv from q, k, v, o, do and lse (o and lse from the fp64 reference forward); fwd+bwd: both passes in one call, from q, k, v and do"},
 	},
 	Inputs: []op.Tensor{
 		{Name: "q", DType: "dtype", Dims: []string{"batch", "heads", "seq_q", "head_dim"}},
 		{Name: "k", DType: "dtype", Dims: []string{"batch", "kv_heads", "seq_k", "head_dim"}},
 		{Name: "v", DType: "dtype", Dims: []string{"batch", "kv_heads", "seq_k", "head_dim"}},
+		{Name: "o", DType: "dtype", Dims: []string{"batch", "heads", "seq_q", "head_dim"}, When: backwardOnly},
+		{Name: "do", DType: "dtype", Dims: []string{"batch", "heads", "seq_q", "head_dim"}, When: withBackward},
+		// lse[b, h, i] = log Σ_j exp(scale·q_i·k_j) over the keys row i
+		// sees: the natural log, fp32, as FlashAttention's softmax_lse.
+		{Name: "lse", DType: "fp32", Dims: []string{"batch", "heads", "seq_q"}, When: backwardOnly},
 	},
 	Outputs: []op.Tensor{
-		{Name: "o", DType: "dtype", Dims: []string{"batch", "heads", "seq_q", "head_dim"}},
+		{Name: "o", DType: "dtype", Dims: []string{"batch", "heads", "seq_q", "head_dim"}, When: withForward},
+		{Name: "dq", DType: "dtype", Dims: []string{"batch", "heads", "seq_q", "head_dim"}, When: withBackward,
+			ToleranceFactor: GradientToleranceFactor["dq"]},
+		{Name: "dk", DType: "dtype", Dims: []string{"batch", "kv_heads", "seq_k", "head_dim"}, When: withBackward,
+			ToleranceFactor: GradientToleranceFactor["dk"]},
+		{Name: "dv", DType: "dtype", Dims: []string{"batch", "kv_heads", "seq_k", "head_dim"}, When: withBackward,
+			ToleranceFactor: GradientToleranceFactor["dv"]},
 	},
 	Roof:     op.ComputeRoof,
-	Contract: "attention(q, k, v, *, causal, scale) -> o",
+	Contract: "attention(q, k, v, *, causal, scale) -> o; attention_backward(q, k, v, o, do, lse, *, causal, scale) -> (dq, dk, dv)",
 	Chart:    &op.Chart{X: "seq_k", XLabel: "Sequence length (tokens)"},
+}
+
+// The modes each tensor belongs to (op.Tensor.When).
+var (
+	withForward  = map[string][]string{"mode": {string(sdk.Forward), string(sdk.ForwardBackward)}}
+	withBackward = map[string][]string{"mode": {string(sdk.Backward), string(sdk.ForwardBackward)}}
+	backwardOnly = map[string][]string{"mode": {string(sdk.Backward)}}
+)
+
+func modeNames() []string {
+	out := make([]string, len(sdk.Modes))
+	for i, m := range sdk.Modes {
+		out[i] = string(m)
+	}
+	return out
 }
 
 // ParamsOf is the Params of a shape.
@@ -57,6 +85,7 @@ func ParamsOf(s sdk.Shape) op.Params {
 		"head_dim": strconv.Itoa(s.HeadDim),
 		"dtype":    string(s.DType),
 		"causal":   strconv.FormatBool(s.Causal),
+		"mode":     string(s.Mode.Or()),
 	}
 }
 
@@ -71,7 +100,18 @@ func ShapeFrom(p op.Params) sdk.Shape {
 		HeadDim: p.Int("head_dim"),
 		Causal:  p.Bool("causal"),
 		DType:   p.DType("dtype"),
+		Mode:    shapeMode(p),
 	}
+}
+
+// shapeMode is the Shape.Mode of params: empty for forward, so that a
+// forward shape is what it was before modes existed, on the wire and in
+// results files.
+func shapeMode(p op.Params) sdk.Mode {
+	if m := sdk.Mode(p["mode"]); m != sdk.Forward {
+		return m
+	}
+	return ""
 }
 
 // ShapeOf is the shape of an attention case.
@@ -84,9 +124,10 @@ func NewCase(s sdk.Shape, dist op.Distribution) op.Case {
 }
 
 // CaseID is the stable name of a case: lower-case and dash-separated,
-// b{B}-h{H}[-kv{Hkv}]-s{Sq}[-sk{Sk}]-d{D}-{dtype}[-causal][-{distribution}],
+// b{B}-h{H}[-kv{Hkv}]-s{Sq}[-sk{Sk}]-d{D}-{dtype}[-causal][-{mode}][-{distribution}],
 // where the bracketed parts appear only when they differ from the common
-// case (Hkv = H, Sk = Sq, non-causal, normal). It keys the input generator,
+// case (Hkv = H, Sk = Sq, non-causal, forward, normal); mode is bwd or
+// fwdbwd. It keys the input generator,
 // so a case's inputs do not change when the suite around it does.
 func CaseID(s sdk.Shape, dist op.Distribution) string {
 	var b strings.Builder
@@ -102,8 +143,22 @@ func CaseID(s sdk.Shape, dist op.Distribution) string {
 	if s.Causal {
 		b.WriteString("-causal")
 	}
+	switch s.Mode.Or() {
+	case sdk.Backward:
+		b.WriteString("-bwd")
+	case sdk.ForwardBackward:
+		b.WriteString("-fwdbwd")
+	}
 	if dist != op.Normal && dist != "" {
 		fmt.Fprintf(&b, "-%s", dist)
 	}
 	return strings.ToLower(b.String())
 }
+
+// GradientToleranceFactor is how many times the dtype's tolerance
+// (op.DefaultTolerances) each gradient is held to. A backward sums over
+// every query row for dK and dV and over every key for dQ, through P and
+// dS rounded to the dtype on the way, so its error against fp64 is larger
+// than the forward's. docs/correctness.md gives the measured errors of a
+// straightforward computation in each dtype that the factors are set from.
+var GradientToleranceFactor = map[string]float64{"dq": 4, "dk": 4, "dv": 4}

@@ -2,14 +2,28 @@ package attention
 
 import "github.com/flashcore/bench/sdk"
 
-// FLOPs is the work of one attention forward pass: 4·B·H·D per unmasked
+// FLOPs is the work of one call. A forward pass is 4·B·H·D per unmasked
 // (query, key) pair, 2·D for the score q·k and 2·D for adding p·v. Causal
 // masking (top-left) is counted exactly: query row i has min(i+1, Sk)
 // pairs. The softmax is not counted, as is the convention of published
-// attention figures.
+// attention figures. A backward pass counts BackwardFactor times the
+// forward (FlashAttention's convention: five matrix products of the
+// forward's two's size, the recomputed scores among them), so mode
+// fwd+bwd counts 1 + BackwardFactor times.
 func FLOPs(s sdk.Shape) float64 {
-	return 4 * float64(s.Batch) * float64(s.Heads) * float64(s.HeadDim) * float64(unmaskedPairs(s))
+	forward := 4 * float64(s.Batch) * float64(s.Heads) * float64(s.HeadDim) * float64(unmaskedPairs(s))
+	switch s.Mode.Or() {
+	case sdk.Backward:
+		return BackwardFactor * forward
+	case sdk.ForwardBackward:
+		return (1 + BackwardFactor) * forward
+	}
+	return forward
 }
+
+// BackwardFactor is the FLOPs of a backward pass in forward passes: 2.5,
+// as FlashAttention counts.
+const BackwardFactor = 2.5
 
 // unmaskedPairs is the number of (i, j) pairs of one head that attend.
 func unmaskedPairs(s sdk.Shape) int64 {
@@ -22,8 +36,17 @@ func unmaskedPairs(s sdk.Shape) int64 {
 	return full*(full+1)/2 + (sq-full)*sk
 }
 
-// Bytes is the least memory traffic of one pass: reading Q, K and V and
-// writing O, once each.
+// Bytes is the least memory traffic of one call, each tensor once: a
+// forward reads Q, K and V and writes O; a backward reads Q, K, V, O, dO
+// and the fp32 LSE and writes dQ, dK and dV; fwd+bwd reads Q, K, V and dO
+// and writes O, dQ, dK and dV.
 func Bytes(s sdk.Shape) float64 {
-	return float64(2*s.QElements()+2*s.KVElements()) * float64(s.DType.Size())
+	size := float64(s.DType.Size())
+	switch s.Mode.Or() {
+	case sdk.Backward:
+		return float64(4*s.QElements()+4*s.KVElements())*size + float64(4*s.Batch*s.Heads*s.SeqQ)
+	case sdk.ForwardBackward:
+		return float64(4*s.QElements()+4*s.KVElements()) * size
+	}
+	return float64(2*s.QElements()+2*s.KVElements()) * size
 }

@@ -10,6 +10,11 @@ func shape(b, h, kv, sq, sk, d int, causal bool, dtype sdk.DType) sdk.Shape {
 	return sdk.Shape{Batch: b, Heads: h, KVHeads: kv, SeqQ: sq, SeqK: sk, HeadDim: d, Causal: causal, DType: dtype}
 }
 
+func moded(s sdk.Shape, m sdk.Mode) sdk.Shape {
+	s.Mode = m
+	return s
+}
+
 func TestFLOPsAndBytes(t *testing.T) {
 	tests := []struct {
 		shape sdk.Shape
@@ -26,6 +31,12 @@ func TestFLOPsAndBytes(t *testing.T) {
 		{shape(1, 1, 1, 7, 5, 2, true, sdk.BF16), 4 * 2 * 25, (2*7*2 + 2*5*2) * 2},
 		// GQA: K and V are smaller.
 		{shape(2, 8, 2, 100, 300, 128, false, sdk.FP16), 4 * 2 * 8 * 128 * 30000, (2*2*8*100*128 + 2*2*2*300*128) * 2},
+		// Backward: 2.5 forwards; Q, O, dO, dQ and K, V, dK, dV once each,
+		// and the fp32 LSE.
+		{moded(shape(1, 8, 8, 512, 512, 64, false, sdk.FP16), sdk.Backward), 2.5 * 536870912, 8*262144*2 + 8*512*4},
+		{moded(shape(1, 8, 8, 512, 512, 64, true, sdk.FP16), sdk.Backward), 2.5 * 4 * 8 * 64 * 131328, 8*262144*2 + 8*512*4},
+		// fwd+bwd: 3.5 forwards; no LSE crosses the call's boundary.
+		{moded(shape(2, 8, 2, 100, 300, 128, false, sdk.BF16), sdk.ForwardBackward), 3.5 * 4 * 2 * 8 * 128 * 30000, (4*2*8*100*128 + 4*2*2*300*128) * 2},
 	}
 	for _, tc := range tests {
 		if got := FLOPs(tc.shape); got != tc.flops {

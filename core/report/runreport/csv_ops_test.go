@@ -25,13 +25,13 @@ func TestCSVParamColumns(t *testing.T) {
 		values  [][]string // per case: the value of each column named in columns
 	}{
 		{"attention alone keeps its columns", nil,
-			[]string{"batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim", "dtype", "causal"}, nil},
+			[]string{"batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim", "dtype", "causal", "mode"}, nil},
 		{"rmsnorm adds rows and cols after attention's axes", cases[:1],
-			[]string{"batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim", "dtype", "causal", "rows", "cols"},
-			[][]string{{"", "", "", "", "", "", "fp16", "", "4", "8"}}},
+			[]string{"batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim", "dtype", "causal", "mode", "rows", "cols"},
+			[][]string{{"", "", "", "", "", "", "fp16", "", "", "4", "8"}}},
 		{"an unknown op's params are kept", cases,
-			[]string{"batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim", "dtype", "causal", "rows", "cols", "width"},
-			[][]string{{"", "", "", "", "", "", "fp16", "", "4", "8", ""}, {"", "", "", "", "", "", "", "", "", "", "3"}}},
+			[]string{"batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim", "dtype", "causal", "mode", "rows", "cols", "width"},
+			[][]string{{"", "", "", "", "", "", "fp16", "", "", "4", "8", ""}, {"", "", "", "", "", "", "", "", "", "", "", "3"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
