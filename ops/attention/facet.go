@@ -2,16 +2,19 @@ package attention
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/sdk"
 )
 
 // Facet is the chart panel of a case: the cases that share head dim,
 // dtype, causality and grouping of heads, so that only the sequence
 // length (and the batch, which suites scale with it) varies along a line.
-// Facets are drawn by head dim, then dtype, then grouping, non-causal
-// before causal.
+// Facets are drawn by mode (forward first), then head dim, then dtype,
+// then grouping, non-causal before causal; a backward mode is part of
+// the facet's name and title.
 func Facet(p op.Params) op.Facet {
 	headDim, dtype, causal := p.Int("head_dim"), p.DType("dtype"), p.Bool("causal")
 	group := 1
@@ -30,6 +33,12 @@ func Facet(p op.Params) op.Facet {
 		title += ", causal"
 		causalRank = 1
 	}
+	mode := sdk.Mode(p["mode"]).Or()
+	modeRank := slices.Index(sdk.Modes, mode)
+	if mode != sdk.Forward {
+		name = append(name, strings.ReplaceAll(string(mode), "+", ""))
+		title += ", " + string(mode)
+	}
 	return op.Facet{Name: strings.Join(name, "-"), Title: title,
-		Order: fmt.Sprintf("%010d|%s|%010d|%d", headDim, dtype, group, causalRank)}
+		Order: fmt.Sprintf("%d|%010d|%s|%010d|%d", modeRank, headDim, dtype, group, causalRank)}
 }
