@@ -150,6 +150,31 @@ def test_every_tuned_tile_size_is_right(index, causal):
             assert_grad_close(f"{name} of {s}", got, ref, s.dtype)
 
 
+def test_the_autotuned_path_launches_the_first_fitting_config(monkeypatch, keep_triton_autotune):
+    """backward(tuned=True) through triton.autotune, which the interpreter's
+    shim (flashcore_triton_interpreter) makes launch the first config the
+    pruner keeps, untimed: a copy of the module loaded after the shim."""
+    import importlib.util
+
+    import flashcore_triton_interpreter as shim
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert shim.install()
+    spec = importlib.util.spec_from_file_location("triton_attention_bwd_shimmed", triton_attention_bwd.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.chosen_config() == ""
+    s = SHAPES[0]
+    q, k, v, do = inputs(s)
+    out, lse, *want = reference(q, k, v, do, s.causal)
+    dq, dk, dv = nan_like(q), nan_like(k), nan_like(v)
+    module.backward(q, k, v, out.float(), do, lse.float(), dq, dk, dv, s.causal)
+    for name, got, ref in zip(("dq", "dk", "dv"), (dq, dk, dv), want):
+        assert_grad_close(name, got, ref, s.dtype)
+    assert module.chosen_config() == ("dkdv BLOCK_M=32 BLOCK_N=64 warps=4 stages=3; "
+                                      "dq BLOCK_M=64 BLOCK_N=32 warps=4 stages=3")
+
+
 @pytest.mark.parametrize("prune, space, dtype, head_dim, kept, dropped", [
     ("prune_dkdv", "DKDV_TUNING_SPACE", torch.float16, 128, (32, 128, 4, 3), None),
     ("prune_dkdv", "DKDV_TUNING_SPACE", torch.float32, 128, (16, 64, 4, 4), (32, 128, 4, 3)),
