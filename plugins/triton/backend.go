@@ -8,9 +8,9 @@ import (
 )
 
 // scripts is this plugin's side of the Python worker: the backend module
-// and the kernel.
+// and the kernels (forward and backward).
 //
-//go:embed triton_backend.py triton_attention.py
+//go:embed triton_backend.py triton_attention.py triton_attention_bwd.py
 var scripts embed.FS
 
 // New is the plugin's backend: the shared Python bridge running this

@@ -13,6 +13,11 @@ sees key 0 and the running max is finite after the first block. Grouped-query
 heads read key/value head h // (heads / kv_heads). Rows past seq_q are
 computed from zero queries and never stored.
 
+With ``lse`` given, the kernel also stores each row's log-sum-exp (natural
+log, fp32 [batch, heads, seq_q]), which the backward pass
+(triton_attention_bwd.py) recomputes the softmax from. STORE_LSE is a
+constexpr, so the forward-only kernel compiles without that store.
+
 ``attention`` launches the autotuned kernel; ``attention(..., tuned=False)``
 launches one small fixed configuration, for Triton's CPU interpreter;
 ``attention(..., config=...)`` launches one chosen configuration (the
@@ -85,14 +90,14 @@ def _attend(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_m, offs
 
 
 @triton.jit
-def _attention_forward(Q, K, V, O, qk_scale,
+def _attention_forward(Q, K, V, O, LSE, qk_scale,
                        stride_qb, stride_qh, stride_qm,
                        stride_kb, stride_kh, stride_kn,
                        stride_vb, stride_vh, stride_vn,
                        stride_ob, stride_oh, stride_om,
                        heads, group, seq_q, seq_k,
                        HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                       STORE_LSE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     batch = pid_bh // heads
@@ -128,6 +133,11 @@ def _attention_forward(Q, K, V, O, qk_scale,
     out = acc / l_i[:, None]
     o_ptrs = O + batch * stride_ob + head * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :]
     tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=offs_m[:, None] < seq_q)
+    if STORE_LSE:
+        # m_i and the scores are in base 2 (scale·log2 e folded in): the
+        # natural log-sum-exp is ln 2 · (m + log2 l). LSE is contiguous.
+        lse = (m_i + tl.math.log2(l_i)) * 0.6931471805599453
+        tl.store(LSE + pid_bh * seq_q + offs_m, lse, mask=offs_m < seq_q)
 
 
 def prune_by_shared_memory(configs, named_args, **kwargs):
@@ -145,20 +155,28 @@ def prune_by_shared_memory(configs, named_args, **kwargs):
 
 _attention_forward_tuned = triton.autotune(
     configs=[triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s) for m, n, w, s in _TUNING_SPACE],
-    key=["seq_q", "seq_k", "HEAD_DIM", "CAUSAL"],  # the autotuner adds the tensors' dtypes
+    key=["seq_q", "seq_k", "HEAD_DIM", "CAUSAL", "STORE_LSE"],  # the autotuner adds the tensors' dtypes
     prune_configs_by={"early_config_prune": prune_by_shared_memory},
 )(_attention_forward)
 
 
-def attention(q, k, v, out, causal, tuned=True, config=None):
+def attention(q, k, v, out, causal, tuned=True, config=None, lse=None):
     """Writes softmax(Q·Kᵀ/√D)·V into out. All tensors are contiguous
     [batch, heads, seq, head_dim]; k and v may have fewer heads (GQA).
     config, a string as chosen_config() returns, runs that one config
-    untuned (to reproduce a tuned run, e.g. under a profiler)."""
+    untuned (to reproduce a tuned run, e.g. under a profiler). lse, a
+    contiguous fp32 [batch, heads, seq_q] tensor, receives each row's
+    natural log-sum-exp of the scaled scores (for the backward pass)."""
     batch, heads, seq_q, head_dim = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
     grid = lambda meta: (triton.cdiv(seq_q, meta["BLOCK_M"]), batch * heads)  # noqa: E731
-    args = (q, k, v, out, head_dim ** -0.5 * LOG2E,
+    store_lse = lse is not None
+    if store_lse and (not lse.is_floating_point() or lse.element_size() != 4 or not lse.is_contiguous()
+                      or tuple(lse.shape) != (batch, heads, seq_q)):
+        raise ValueError(f"lse must be a contiguous fp32 {(batch, heads, seq_q)} tensor, "
+                         f"got {lse.dtype} {tuple(lse.shape)}")
+    # Without lse the pointer is never read (STORE_LSE is a constexpr): out stands in.
+    args = (q, k, v, out, lse if store_lse else out, head_dim ** -0.5 * LOG2E,
             q.stride(0), q.stride(1), q.stride(2),
             k.stride(0), k.stride(1), k.stride(2),
             v.stride(0), v.stride(1), v.stride(2),
@@ -169,7 +187,7 @@ def attention(q, k, v, out, causal, tuned=True, config=None):
     # cores; exact fp32 FMA tiles take minutes to compile and run slowly);
     # the interpreter computes in fp32 anyway.
     precision = "tf32" if q.element_size() != 4 else ("tf32x3" if tuned else "ieee")
-    constants = {"HEAD_DIM": head_dim, "CAUSAL": causal, "PRECISION": precision}
+    constants = {"HEAD_DIM": head_dim, "CAUSAL": causal, "PRECISION": precision, "STORE_LSE": store_lse}
     if config:
         _attention_forward[grid](*args, **constants, **parse_config(config))
     elif tuned:
