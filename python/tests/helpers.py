@@ -124,3 +124,68 @@ def restore_triton_autotune(monkeypatch):
     for module in (triton, triton.runtime, autotuner):
         monkeypatch.setattr(module, "autotune", module.autotune)
 
+
+
+# ---------------------------------------------------------------- attention's backward
+
+# What each attention mode takes and returns, in order (flashcore_worker.OpCase).
+MODE_INPUTS = {"bwd": ("q", "k", "v", "o", "do", "lse"), "fwd+bwd": ("q", "k", "v", "do")}
+MODE_OUTPUTS = {"bwd": ("dq", "dk", "dv"), "fwd+bwd": ("o", "dq", "dk", "dv")}
+
+
+def reference_backward(q, k, v, do, causal):
+    """The fp64 reference forward and its autograd backward, top-left
+    causal, grouped-query heads: (o, lse, dq, dk, dv), with lse[b, h, i]
+    the natural log of row i's softmax denominator, scale included."""
+    q, k, v = (t.detach().double().requires_grad_() for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    scores = q @ k.repeat_interleave(group, 1).transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        rows = torch.arange(q.shape[2])[:, None]
+        cols = torch.arange(k.shape[2])[None, :]
+        scores = scores.masked_fill(cols > rows, float("-inf"))
+    lse = scores.logsumexp(-1)
+    o = torch.softmax(scores, -1) @ v.repeat_interleave(group, 1)
+    dq, dk, dv = torch.autograd.grad(o, (q, k, v), do.double())
+    return o.detach(), lse.detach(), dq, dk, dv
+
+
+def make_attention_case(tmp_path, s, variant, mode, seed=0, case_id="case"):
+    """An attention case of mode bwd or fwd+bwd as the host sends it: the
+    op's axes in params (mode among them), the shape with its mode, and
+    named files in and out. q, k, v and do are random in the dtype; o
+    (rounded to the dtype) and lse (fp32) come from the fp64 reference
+    forward. Returns the prepare params, every tensor by name (inputs as
+    written; "want": the fp64 reference of each output by name) and the
+    input hash."""
+    gen = torch.Generator().manual_seed(seed)
+    dtype = DTYPES[s.dtype]
+    q, k, v, do = (torch.randn(dims, generator=gen).to(dtype) for dims in (s.q_shape, s.kv_shape, s.kv_shape, s.q_shape))
+    o, lse, dq, dk, dv = reference_backward(q, k, v, do, s.causal)
+    tensors = {"q": q, "k": k, "v": v, "o": o.to(dtype), "do": do, "lse": lse.float()}
+    want = {"o": o, "dq": dq, "dk": dk, "dv": dv}
+    dims = {"o": s.q_shape, "dq": s.q_shape, "dk": s.kv_shape, "dv": s.kv_shape}
+    params = {"mode": mode, "batch": str(s.batch), "heads": str(s.heads), "kv_heads": str(s.kv_heads),
+              "seq_q": str(s.seq_q), "seq_k": str(s.seq_k), "head_dim": str(s.head_dim), "dtype": s.dtype,
+              "causal": "true" if s.causal else "false"}
+    request, digest = make_op_case(tmp_path, "attention", variant, {n: tensors[n] for n in MODE_INPUTS[mode]},
+                                   [(n, dims[n], s.dtype) for n in MODE_OUTPUTS[mode]], params, case_id)
+    request["shape"] = {**shape_json(s), "mode": mode}
+    return request, {**tensors, "want": want}, digest
+
+
+def read_outputs(request):
+    """Every output file a request names, by name, as the host reads them."""
+    return {f["name"]: read_tensor(f["path"], f["dims"], f["dtype"]) for f in request["outputs"]}
+
+
+def assert_grads_close(got, want, dtype, scale=1.0):
+    """Each output of got (name -> tensor) against want's fp64 reference,
+    within the dtype's tolerance times the reference's largest magnitude
+    (at least 1) times scale: gradients grow with the problem."""
+    assert set(got) == set(want), f"outputs {sorted(got)}, want {sorted(want)}"
+    for name, tensor in got.items():
+        assert not torch.isnan(tensor.double()).any(), f"{name} has NaN (poison left?)"
+        bound = TOLERANCE[dtype] * max(1.0, want[name].abs().max().item()) * scale
+        err = (tensor.double() - want[name]).abs().max().item()
+        assert err <= bound, f"{name}: max error {err:.3g} > {bound:.3g}"

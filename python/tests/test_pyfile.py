@@ -16,12 +16,17 @@ import flashcore_worker as core
 import pyfile_backend as pyfile
 import worker_main
 from helpers import (
+    DTYPES,
     assert_close,
+    assert_grads_close,
+    make_attention_case,
     make_case,
     make_rmsnorm_case,
     read_output,
+    read_outputs,
     read_tensor,
     reference,
+    reference_backward,
     restore_triton_autotune,
     rmsnorm_reference,
     shape,
@@ -265,8 +270,13 @@ def test_an_error_inside_torch_points_at_the_users_line(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- examples
 
 
-def test_the_plain_torch_example_is_under_30_lines():
-    assert len((EXAMPLES / "torch_attention.py").read_text().splitlines()) < 30
+def test_the_plain_torch_example_is_short():
+    """Its forward is the walkthrough's few lines; the backward and the
+    two in one call, written out too, keep it under 60."""
+    lines = (EXAMPLES / "torch_attention.py").read_text().splitlines()
+    assert len(lines) < 60
+    forward = lines[lines.index(next(line for line in lines if line.startswith("def attention("))):]
+    assert forward.index("") < 6
 
 
 @pytest.mark.parametrize("name", ["torch_attention.py", "triton_attention.py", "triton_autotuned_attention.py",
@@ -483,3 +493,146 @@ def test_the_triton_rmsnorm_example_runs_through_the_worker_core(tmp_path, monke
     assert prepared["facts"]["output_poison"].startswith("applied: rmsnorm(out=)")
     worker.fetch({"case_id": "case"})
     assert_close(read_tensor(params["outputs"][0]["path"], [rows, cols], dtype), rmsnorm_reference(x, w), dtype)
+
+
+# ---------------------------------------------------------------- attention's backward modes
+
+BACKWARD_FILE = """
+import torch
+
+def attention_backward(q, k, v, o, do, lse, *, causal, scale):
+    return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+"""
+
+FORWARD_BACKWARD_FILE = """
+def attention_forward_backward(q, k, v, do, *, causal, scale):
+    return q.clone(), q.clone(), k.clone(), v.clone()
+"""
+
+
+@pytest.mark.parametrize("sources, modes, functions", [
+    ((SDPA_FILE,), ["fwd"], "attention()"),
+    ((SDPA_FILE, BACKWARD_FILE), ["fwd", "bwd"], "attention() and attention_backward()"),
+    ((BACKWARD_FILE,), ["bwd"], "attention_backward()"),
+    ((SDPA_FILE, BACKWARD_FILE, FORWARD_BACKWARD_FILE), ["fwd", "bwd", "fwd+bwd"],
+     "attention(), attention_backward() and attention_forward_backward()"),
+    ((FORWARD_BACKWARD_FILE, RMSNORM_FILE), ["fwd+bwd"], "attention_forward_backward() and rmsnorm()"),
+])
+def test_the_attention_functions_a_file_defines_are_its_modes(tmp_path, monkeypatch, sources, modes, functions):
+    (variant,) = served(monkeypatch, write(tmp_path, "".join(sources), "k.py")).describe({})["variants"]
+    assert variant["capabilities"]["modes"] == modes
+    assert variant["description"] == f"{functions} of k.py"
+    assert variant.get("ops", ["attention"]) == ["attention"] + (["rmsnorm"] if RMSNORM_FILE in sources else [])
+
+
+def test_the_torch_example_declares_the_forward_and_both_backward_modes(monkeypatch):
+    (variant,) = served(monkeypatch, str(EXAMPLES / "torch_attention.py")).describe({})["variants"]
+    assert variant["capabilities"]["modes"] == ["fwd", "bwd", "fwd+bwd"] and "ops" not in variant
+
+
+@pytest.mark.parametrize("source, message", [
+    ("def attention_backward(q, k, v, o, do, lse, *, causal):\n    return q, k, v\n",
+     "attention_backward(q, k, v, o, do, lse, *, causal) takes no keyword 'scale': "
+     "define attention_backward(q, k, v, o, do, lse, *, causal, scale)"),
+    ("def attention_forward_backward(q, k, v, do, *, scale):\n    return q\n",
+     "takes no keyword 'causal': define attention_forward_backward(q, k, v, do, *, causal, scale)"),
+    ("def attention_backward(q, k, v, o, do, lse, *, causal, scale):\n    return q\nTUNABLES = {'block': [64]}\n",
+     "takes no keyword 'config' (it defines TUNABLES)"),
+    ("attention_backward = 3\n", "attention_backward is a int, not a function"),
+])
+def test_a_backward_function_that_breaks_the_contract_is_unavailable(tmp_path, source, message):
+    path = write(tmp_path, source)
+    reason = unavailable(path)
+    assert reason.startswith(path) and message in reason, reason
+
+
+@pytest.mark.parametrize("mode", ["bwd", "fwd+bwd"])
+@pytest.mark.parametrize("s", [
+    shape(1, 4, 2, 33, 47, 16, True, "fp16"),     # GQA, top-left causal, Sq < Sk
+    shape(2, 2, 2, 24, 24, 32, False, "fp32"),
+    shape(1, 2, 1, 20, 9, 16, True, "bf16"),      # MQA, causal, Sq > Sk
+])
+def test_the_torch_examples_backward_runs_through_the_worker_core(tmp_path, monkeypatch, s, mode):
+    worker = served(monkeypatch, str(EXAMPLES / "torch_attention.py"))
+    request, tensors, digest = make_attention_case(tmp_path, s, "my-kernel", mode, seed=2)
+    prepared = worker.prepare(request)
+    assert prepared["loaded_sha256"] == digest and "diagnostics" not in prepared
+    name = {"bwd": "attention_backward", "fwd+bwd": "attention_forward_backward"}[mode]
+    assert prepared["facts"]["function"] == f"{name}() of torch_attention.py"
+    assert prepared["facts"]["output_poison"] == (f"not applied: {name}() allocates its outputs; "
+                                                  "the returned tensors are written")
+    worker.fetch({"case_id": "case"})
+    got = read_outputs(request)
+    assert_grads_close(got, {n: tensors["want"][n] for n in got}, s.dtype)
+    samples = worker.run({"case_id": "case", "measurement": QUICK})
+    assert samples["method"] == "wall-clock" and len(samples["kernel_times"]) >= 3
+
+
+def test_attention_backward_gets_the_hosts_o_and_lse(tmp_path, monkeypatch):
+    seen = tmp_path / "seen.pt"
+    path = write(tmp_path, f"""
+import torch
+
+def attention_backward(q, k, v, o, do, lse, *, causal, scale, config):
+    torch.save({{"args": (q, k, v, o, do, lse), "causal": causal, "scale": scale, "config": config}}, {str(seen)!r})
+    return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+
+TUNABLES = {{"BLOCK": [32, 64]}}
+""")
+    worker = served(monkeypatch, path)
+    s = shape(1, 4, 2, 10, 14, 16, True, "fp16")
+    request, tensors, _ = make_attention_case(tmp_path, s, "my-kernel", "bwd")
+    worker.prepare({**request, "tunables": {"BLOCK": "64"}})
+    got = torch.load(seen)
+    for name, tensor in zip(("q", "k", "v", "o", "do", "lse"), got["args"]):
+        assert torch.equal(tensor, tensors[name]), name
+    assert got["args"][5].dtype == torch.float32 and tuple(got["args"][5].shape) == (1, 4, 10)
+    assert (got["causal"], got["scale"], got["config"]) == (True, 0.25, {"BLOCK": 64})
+
+
+def test_setup_sees_the_mode_and_may_refuse_it(tmp_path, monkeypatch):
+    path = write(tmp_path, SDPA_FILE + BACKWARD_FILE + """
+def setup(shape):
+    if shape.mode == "bwd" and shape.causal:
+        raise NotImplementedError(f"no causal backward yet ({shape.mode})")
+""")
+    worker = served(monkeypatch, path)
+    request, _, _ = make_attention_case(tmp_path, shape(1, 2, 2, 8, 8, 16, True, "fp32"), "my-kernel", "bwd")
+    (diagnostic,) = worker.prepare(request)["diagnostics"]
+    assert (diagnostic["severity"], diagnostic["summary"]) == ("unsupported", "my-kernel: no causal backward yet (bwd)")
+    params, _, _ = make_case(tmp_path, shape(1, 2, 2, 8, 8, 16, True, "fp32"), "my-kernel")
+    assert "diagnostics" not in worker.prepare(params)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("return dq", "attention_backward() in {path} returned Tensor, want a tuple (dq, dk, dv)"),
+    ("return dq, k", "attention_backward() in {path} returned 2 values, want 3 (dq, dk, dv)"),
+    ("return dq, k, v[:, :1]", "attention_backward() in {path}'s dv returned shape (1, 1, 9, 16), want (1, 2, 9, 16)"),
+    ("return dq, k.float(), v", "attention_backward() in {path}'s dk returned torch.float32, want torch.float16 (k's dtype)"),
+])
+def test_a_backward_result_the_host_cannot_check_is_an_error_naming_the_file(tmp_path, monkeypatch, body, message):
+    path = write(tmp_path, f"def attention_backward(q, k, v, o, do, lse, *, causal, scale):\n    dq = q\n    {body}\n")
+    worker = served(monkeypatch, path)
+    request, _, _ = make_attention_case(tmp_path, shape(1, 2, 2, 6, 9, 16, False, "fp16"), "my-kernel", "bwd")
+    with pytest.raises((TypeError, ValueError)) as caught:
+        worker.prepare(request)
+    assert message.format(path=path) in str(caught.value)
+
+
+@pytest.mark.parametrize("s", [
+    shape(1, 8, 2, 17, 29, 64, True, "bf16"),     # GQA, causal, Sq < Sk
+    shape(2, 4, 1, 31, 12, 32, True, "fp16"),     # MQA, causal, Sq > Sk
+    shape(1, 2, 2, 5, 5, 128, False, "fp32"),
+    shape(1, 6, 3, 40, 40, 16, False, "fp32"),
+])
+def test_the_torch_examples_backward_matches_fp64_autograd(s):
+    f = pyfile.load_kernel_file(str(EXAMPLES / "torch_attention.py"))
+    gen = torch.Generator().manual_seed(7)
+    dtype = DTYPES[s.dtype]
+    q, k, v, do = (torch.randn(d, generator=gen).to(dtype) for d in (s.q_shape, s.kv_shape, s.kv_shape, s.q_shape))
+    o, lse, dq, dk, dv = reference_backward(q, k, v, do, s.causal)
+    want = {"dq": dq, "dk": dk, "dv": dv}
+    got = f.attention_modes["bwd"](q, k, v, o.to(dtype), do, lse.float(), causal=s.causal, scale=s.scale)
+    assert_grads_close(dict(zip(want, got)), want, s.dtype)
+    got = f.attention_modes["fwd+bwd"](q, k, v, do, causal=s.causal, scale=s.scale)
+    assert_grads_close(dict(zip(["o", *want], got)), {"o": o, **want}, s.dtype)

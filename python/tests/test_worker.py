@@ -1,15 +1,28 @@
 """The worker core against the bridge's probe backend
-(internal/bridge/testdata/probe_backend.py), on the CPU."""
+(internal/bridge/testdata/probe_backend.py), on the CPU; and attention's
+backward modes against a backend of the fp64 reference's (GradBackend)."""
 
 import hashlib
 import io
+import os
 
 import pytest
 import torch
 
 import flashcore_worker as core
 import probe_backend
-from helpers import assert_close, make_case, read_output, reference, shape
+from helpers import (
+    assert_close,
+    assert_grads_close,
+    make_attention_case,
+    make_case,
+    read_output,
+    read_outputs,
+    read_tensor,
+    reference,
+    reference_backward,
+    shape,
+)
 
 QUICK = {"warmup_runs": 1, "warmup_time": 0, "min_samples": 3, "max_samples": 6, "target_noise": 0.5,
          "time_cap": 5_000_000_000, "l2": "hot", "call_samples": 2}
@@ -208,3 +221,146 @@ def test_a_stay_put_move_counts_its_samples_to_the_block_before():
 
     times, blocks = core.collect_placed_samples(m, lambda bm: [1] * bm.min_samples, move)
     assert blocks == [3, 6, 3] and len(times) == 12
+
+
+# ---------------------------------------------------------------- attention's backward modes
+
+
+class GradBackend:
+    """Attention in every mode from the fp64 reference: the forward through
+    prepare, the backward modes through prepare_op. It keeps every case it
+    was given, and reads q, k, v and do alone (o and lse are checked for
+    their dims and dtype, not used)."""
+
+    version = "grad-1"
+    build = "test"
+
+    def __init__(self):
+        self.cases = []
+
+    def variants(self):
+        return [{"name": "grads", "capabilities": core.capabilities(("fp32", "fp16"), modes=core.MODES)}]
+
+    def prepare(self, case):
+        self.cases.append(case)
+        return core.Kernel(lambda: reference(case.q, case.k, case.v, case.shape.causal).to(case.q.dtype))
+
+    def prepare_op(self, case):
+        self.cases.append(case)
+        x = case.inputs
+
+        def run():
+            o, _, dq, dk, dv = reference_backward(x["q"], x["k"], x["v"], x["do"], case.shape.causal)
+            by_name = {"o": o, "dq": dq, "dk": dk, "dv": dv}
+            return tuple(by_name[f.name].to(core.torch_dtype(f.dtype)) for f in case.outputs)
+
+        return core.Kernel(run, facts={"mode": case.mode})
+
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture
+def grads():
+    return core.Worker(GradBackend(), CPU)
+
+
+BWD_SHAPE = shape(1, 4, 2, 13, 21, 16, True, "fp32")
+
+
+@pytest.mark.parametrize("mode, inputs, outputs", [
+    ("bwd", ["q", "k", "v", "o", "do", "lse"], ["dq", "dk", "dv"]),
+    ("fwd+bwd", ["q", "k", "v", "do"], ["o", "dq", "dk", "dv"]),
+])
+def test_a_backward_mode_is_an_op_case_through_prepare_op(grads, tmp_path, mode, inputs, outputs):
+    s = BWD_SHAPE
+    request, tensors, digest = make_attention_case(tmp_path, s, "grads", mode, seed=4)
+    prepared = grads.handle("prepare", request)
+    assert prepared == {"loaded_sha256": digest, "facts": {"mode": mode}}
+    (case,) = grads.backend.cases
+    assert isinstance(case, core.OpCase) and case.op == "attention" and case.mode == mode
+    assert case.shape == core.Shape(1, 4, 2, 13, 21, 16, True, "fp32", mode)
+    assert list(case.inputs) == inputs and [f.name for f in case.outputs] == outputs
+    if mode == "bwd":
+        assert case.inputs["lse"].dtype == torch.float32 and tuple(case.inputs["lse"].shape) == (1, 4, 13)
+        assert torch.equal(case.inputs["o"], tensors["o"])
+    dims = {"o": s.q_shape, "dq": s.q_shape, "dk": s.kv_shape, "dv": s.kv_shape}
+
+    assert grads.handle("fetch", {"case_id": "case"}) == {}
+    for f in request["outputs"]:
+        assert os.path.getsize(f["path"]) == 4 * torch.Size(dims[f["name"]]).numel()
+    assert_grads_close(read_outputs(request), {n: tensors["want"][n] for n in outputs}, "fp32")
+
+    timed = [{**f, "path": str(tmp_path / f"timed-{f['name']}.bin")} for f in request["outputs"]]
+    samples = grads.handle("run", {"case_id": "case", "measurement": QUICK, "output": timed[0]["path"],
+                                   "outputs": timed})
+    assert samples["method"] == "wall-clock" and len(samples["kernel_times"]) >= 3
+    got = {f["name"]: read_tensor(f["path"], f["dims"], f["dtype"]) for f in timed}
+    assert_grads_close(got, {n: tensors["want"][n] for n in outputs}, "fp32")
+
+
+def test_a_forward_request_that_names_its_mode_is_todays_forward(grads, tmp_path):
+    s = shape(1, 2, 1, 9, 12, 16, True, "fp16")
+    params, (q, k, v), digest = make_case(tmp_path, s, "grads")
+    params = {**params, "op": "attention", "params": {"mode": "fwd"}, "shape": {**params["shape"], "mode": "fwd"}}
+    assert grads.handle("prepare", params)["loaded_sha256"] == digest
+    (case,) = grads.backend.cases
+    assert isinstance(case, core.Case) and case.shape == s
+    grads.handle("fetch", {"case_id": "case"})
+    assert_close(read_output(params["files"]["Output"], s), reference(q, k, v, True), "fp16")
+
+
+def test_an_output_of_the_wrong_shape_is_an_error_naming_the_mode(tmp_path):
+    class Transposed(GradBackend):
+        def prepare_op(self, case):
+            kernel = super().prepare_op(case)
+            return core.Kernel(lambda: tuple(t.transpose(-1, -2) for t in kernel.run()))
+
+    worker = core.Worker(Transposed(), CPU)
+    request, _, _ = make_attention_case(tmp_path, BWD_SHAPE, "grads", "bwd")
+    worker.handle("prepare", request)
+    with pytest.raises(ValueError, match=r"attention bwd of grads: output dq has shape \(1, 4, 16, 13\)"):
+        worker.handle("fetch", {"case_id": "case"})
+
+
+def test_an_unknown_mode_is_an_error(grads, tmp_path):
+    request, _, _ = make_attention_case(tmp_path, BWD_SHAPE, "grads", "bwd")
+    request["params"]["mode"] = "backward"
+    with pytest.raises(ValueError, match="attention mode 'backward' is not one of fwd, bwd, fwd\\+bwd"):
+        grads.handle("prepare", request)
+
+
+def test_the_mode_and_shape_come_from_params_where_the_shape_is_zero(tmp_path):
+    request, _, _ = make_attention_case(tmp_path, BWD_SHAPE, "grads", "fwd+bwd")
+    assert core.attention_shape(request) == core.Shape(1, 4, 2, 13, 21, 16, True, "fp32", "fwd+bwd")
+    zero = {"batch": 0, "heads": 0, "kv_heads": 0, "seq_q": 0, "seq_k": 0, "head_dim": 0, "causal": False,
+            "dtype": ""}
+    assert core.attention_shape({**request, "shape": zero}) == core.attention_shape(request)
+    assert core.attention_shape({"params": {}, "shape": {**request["shape"], "mode": "bwd"}}).mode == "bwd"
+
+
+def test_a_move_prepares_a_backward_case_again_on_copies(grads, tmp_path):
+    request, tensors, _ = make_attention_case(tmp_path, BWD_SHAPE, "grads", "bwd")
+    grads.handle("prepare", request)
+    case = grads.cases["case"]
+    before_inputs, before_kernel = case.inputs, case.kernel
+    grads._mover(case, poison_output=True)(1)
+    assert case.kernel is not before_kernel and isinstance(case.inputs, core.OpCase)
+    assert case.inputs.shape == before_inputs.shape and grads.backend.cases[-1] is case.inputs
+    for name, old in before_inputs.inputs.items():
+        new = case.inputs.inputs[name]
+        assert new.data_ptr() != old.data_ptr() and torch.equal(new, old)
+    got = dict(zip(("dq", "dk", "dv"), case.kernel.run()))
+    assert_grads_close(got, {n: tensors["want"][n] for n in got}, "fp32")
+
+
+def test_capabilities_list_the_modes():
+    assert core.capabilities(("fp16",))["modes"] == ["fwd"]
+    assert core.capabilities(("fp16",), modes=core.MODES)["modes"] == ["fwd", "bwd", "fwd+bwd"]
+    with pytest.raises(ValueError, match="mode 'backward' is not one of"):
+        core.capabilities(("fp16",), modes=("fwd", "backward"))
+
+
+def test_a_shape_names_its_mode_unless_it_is_the_forward():
+    assert str(shape(1, 4, 2, 13, 21, 16, True, "fp16")) == "B1 H4/2 S13x21 D16 fp16 causal"
+    assert str(core.Shape(1, 4, 4, 8, 8, 16, False, "bf16", "fwd+bwd")) == "B1 H4 S8 D16 bf16 fwd+bwd"

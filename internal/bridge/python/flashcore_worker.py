@@ -6,10 +6,11 @@ backend module (the plugin's own, e.g. ``sdpa_backend``), then calls
 ``serve``. Every request is answered in turn:
 
 1. ``describe``: the device and the backend's variants.
-2. ``prepare``: load the inputs from the host's files (attention: Q, K
-   and V of a shape; any other op: its named tensors), hash the bytes
-   loaded, and let the backend build a ``Kernel`` (``prepare`` for
-   attention, ``prepare_op`` for other ops), which may answer
+2. ``prepare``: load the inputs from the host's files (attention's
+   forward: Q, K and V of a shape; attention's backward and any other op:
+   its named tensors), hash the bytes loaded, and let the backend build a
+   ``Kernel`` (``prepare`` for attention's forward, ``prepare_op`` for
+   attention's backward modes and for other ops), which may answer
    ``Unsupported``. Capabilities and tunables are not checked here: the
    bridge checks every request against the variant's declared
    capabilities for its op and its tunables in Go, with the host's own
@@ -102,6 +103,17 @@ TIMING_REFERENCE_ENV = "FLASHCORE_TIMING_REFERENCE"
 
 # The op a request names when it names none (sdk.PrepareRequest.Op).
 ATTENTION = "attention"
+# Attention's modes: the axis "mode" of its cases (params["mode"], and
+# sdk.Shape's "mode"). FWD is the forward alone (Q, K and V in, O out,
+# through the backend's prepare); BWD the backward alone (Q, K, V, O, dO
+# and LSE in, dQ, dK and dV out) and FWD_BWD the forward then the backward
+# in one call (Q, K, V and dO in, O, dQ, dK and dV out), both through the
+# backend's prepare_op as an OpCase with named tensors. A request that
+# names no mode is FWD.
+FWD = "fwd"
+BWD = "bwd"
+FWD_BWD = "fwd+bwd"
+MODES = (FWD, BWD, FWD_BWD)
 # rmsnorm's epsilon, added to the mean square: ops/rmsnorm.Eps in Go (a
 # bridge test holds the two equal). The host sends no eps, since it is
 # part of the op's definition, not an axis.
@@ -122,7 +134,8 @@ class Unsupported(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Shape:
-    """sdk.Shape. Tensors are [batch, heads, seq, head_dim]."""
+    """sdk.Shape. Tensors are [batch, heads, seq, head_dim]. mode is
+    attention's mode (MODES): what a call computes, not the tensors' sizes."""
 
     batch: int
     heads: int
@@ -132,6 +145,7 @@ class Shape:
     head_dim: int
     causal: bool
     dtype: str
+    mode: str = FWD
 
     @classmethod
     def from_json(cls, s):
@@ -144,7 +158,14 @@ class Shape:
             head_dim=int(s["head_dim"]),
             causal=bool(s.get("causal", False)),
             dtype=s["dtype"],
+            mode=s.get("mode") or FWD,
         )
+
+    @classmethod
+    def from_params(cls, p):
+        """The shape of attention's axes in canonical text (an OpCase's
+        params: "batch": "2", "causal": "true", ...)."""
+        return cls.from_json({**p, "causal": str(p.get("causal", "false")).lower() == "true"})
 
     @property
     def q_shape(self):
@@ -166,13 +187,18 @@ class Shape:
         heads = f"H{self.heads}" if not self.grouped else f"H{self.heads}/{self.kv_heads}"
         seq = f"S{self.seq_q}" if self.seq_q == self.seq_k else f"S{self.seq_q}x{self.seq_k}"
         text = f"B{self.batch} {heads} {seq} D{self.head_dim} {self.dtype}"
-        return text + (" causal" if self.causal else "")
+        text += " causal" if self.causal else ""
+        return text + (f" {self.mode}" if self.mode != FWD else "")
 
 
 def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
                  unequal_seq_lens=True, head_dims=(), max_seq_len=0, max_elements=0,
-                 needs_gpu=False, seq_multiple=1):
-    """An sdk.Capabilities as JSON."""
+                 needs_gpu=False, seq_multiple=1, modes=(FWD,)):
+    """An sdk.Capabilities as JSON. modes are the attention modes (MODES)
+    the variant runs; the host reads an absent or empty list as FWD alone."""
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise ValueError(f"mode {unknown[0]!r} is not one of {', '.join(MODES)}")
     return {
         "dtypes": list(dtypes),
         "head_dims": list(head_dims),
@@ -184,6 +210,7 @@ def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
         "max_elements": max_elements,
         "needs_gpu": needs_gpu,
         "seq_multiple": seq_multiple,
+        "modes": list(modes),
     }
 
 
@@ -215,12 +242,24 @@ class Case:
 
 @dataclasses.dataclass
 class OpCase:
-    """One prepared case of an op other than attention, as a backend's
-    prepare_op sees it: ``op`` names it (ops/ in Go), ``params`` are its
-    axis values in canonical text ("4096", "fp16"), ``inputs`` its input
-    tensors by name on the device, in the op's order, and ``outputs`` the
-    TensorFile of each output, in the op's order (their dims and dtypes say
-    what run() must return)."""
+    """One prepared case of an op other than attention, or of attention in
+    mode BWD or FWD_BWD, as a backend's prepare_op sees it: ``op`` names it
+    (ops/ in Go), ``params`` are its axis values in canonical text ("4096",
+    "fp16"), ``inputs`` its input tensors by name on the device, in the
+    op's order, and ``outputs`` the TensorFile of each output, in the op's
+    order (their dims and dtypes say what run() must return).
+
+    For attention, ``shape`` is the case's Shape (its mode included):
+
+    - BWD: inputs q [B, H, Sq, D], k and v [B, H_kv, Sk, D], o and do
+      [B, H, Sq, D] (the case's dtype) and lse [B, H, Sq] (fp32; the
+      natural log of each query row's softmax denominator, scale
+      included); outputs dq, dk, dv. o and lse are the host's fp64
+      reference forward (o rounded to the dtype), the same for every
+      backend; run() does the backward alone.
+    - FWD_BWD: inputs q, k, v, do; outputs o, dq, dk, dv, one call running
+      the forward and then the backward.
+    """
 
     case_id: str
     variant: str
@@ -230,6 +269,12 @@ class OpCase:
     device: object  # torch.device
     inputs: dict
     outputs: list
+    shape: Shape = None  # attention's; None for other ops
+
+    @property
+    def mode(self):
+        """Attention's mode (MODES); FWD for other ops."""
+        return self.shape.mode if self.shape is not None else FWD
 
     def int(self, axis):
         """The value of an integer axis."""
@@ -276,7 +321,36 @@ class PreparedCase:
     calls: int = 0
     inputs: object = None  # the Case or OpCase the kernel was prepared from
     op: str = ATTENTION
-    outputs: list = dataclasses.field(default_factory=list)  # TensorFile of each output (ops other than attention)
+    outputs: list = dataclasses.field(default_factory=list)  # TensorFile of each output (every OpCase)
+
+    @property
+    def attention_forward(self):
+        """Whether this is attention's forward: one output, written to a
+        path (sdk.Tensors' Output); every other case names its outputs
+        (TensorFile), as an OpCase does."""
+        return self.op == ATTENTION and (self.shape is None or self.shape.mode == FWD)
+
+    @property
+    def what(self):
+        """The op (and attention's mode, where not the forward), as errors
+        about its outputs name it."""
+        if self.shape is not None and self.shape.mode != FWD:
+            return f"{self.op} {self.shape.mode}"
+        return self.op
+
+
+def attention_shape(params):
+    """The Shape of an attention prepare request: its "shape" (sdk.Shape),
+    else, where that is absent or zero, its params (the op's axes as text).
+    The mode is that of the params (the op's axis "mode"), else the
+    shape's, else FWD."""
+    axes = params.get("params") or {}
+    given = params.get("shape") or {}
+    shape = Shape.from_json(given) if given.get("batch") else Shape.from_params(axes)
+    mode = axes.get("mode") or shape.mode
+    if mode not in MODES:
+        raise ValueError(f"attention mode {mode!r} is not one of {', '.join(MODES)}")
+    return dataclasses.replace(shape, mode=mode)
 
 
 def row_label(variant, tunables):
@@ -333,9 +407,9 @@ class Worker:
     """Answers the host's requests for one backend.
 
     A backend is an object with ``version``, ``build``, ``variants()`` (a
-    list of sdk.Variant as JSON), ``prepare(case) -> Kernel`` for attention
-    and, when a variant lists other ops, ``prepare_op(case) -> Kernel`` for
-    an OpCase."""
+    list of sdk.Variant as JSON), ``prepare(case) -> Kernel`` for
+    attention's forward and, when a variant lists other ops or attention
+    modes besides FWD, ``prepare_op(case) -> Kernel`` for an OpCase."""
 
     def __init__(self, backend, device):
         self.backend = backend
@@ -375,18 +449,20 @@ class Worker:
         # capabilities in Go before the request got here.
         tunables = params.get("tunables") or {}
         op = params.get("op") or ATTENTION
-        if op == ATTENTION:
-            shape = Shape.from_json(params["shape"])
+        shape = attention_shape(params) if op == ATTENTION else None
+        if shape is not None and shape.mode == FWD:
             (q, k, v), loaded = load_inputs(params["files"], shape, self.device)
             case = Case(case_id, variant["name"], shape, tunables, self.device, q, k, v)
             outputs, output_path = [], params["files"]["Output"]
         else:
+            # Every other op, and attention's backward modes: named tensors
+            # in and out, built by the backend's prepare_op.
             inputs, loaded = load_tensors([TensorFile.from_json(t) for t in params.get("inputs") or ()], self.device)
             outputs = [TensorFile.from_json(t) for t in params.get("outputs") or ()]
             if not outputs:
                 raise ValueError(f"op {op}: the request names no output file")
             case = OpCase(case_id, variant["name"], op, dict(params.get("params") or {}), tunables, self.device,
-                          inputs, outputs)
+                          inputs, outputs, shape)
             output_path = outputs[0].path
         try:
             kernel = self._build(case)
@@ -398,15 +474,17 @@ class Worker:
         return {"loaded_sha256": loaded, "facts": kernel.facts}
 
     def _build(self, case):
-        """The backend's kernel for case: prepare for attention, prepare_op
-        for any other op."""
+        """The backend's kernel for case: prepare for attention's forward,
+        prepare_op for its backward modes and for any other op."""
         if isinstance(case, Case):
             return self.backend.prepare(case)
         prepare_op = getattr(self.backend, "prepare_op", None)
         if prepare_op is None:
-            # The bridge refuses an op a variant does not list; a variant
-            # that lists one its module cannot build is the module's bug.
-            raise ValueError(f"variant {case.variant} lists op {case.op}, but its backend has no prepare_op")
+            # The bridge refuses an op (or a mode) a variant does not list;
+            # a variant that lists one its module cannot build is the
+            # module's bug.
+            listed = f"attention mode {case.mode}" if case.op == ATTENTION else f"op {case.op}"
+            raise ValueError(f"variant {case.variant} lists {listed}, but its backend has no prepare_op")
         return prepare_op(case)
 
     def _case(self, params):
@@ -423,8 +501,8 @@ class Worker:
                 poison(buffer)
             out = kernel.run()
             self._synchronize()
-        if case.op != ATTENTION:
-            for f, tensor in zip(case.outputs, check_outputs(out, case.outputs, f"{case.op} of {case.label}")):
+        if not case.attention_forward:
+            for f, tensor in zip(case.outputs, check_outputs(out, case.outputs, f"{case.what} of {case.label}")):
                 write_tensor(f.path, tensor)
             return {}
         if tuple(out.shape) != case.shape.q_shape:
@@ -465,10 +543,10 @@ class Worker:
                 # The cross-check calls ran after the timed ones: write what
                 # the last timed call returned (or left in the kernel's buffer).
                 self._synchronize()
-                if case.op == ATTENTION:
+                if case.attention_forward:
                     write_tensor(output_path, last_output())
                 else:
-                    outputs = check_outputs(last_output(), case.outputs, f"{case.op} of {case.label}")
+                    outputs = check_outputs(last_output(), case.outputs, f"{case.what} of {case.label}")
                     for f, tensor in zip(timed, outputs):
                         write_tensor(f.path, tensor)
         facts.update(timer_facts)
@@ -491,11 +569,12 @@ class Worker:
 
     def _timed_outputs(self, case, params):
         """Where Run writes the outputs of its last timed call: for
-        attention, the request's output path; for other ops, its outputs
-        (every output, in the op's order), else the first output at its
-        output path. Empty when the host asked for none."""
+        attention's forward, the request's output path; for other ops (and
+        attention's backward modes), its outputs (every output, in the op's
+        order), else the first output at its output path. Empty when the
+        host asked for none."""
         output_path = params.get("output") or ""
-        if case.op == ATTENTION:
+        if case.attention_forward:
             return [output_path] if output_path else []
         timed = [TensorFile.from_json(t) for t in params.get("outputs") or ()]
         if timed:

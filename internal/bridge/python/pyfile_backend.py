@@ -3,17 +3,27 @@ backend, with no Go to write.
 
 Where to start: ``Backend`` loads the file named by $FLASHCORE_PYTHON_FILE
 (the python-file plugin sets it) with ``load_kernel_file``, and serves it as
-one variant named $FLASHCORE_BACKEND_NAME. The file defines one or both of
+one variant named $FLASHCORE_BACKEND_NAME. The file defines one or more of
 
     def attention(q, k, v, *, causal: bool, scale: float) -> torch.Tensor
+    def attention_backward(q, k, v, o, do, lse, *, causal: bool, scale: float) -> (dq, dk, dv)
+    def attention_forward_backward(q, k, v, do, *, causal: bool, scale: float) -> (o, dq, dk, dv)
     def rmsnorm(x, weight, *, eps: float) -> torch.Tensor
 
 attention with q [B, H, Sq, D] and k, v [B, H_kv, Sk, D], rmsnorm with x
 [rows, cols] and weight [cols], on the worker's device; the variant offers
-the ops whose functions the file defines. The file may define
-``capabilities()`` (a dict of CAPABILITY_DEFAULTS' keys), ``TUNABLES``
-(name -> list of values; every function then takes ``config=``) and
-``setup(shape)``, called outside the timed region of an attention case.
+the ops whose functions the file defines. The three attention functions
+are its modes (ATTENTION_FUNCTIONS): ``attention`` the forward (mode fwd),
+``attention_backward`` the backward alone (mode bwd: o and do [B, H, Sq,
+D] in q's dtype, lse [B, H, Sq] fp32, the natural log of each query row's
+softmax denominator with the scale applied, o and lse from the host's
+reference forward; it returns dq like q and dk, dv like k), and
+``attention_forward_backward`` both in one call, as training runs them
+(mode fwd+bwd); the variant's capabilities list the modes whose functions
+the file defines. The file may define ``capabilities()`` (a dict of
+CAPABILITY_DEFAULTS' keys), ``TUNABLES`` (name -> list of values; every
+function then takes ``config=``) and ``setup(shape)``, called outside the
+timed region of an attention case of any mode (``shape.mode`` says which).
 The worker core (flashcore_worker.py) does everything else: loading and
 hashing the inputs, poisoning, the measurement contract, errors.
 
@@ -38,6 +48,8 @@ FILE_ENV = "FLASHCORE_PYTHON_FILE"
 NAME_ENV = "FLASHCORE_BACKEND_NAME"
 
 SIGNATURE = "attention(q, k, v, *, causal, scale)"
+BACKWARD_SIGNATURE = "attention_backward(q, k, v, o, do, lse, *, causal, scale)"
+FORWARD_BACKWARD_SIGNATURE = "attention_forward_backward(q, k, v, do, *, causal, scale)"
 RMSNORM_SIGNATURE = "rmsnorm(x, weight, *, eps)"
 
 # The functions a file may define, by op (ops/ in Go; `flashcore list
@@ -47,6 +59,22 @@ OP_FUNCTIONS = {
     "attention": (SIGNATURE, ("causal", "scale")),
     "rmsnorm": (RMSNORM_SIGNATURE, ("eps",)),
 }
+
+# Attention's functions by mode (core.MODES): the function's name, its
+# signature, the keywords the worker passes, its inputs (the case's named
+# tensors, in order) and its outputs (in order). A file offers attention
+# in the modes whose functions it defines.
+ATTENTION_FUNCTIONS = {
+    core.FWD: ("attention", SIGNATURE, ("causal", "scale"), ("q", "k", "v"), ("o",)),
+    core.BWD: ("attention_backward", BACKWARD_SIGNATURE, ("causal", "scale"),
+               ("q", "k", "v", "o", "do", "lse"), ("dq", "dk", "dv")),
+    core.FWD_BWD: ("attention_forward_backward", FORWARD_BACKWARD_SIGNATURE, ("causal", "scale"),
+                   ("q", "k", "v", "do"), ("o", "dq", "dk", "dv")),
+}
+# Which input each output is like (its dims, dtype and device), and the
+# layout errors name.
+_OUTPUT_LIKE = {"o": ("q", "[B, H, Sq, D]"), "dq": ("q", "[B, H, Sq, D]"), "dk": ("k", "[B, H_kv, Sk, D]"),
+                "dv": ("v", "[B, H_kv, Sk, D]")}
 
 # What a file that defines no capabilities() is assumed to run: everything.
 # The harness checks every output, so a shape the kernel gets wrong is a
@@ -132,8 +160,9 @@ def where(exc, path):
 
 class KernelFile:
     """What a loaded file offers, checked: its function for each op
-    (``functions``, in OP_FUNCTIONS' order), its capabilities, its tunables
-    and its setup."""
+    (``functions``, in OP_FUNCTIONS' order), its attention function for
+    each mode (``attention_modes``, in ATTENTION_FUNCTIONS' order), the ops
+    it offers (``ops``), its capabilities, its tunables and its setup."""
 
     def __init__(self, path, module):
         self.path = path
@@ -143,26 +172,48 @@ class KernelFile:
             fn = module_function(module, path, op)
             if fn is not None:
                 self.functions[op] = fn
-        if not self.functions:
-            raise FileUnavailable(f"{path} defines no function {' or '.join(s for s, _ in OP_FUNCTIONS.values())}")
+        self.attention_modes = {}
+        for mode, (name, *_) in ATTENTION_FUNCTIONS.items():
+            fn = module_function(module, path, name)
+            if fn is not None:
+                self.attention_modes[mode] = fn
+        if not self.functions and not self.attention_modes:
+            backward = " or ".join(ATTENTION_FUNCTIONS[m][0] for m in (core.BWD, core.FWD_BWD))
+            raise FileUnavailable(f"{path} defines no function {' or '.join(s for s, _ in OP_FUNCTIONS.values())}"
+                                  f" (nor {backward})")
+        # The ops offered, in OP_FUNCTIONS' order: attention in any mode.
+        self.ops = [op for op in OP_FUNCTIONS
+                    if op in self.functions or (op == "attention" and self.attention_modes)]
         self.attention = self.functions.get("attention")
         self.rmsnorm = self.functions.get("rmsnorm")
         self.setup = module_function(module, path, "setup")
         self.tunables = parse_tunables(getattr(module, "TUNABLES", None), path)
         self.takes_out_by_op = {op: self._check_keywords(op, fn) for op, fn in self.functions.items()}
+        for mode, fn in self.attention_modes.items():
+            if mode != core.FWD:
+                name, signature, keywords, _, _ = ATTENTION_FUNCTIONS[mode]
+                self._check_keywords(name, fn, signature, keywords)
         self.takes_out = self.takes_out_by_op.get("attention", False)
         self.setup_takes_config = self.setup is not None and accepts(self._parameters(self.setup, "setup"), "config")
         self.capabilities = parse_capabilities(self._call_capabilities(), path)
 
-    def _check_keywords(self, op, fn):
-        """Raises unless fn takes the keywords the worker passes for op;
-        returns whether it takes out=."""
-        signature, keywords = OP_FUNCTIONS[op]
-        params = self._parameters(fn, op)
+    @property
+    def function_names(self):
+        """The names of the functions the file defines, in the order ops
+        and modes are listed."""
+        names = [ATTENTION_FUNCTIONS[mode][0] for mode in self.attention_modes]
+        return names + [op for op in self.functions if op != "attention"]
+
+    def _check_keywords(self, name, fn, signature=None, keywords=None):
+        """Raises unless fn takes the keywords the worker passes to it (an
+        op's function by default); returns whether it takes out=."""
+        if signature is None:
+            signature, keywords = OP_FUNCTIONS[name]
+        params = self._parameters(fn, name)
         for keyword in keywords + (("config",) if self.tunables else ()):
             if not accepts(params, keyword):
                 extra = " (it defines TUNABLES)" if keyword == "config" else ""
-                raise FileUnavailable(f"{self.path}: {op}{inspect.signature(fn)} takes no keyword "
+                raise FileUnavailable(f"{self.path}: {name}{inspect.signature(fn)} takes no keyword "
                                       f"{keyword!r}{extra}: define {signature[:-1]}"
                                       f"{', config' if self.tunables else ''})")
         return "out" in params
@@ -283,6 +334,21 @@ def sha256_of(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def check_results(result, told, outputs, inputs):
+    """Raises when a function (told) that returns several tensors returned
+    something the host cannot check: not a tuple or list of as many, or one
+    of them not like its input (_OUTPUT_LIKE). outputs are the names of
+    what it returns, in order; inputs the case's tensors by name."""
+    names = ", ".join(outputs)
+    if not isinstance(result, (tuple, list)):
+        raise TypeError(f"{told} returned {type(result).__name__}, want a tuple ({names})")
+    if len(result) != len(outputs):
+        raise ValueError(f"{told} returned {len(result)} values, want {len(outputs)} ({names})")
+    for value, name in zip(result, outputs):
+        like, layout = _OUTPUT_LIKE[name]
+        check_result(value, f"{told}'s {name}", inputs[like].shape, layout, inputs[like], like, None)
+
+
 def check_output(result, case, out, path):
     """Raises when attention() returned something the host cannot check."""
     check_result(result, f"attention() in {path}", case.shape.q_shape, "[B, H, Sq, D]", case.q, "q", out)
@@ -355,12 +421,12 @@ class Backend:
             caps["dtypes"], causal=caps["causal"], non_causal=caps["non_causal"],
             grouped_query_heads=caps["gqa"], unequal_seq_lens=caps["unequal_lengths"],
             head_dims=caps["head_dims"], max_seq_len=caps["max_seq_len"], needs_gpu=caps["needs_gpu"],
-            seq_multiple=caps["seq_multiple"])
+            seq_multiple=caps["seq_multiple"], modes=tuple(self.file.attention_modes) or (core.FWD,))
         tunables = [{"name": name, "values": list(values), "default": next(iter(values)),
                      "description": f"TUNABLES[{name!r}] of {os.path.basename(self.path)}"}
                     for name, values in self.file.tunables.items()]
         variant = {"name": self.name, "description": self._description(), "capabilities": capabilities}
-        ops = list(self.file.functions)
+        ops = list(self.file.ops)
         if ops != ["attention"]:  # no list means attention alone, as before ops
             variant["ops"] = ops
         if tunables:
@@ -369,7 +435,8 @@ class Backend:
 
     def _description(self):
         doc = inspect.getdoc(self.file.module) or ""
-        functions = " and ".join(f"{op}()" for op in self.file.functions)
+        names = [f"{name}()" for name in self.file.function_names]
+        functions = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         text = doc.splitlines()[0] if doc else f"{functions} of {os.path.basename(self.path)}"
         multiple = self.file.capabilities["seq_multiple"]
         if multiple > 1:
@@ -396,8 +463,11 @@ class Backend:
         return core.Kernel(run, facts=self._facts(config, out, "attention"), output=out)
 
     def prepare_op(self, case):
-        """rmsnorm: the file's rmsnorm(x, weight, eps=) on the case, into
-        an output the harness allocates when the function takes out=."""
+        """Attention's backward modes (prepare_backward), or rmsnorm: the
+        file's rmsnorm(x, weight, eps=) on the case, into an output the
+        harness allocates when the function takes out=."""
+        if case.op == core.ATTENTION:
+            return self.prepare_backward(case)
         fn = self.file.functions.get(case.op)
         if case.op != "rmsnorm" or fn is None:
             raise ValueError(f"{self.path} defines no function for op {case.op}")  # the bridge refuses it first
@@ -412,6 +482,32 @@ class Backend:
         first = self._first_call(run, case.op)
         check_result(first, f"rmsnorm() in {self.path}", case.outputs[0].dims, "[rows, cols]", x, "x", out)
         return core.Kernel(run, facts=self._facts(config, out, case.op), output=out)
+
+    def prepare_backward(self, case):
+        """Attention in mode bwd (attention_backward on q, k, v, o, do and
+        lse) or fwd+bwd (attention_forward_backward on q, k, v and do). The
+        function allocates what it returns: no out= is passed, since a
+        backward kernel that accumulates dK and dV needs them zeroed, not
+        poisoned."""
+        s = case.shape
+        fn = self.file.attention_modes.get(s.mode)
+        name, signature, _, inputs, outputs = ATTENTION_FUNCTIONS[s.mode]
+        if fn is None:
+            raise ValueError(f"{self.path} defines no {signature}")  # the bridge refuses the mode first
+        gap = self._seq_gap(s)
+        if gap:
+            raise core.Unsupported(f"{self.name}: {gap}")
+        config = self._config(case.tunables)
+        self._setup(case, config)
+        run = self._runner(fn, tuple(case.inputs[n] for n in inputs), {"causal": s.causal, "scale": s.scale},
+                           config, None)
+        first = self._first_call(run, name)
+        check_results(first, f"{name}() in {self.path}", outputs, case.inputs)
+        facts = self._facts(config, None, name)
+        facts["function"] = f"{name}() of {os.path.basename(self.path)}"
+        if s.mode == core.BWD:
+            facts["backward_inputs"] = "the host's o and lse (its fp64 reference forward; o rounded to the dtype)"
+        return core.Kernel(run, facts=facts)
 
     def _first_call(self, run, op):
         """The case's first call, in Prepare: NotImplementedError there
@@ -476,6 +572,10 @@ class Backend:
         facts = {"file": self.path, "file_sha256": self.sha256}
         if config:
             facts["config"] = ", ".join(f"{name}={value}" for name, value in config.items())
-        facts["output_poison"] = (f"applied: {op}(out=) writes the buffer the harness poisons" if out is not None
-                                  else f"not applied: {op}() allocates its output; the returned tensor is written")
+        if out is not None:
+            facts["output_poison"] = f"applied: {op}(out=) writes the buffer the harness poisons"
+        elif op in OP_FUNCTIONS:
+            facts["output_poison"] = f"not applied: {op}() allocates its output; the returned tensor is written"
+        else:  # a backward function, of several outputs
+            facts["output_poison"] = f"not applied: {op}() allocates its outputs; the returned tensors are written"
         return facts
