@@ -252,6 +252,24 @@ func TestCheckGradientsPassesHonestAndFailsPlanted(t *testing.T) {
 	}
 }
 
+// A case of few query rows and many keys is checked on every query row
+// and a sample of key rows: the sample of dK and dV must come from a fresh
+// seed, recorded, not from the seed 0 that stands for "every row".
+func TestCheckGradientsDrawsASeedWhenOnlyKeyRowsAreSampled(t *testing.T) {
+	g, honest := backwardCase(1, 2, 2, 8, 1000, 16, false, sdk.FP16)
+	settings := op.CheckSettings{FullCheckMaxPairs: 8192, SampledRows: 16, Repeat: 2}
+	reports := CheckGradients(g, Gradients{DQ: inputs.Encode(sdk.FP16, honest.dq), DK: inputs.Encode(sdk.FP16, honest.dk),
+		DV: inputs.Encode(sdk.FP16, honest.dv)}, settings, gradientTolerances(sdk.FP16))
+	if r := reports[0]; r.Verdict != Pass || r.Sampled {
+		t.Errorf("dq: %s, sampled %v; want a PASS on every row", r.Verdict, r.Sampled)
+	}
+	for i, r := range reports[1:] {
+		if r.Verdict != Pass || !r.Sampled || r.RowSeed == 0 {
+			t.Errorf("%s: %s, sampled %v with row seed %#x; want a PASS on a sample drawn from a fresh seed", []string{"dk", "dv"}[i], r.Verdict, r.Sampled, r.RowSeed)
+		}
+	}
+}
+
 // The naive backward and the reference agree far inside every tolerance:
 // the honest gradients are a check of the reference as much as of the
 // check.
