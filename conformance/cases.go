@@ -62,16 +62,23 @@ var anyHeadDims = []int{64, 128}
 // keeps the best ones):
 //
 //  1. every declared dtype at every declared head dim, on the first edge;
-//  2. every edge in the first dtype, head dims taken in turn;
-//  3. every edge in each other dtype;
-//  4. for each combination of tunables other than the defaults, every edge
-//     in the first dtype and the GQA causal edge in each other dtype. A
+//  2. each backward mode the variant declares (bwd, fwd+bwd) on the GQA
+//     causal edge in the first dtype;
+//  3. every edge in the first dtype, head dims taken in turn;
+//  4. every edge in each other dtype;
+//  5. in each backward mode declared, every edge in the first dtype and
+//     the GQA causal edge in each other dtype;
+//  6. for each combination of tunables other than the defaults, every edge
+//     in the first dtype and the GQA causal edge in each other dtype and
+//     in each backward mode declared. A
 //     space of more than MaxCombinations combinations (a search space for
 //     flashcore tune) is covered one value at a time instead: every value
 //     of each tunable with the others at their defaults.
 //
-// Edges that cannot be fitted (a length or element limit too small) are
-// left out; duplicates after fitting are dropped.
+// Steps 1, 3, 4 and 6 are forward cases, which a variant that does not run
+// forward (sdk.Capabilities.Modes) does not get. Edges that cannot be
+// fitted (a length or element limit too small) are left out; duplicates
+// after fitting are dropped.
 func Cases(v sdk.Variant) []Case {
 	caps := v.CapabilitiesOf("attention")
 	if len(caps.DTypes) == 0 {
@@ -83,8 +90,9 @@ func Cases(v sdk.Variant) []Case {
 	}
 	var cases []Case
 	seen := map[string]bool{}
-	add := func(e edge, dtype sdk.DType, headDim int, tunables map[string]string) {
-		s, ok := fit(e, caps, dtype, headDim)
+	backward := backwardModes(caps)
+	add := func(e edge, mode sdk.Mode, dtype sdk.DType, headDim int, tunables map[string]string) {
+		s, ok := fit(e, caps, mode, dtype, headDim)
 		if !ok {
 			return
 		}
@@ -96,12 +104,23 @@ func Cases(v sdk.Variant) []Case {
 	}
 	for _, dtype := range caps.DTypes {
 		for _, d := range headDims {
-			add(edges[0], dtype, d, nil)
+			add(edges[0], sdk.Forward, dtype, d, nil)
 		}
+	}
+	for _, mode := range backward {
+		add(edges[gqaEdge], mode, caps.DTypes[0], headDims[0], nil)
 	}
 	for _, dtype := range caps.DTypes {
 		for i, e := range edges {
-			add(e, dtype, headDims[i%len(headDims)], nil)
+			add(e, sdk.Forward, dtype, headDims[i%len(headDims)], nil)
+		}
+	}
+	for _, mode := range backward {
+		for i, e := range edges {
+			add(e, mode, caps.DTypes[0], headDims[i%len(headDims)], nil)
+		}
+		for _, dtype := range caps.DTypes[1:] {
+			add(edges[gqaEdge], mode, dtype, headDims[0], nil)
 		}
 	}
 	for _, combo := range coveringCombinations(v.Tunables) {
@@ -109,25 +128,48 @@ func Cases(v sdk.Variant) []Case {
 			continue
 		}
 		for i, e := range edges {
-			add(e, caps.DTypes[0], headDims[i%len(headDims)], combo)
+			add(e, sdk.Forward, caps.DTypes[0], headDims[i%len(headDims)], combo)
 		}
 		for _, dtype := range caps.DTypes[1:] {
-			add(edges[2], dtype, headDims[0], combo)
+			add(edges[gqaEdge], sdk.Forward, dtype, headDims[0], combo)
+		}
+		for _, mode := range backward {
+			add(edges[gqaEdge], mode, caps.DTypes[0], headDims[0], combo)
 		}
 	}
 	return cases
 }
 
-// fit pulls an edge inside caps: the masking it lacks is swapped for the
+// gqaEdge is the index in edges of the odd-length GQA causal edge, the one
+// most kernels get wrong, which every dtype, backward mode and tunable
+// combination is checked on.
+const gqaEdge = 2
+
+// backwardModes are the modes other than forward that caps declare, in
+// the order of sdk.Modes.
+func backwardModes(caps sdk.Capabilities) []sdk.Mode {
+	var out []sdk.Mode
+	for _, m := range sdk.Modes {
+		if m != sdk.Forward && caps.RunsMode(m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// fit pulls an edge, run in mode, inside caps: the masking it lacks is swapped for the
 // other, grouped heads become one key/value head per query head, unequal
 // lengths become equal, lengths are rounded up to SeqMultiple (so an odd
 // length becomes the next whole tile: the edge keeps its other traits),
 // lengths are clipped to MaxSeqLen, and batch and
 // heads shrink under MaxElements. It reports false when the result still
 // falls outside caps.
-func fit(e edge, caps sdk.Capabilities, dtype sdk.DType, headDim int) (sdk.Shape, bool) {
+func fit(e edge, caps sdk.Capabilities, mode sdk.Mode, dtype sdk.DType, headDim int) (sdk.Shape, bool) {
+	if mode == sdk.Forward {
+		mode = "" // a forward shape names no mode (attention.ShapeFrom)
+	}
 	s := sdk.Shape{Batch: e.batch, Heads: e.heads, KVHeads: e.kvHeads, SeqQ: e.seqQ, SeqK: e.seqK,
-		HeadDim: headDim, DType: dtype, Causal: e.causal}
+		HeadDim: headDim, DType: dtype, Causal: e.causal, Mode: mode}
 	if s.Causal && !caps.Causal || !s.Causal && !caps.NonCausal {
 		s.Causal = !s.Causal
 	}

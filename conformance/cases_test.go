@@ -36,9 +36,19 @@ var (
 	// kernels are: fp32, one head dim, no masking, lengths in 32s.
 	wholeTiles = sdk.Variant{Name: "whole-tiles", Capabilities: sdk.Capabilities{
 		DTypes: []sdk.DType{sdk.FP32}, HeadDims: []int{64}, NonCausal: true, SeqMultiple: 32}}
+	// trainer runs every mode, with a tunable, as the cpu-reference does.
+	trainer = sdk.Variant{Name: "trainer", Capabilities: sdk.Capabilities{
+		DTypes: []sdk.DType{sdk.FP16, sdk.BF16}, HeadDims: []int{64, 128},
+		Causal: true, NonCausal: true, GroupedQueryHeads: true, UnequalSeqLens: true,
+		Modes: []sdk.Mode{sdk.Forward, sdk.Backward, sdk.ForwardBackward}},
+		Tunables: []sdk.Tunable{{Name: "block", Values: []string{"32", "64"}, Default: "64"}}}
+	// backwardOnly is a backward kernel alone, causal, without GQA.
+	backwardOnly = sdk.Variant{Name: "backward-only", Capabilities: sdk.Capabilities{
+		DTypes: []sdk.DType{sdk.BF16}, HeadDims: []int{128}, Causal: true, UnequalSeqLens: true,
+		Modes: []sdk.Mode{sdk.Backward}}}
 )
 
-var declarations = []sdk.Variant{cudaLike, everything, interpreter, causalOnly, noGQA, wholeTiles}
+var declarations = []sdk.Variant{cudaLike, everything, interpreter, causalOnly, noGQA, wholeTiles, trainer, backwardOnly}
 
 // Every case lies inside the declaration, and together the cases use every
 // declared dtype, head dim and ability.
@@ -113,6 +123,25 @@ func wantedFeatures(v sdk.Variant) []feature {
 			}
 		}
 	}
+	for _, mode := range sdk.Modes {
+		if caps.RunsMode(mode) {
+			add("mode "+string(mode), func(c Case) bool { return attention.ShapeOf(c.Case).Mode.Or() == mode })
+		}
+	}
+	for _, mode := range backwardModes(caps) {
+		for _, dtype := range caps.DTypes {
+			add(fmt.Sprintf("mode %s in %s", mode, dtype), func(c Case) bool {
+				s := attention.ShapeOf(c.Case)
+				return s.Mode == mode && s.DType == dtype
+			})
+		}
+		if caps.GroupedQueryHeads && caps.Causal && caps.UnequalSeqLens {
+			add(fmt.Sprintf("mode %s with GQA, causal, Sq != Sk", mode), func(c Case) bool {
+				s := attention.ShapeOf(c.Case)
+				return s.Mode == mode && s.KVHeads < s.Heads && s.Causal && s.SeqQ != s.SeqK
+			})
+		}
+	}
 	return want
 }
 
@@ -120,12 +149,14 @@ func wantedFeatures(v sdk.Variant) []feature {
 // a declaration with nothing outside it gets none.
 func TestUndeclaredLieOutside(t *testing.T) {
 	want := map[string][]string{
-		"cuda-like":   {"dtype fp32", "head dim 96"},
-		"everything":  nil,
-		"interpreter": {"dtype bf16", "head dim 96", "sequence length 257", "more than 65536 elements"},
-		"causal-only": {"dtype bf16", "head dim 96", "no masking", "grouped-query heads", "Sq != Sk"},
-		"no-gqa":      {"grouped-query heads"},
-		"whole-tiles": {"dtype fp16", "head dim 96", "causal masking", "grouped-query heads", "Sq != Sk", "sequence length not a multiple of 32"},
+		"cuda-like":     {"dtype fp32", "mode bwd", "head dim 96"},
+		"everything":    {"mode bwd"},
+		"interpreter":   {"dtype bf16", "mode bwd", "head dim 96", "sequence length 257", "more than 65536 elements"},
+		"causal-only":   {"dtype bf16", "mode bwd", "head dim 96", "no masking", "grouped-query heads", "Sq != Sk"},
+		"no-gqa":        {"mode bwd", "grouped-query heads"},
+		"whole-tiles":   {"dtype fp16", "mode bwd", "head dim 96", "causal masking", "grouped-query heads", "Sq != Sk", "sequence length not a multiple of 32"},
+		"trainer":       {"dtype fp32", "head dim 96"},
+		"backward-only": {"dtype fp16", "mode fwd", "head dim 96", "no masking", "grouped-query heads"},
 	}
 	for _, v := range declarations {
 		t.Run(v.Name, func(t *testing.T) {

@@ -20,13 +20,16 @@
 //     invalid shape, an unknown tunable and an unknown variant must come
 //     back as an Unsupported diagnostic before any input is read.
 //
-//  3. Attention cases (cases.go), all inside the declared capabilities: inputs from
+//  3. Attention cases (cases.go), all inside the declared capabilities,
+//     in every mode the variant declares (forward, and the backward modes
+//     bwd and fwd+bwd of sdk.Capabilities.Modes): inputs from
 //     the default suite's seed (core/inputs), Prepare (the loaded hash must
 //     be the inputs' hash), the checked run repeated as the default suite
 //     says with every output bit-identical, each checked by core/check
-//     against the fp64 reference with the default suite's tolerances
-//     (CheckOutput), a timed Run whose samples obey the contract and whose
-//     last output passes the same check, and Release.
+//     against the fp64 reference (the reference backward for dQ, dK and
+//     dV) with the default suite's tolerances (CheckOutputs), a timed Run
+//     whose samples obey the contract and whose last outputs pass the same
+//     check, and Release.
 //
 //  4. Every other op the variant lists (sdk.Variant.Ops) runs its example
 //     cases (ops.Examples) by the same rules, checked by the op (ops.go).
@@ -53,6 +56,7 @@ import (
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
@@ -98,6 +102,16 @@ var defaults = sync.OnceValue(suite.Default)
 func CheckOutput(t *inputs.Tensors, output []byte) check.Report {
 	d := defaults()
 	return check.Check(t, output, d.Check, d.Tolerances[t.Shape.DType])
+}
+
+// CheckOutputs checks the outputs of a case of any op and mode, in the
+// op's order (op.Spec.OutputsOf), as `flashcore run` checks them with the
+// default suite: the op's own check, each output held to the default
+// suite's tolerance for it. in are the case's inputs as
+// ops.Of(c).Generate made them. There is one report per output.
+func CheckOutputs(c op.Case, in *op.Inputs, outputs [][]byte) []check.Report {
+	d := defaults()
+	return ops.Of(c).Check(c, in, outputs, d.Check, d.TolerancesOf(c))
 }
 
 // Run checks the plugin at opts.Binary. It fails t on any broken rule.

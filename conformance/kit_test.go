@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,54 @@ func TestKitFindsWrongOutputs(t *testing.T) {
 			_, err := k.checkCase(v, gqaCase(t, v), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("checkCase = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The kit finds wrong gradients in the backward modes: the wronggrad
+// test plugin is the cpu-reference with one fault planted, and each fault
+// fails the case on the output it is in; its honest copy passes.
+func TestKitFindsWrongGradients(t *testing.T) {
+	tests := []struct {
+		fault string
+		want  string // "" for a pass
+	}{
+		{"honest", ""},
+		{"zero-dk", "output dk: output: FAIL output is all zeros"},
+		{"swap-dkdv", "output dk: output: FAIL relative L2 error"},
+		{"noise-dq", "output dq: output: FAIL relative L2 error"},
+	}
+	built := buildtest.Plugin(t, "test-wronggrad", "internal/testplugins/wronggrad")
+	data, err := os.ReadFile(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.fault, func(t *testing.T) {
+			binary := filepath.Join(t.TempDir(), "flashcore-backend-test-wronggrad-"+tc.fault)
+			if err := os.WriteFile(binary, data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			k := &kit{opts: Options{Binary: binary, CallTimeout: time.Minute}}
+			k.inst = start(t, k.opts)
+			desc, err := k.inst.Backend().Describe(context.Background())
+			if err != nil || len(desc.Variants) != 1 {
+				t.Fatalf("Describe = %+v, %v; want one variant", desc, err)
+			}
+			v := desc.Variants[0]
+			cases := Cases(v)
+			if len(cases) == 0 || attention.ShapeOf(cases[0].Case).Mode != sdk.Backward {
+				t.Fatalf("the first case of a backward-only variant is %v, want one of mode bwd", cases[:min(1, len(cases))])
+			}
+			for _, c := range cases[:2] { // bwd and fwd+bwd on the GQA causal edge
+				_, err := k.checkCase(v, c, nil)
+				switch {
+				case tc.want == "" && err != nil:
+					t.Errorf("%s: %v", c.Name(), err)
+				case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+					t.Errorf("%s: checkCase = %v, want an error containing %q", c.Name(), err, tc.want)
+				}
 			}
 		})
 	}

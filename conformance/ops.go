@@ -199,8 +199,7 @@ func (k *kit) timedRun(c op.Case, in *op.Inputs, timed []sdk.TensorFile, mode sd
 // opVerdict checks outputs by the op's own check and the default suite's
 // tolerances for the case's outputs: the check `flashcore run` applies.
 func opVerdict(what string, c op.Case, in *op.Inputs, outputs [][]byte) error {
-	d := defaults()
-	for i, r := range ops.Of(c).Check(c, in, outputs, d.Check, d.TolerancesOf(c)) {
+	for i, r := range CheckOutputs(c, in, outputs) {
 		if r.Verdict != check.Pass {
 			return fmt.Errorf("%s %s: %s", what, ops.Of(c).Spec().OutputsOf(c.Params)[i].Name, verdict(what, r))
 		}

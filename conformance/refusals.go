@@ -21,8 +21,8 @@ type Refusal struct {
 
 // Undeclared returns, for each limit the variant declares, one shape just
 // outside it: the first of Cases changed in that one respect. A variant that
-// declares every dtype, any head dim, both maskings, GQA and Sq ≠ Sk, with
-// no length or element limit, gets none.
+// declares every dtype and mode, any head dim, both maskings, GQA and
+// Sq ≠ Sk, with no length or element limit, gets none.
 func Undeclared(v sdk.Variant) []Refusal {
 	cases := Cases(v)
 	if len(cases) == 0 {
@@ -40,6 +40,17 @@ func Undeclared(v sdk.Variant) []Refusal {
 	for _, dtype := range []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32} {
 		if !slices.Contains(caps.DTypes, dtype) {
 			add("dtype "+string(dtype), func(s *sdk.Shape) { s.DType = dtype })
+			break
+		}
+	}
+	for _, mode := range sdk.Modes {
+		if !caps.RunsMode(mode) {
+			add("mode "+string(mode), func(s *sdk.Shape) {
+				s.Mode = mode
+				if mode == sdk.Forward {
+					s.Mode = ""
+				}
+			})
 			break
 		}
 	}
@@ -101,7 +112,7 @@ func (k *kit) checkRefusals(t *testing.T, v sdk.Variant) {
 	undeclared := Undeclared(v)
 	t.Run("undeclared", func(t *testing.T) {
 		if len(undeclared) == 0 {
-			t.Skip("the variant declares every dtype, any head dim, both maskings, GQA and Sq != Sk, with no limits: no shape lies outside")
+			t.Skip("the variant declares every dtype and mode, any head dim, both maskings, GQA and Sq != Sk, with no limits: no shape lies outside")
 		}
 		for _, r := range undeclared {
 			t.Run(r.Why, func(t *testing.T) {

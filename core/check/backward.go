@@ -31,7 +31,7 @@ type GradientTolerances struct {
 // sampled. The reports are dQ's, dK's and dV's.
 func CheckGradients(g *reference.Gradients, out Gradients, settings op.CheckSettings, tols GradientTolerances) [3]Report {
 	var seed uint64
-	if reference.Sampled(g.T.Shape, settings) {
+	if reference.Sampled(g.T.Shape, settings) || reference.KVSampled(g.T.Shape, settings) {
 		seed = FreshSeed()
 	}
 	return CheckGradientsWithSeed(g, out, settings, tols, seed)

@@ -149,15 +149,25 @@ func (r KVRowIndex) Flat(s sdk.Shape) int {
 // head's first and last rows and its last block, which is where key tiles
 // go wrong.
 func KVRows(s sdk.Shape, settings op.CheckSettings, seed uint64) []KVRowIndex {
-	// The key rows of s are the query rows of a shape with Hkv heads and
-	// Sk rows; the full-check criterion is the same pairs count.
-	keys := sdk.Shape{Batch: s.Batch, Heads: s.KVHeads, KVHeads: s.KVHeads, SeqQ: s.SeqK, SeqK: s.SeqQ * (s.Heads / s.KVHeads), HeadDim: s.HeadDim, DType: s.DType}
-	rows := Rows(keys, settings, seed)
+	rows := Rows(keyShape(s), settings, seed)
 	out := make([]KVRowIndex, len(rows))
 	for i, r := range rows {
 		out[i] = KVRowIndex(r)
 	}
 	return out
+}
+
+// KVSampled reports whether KVRows checks a sample of the key rows of s
+// rather than every one. It can differ from Sampled: a case of few query
+// rows and many keys samples its key rows alone.
+func KVSampled(s sdk.Shape, settings op.CheckSettings) bool {
+	return Sampled(keyShape(s), settings)
+}
+
+// keyShape is the shape whose query rows are the key rows of s: Hkv heads
+// of Sk rows, and the same pairs count, so the same full-check criterion.
+func keyShape(s sdk.Shape) sdk.Shape {
+	return sdk.Shape{Batch: s.Batch, Heads: s.KVHeads, KVHeads: s.KVHeads, SeqQ: s.SeqK, SeqK: s.SeqQ * (s.Heads / s.KVHeads), HeadDim: s.HeadDim, DType: s.DType}
 }
 
 // DQ is dQ of each query row in rows, in float64:

@@ -48,7 +48,11 @@ type problem struct {
 	shape   sdk.Shape
 	q, k, v []float32
 	out     []float32
-	tiling  tiling
+	// lse, when not nil, receives each query row's log-sum-exp
+	// [batch, heads, seq_q], m + log(l), for the backward pass that
+	// follows in mode fwd+bwd.
+	lse    []float32
+	tiling tiling
 }
 
 // attention computes p.out with the problem's tiling; a zero tiling is
@@ -148,7 +152,11 @@ func (w *tileWorker) attendTile(head, tile int) {
 			w.attendBlock(row-first, q[row*d:(row+1)*d], k[block*d:visible*d], v[block*d:visible*d], out[row*d:(row+1)*d])
 		}
 	}
-	w.finishRows(out[first*d : end*d])
+	var lse []float32
+	if w.p.lse != nil {
+		lse = w.p.lse[head*s.SeqQ+first : head*s.SeqQ+end]
+	}
+	w.finishRows(out[first*d:end*d], lse)
 }
 
 // startRows sets the running quantities of a tile to "no keys seen".
@@ -160,11 +168,15 @@ func (w *tileWorker) startRows(out []float32) {
 	}
 }
 
-// finishRows divides each output row by its softmax denominator.
-func (w *tileWorker) finishRows(out []float32) {
+// finishRows divides each output row by its softmax denominator and, when
+// lse is not nil, writes each row's log-sum-exp m + log(l) into it.
+func (w *tileWorker) finishRows(out, lse []float32) {
 	d := w.p.shape.HeadDim
 	for i := range len(out) / d {
 		scaleRow(out[i*d:(i+1)*d], 1/w.rowSum[i])
+		if lse != nil {
+			lse[i] = w.rowMax[i] + float32(math.Log(float64(w.rowSum[i])))
+		}
 	}
 }
 

@@ -18,21 +18,24 @@ const (
 	backendName = "cpu-reference"
 	variantName = "cpu-reference"
 	version     = "1.0.0"
-	// maxSeqLen bounds the work: the forward pass costs O(SeqQ·SeqK) per
+	// maxSeqLen bounds the work: every pass costs O(SeqQ·SeqK) per
 	// head, which at 2048 is already seconds per case on a small CPU.
 	maxSeqLen = 2048
 )
 
 // Backend is the cpu-reference backend: FlashAttention's tiled forward pass
-// in pure Go, in float32. It needs no GPU, so it runs everywhere the host
-// runs, and it is the template a new backend starts from.
+// and its backward in pure Go, in float32. It needs no GPU, so it runs
+// everywhere the host runs, and it is the template a new backend starts
+// from.
 type Backend struct {
 	mu    sync.Mutex
 	cases map[string]*preparedCase
-	// attend is the forward pass that Fetch and Run execute. It is always
-	// attention outside tests; a test swaps it to show that Fetch poisons
-	// the output before every run.
-	attend func(problem)
+	// attend is the forward pass that Fetch and Run execute, and backprop
+	// the backward pass. They are always attention and backward outside
+	// tests; a test swaps them to show that Fetch poisons every output
+	// before every run.
+	attend   func(problem)
+	backprop func(backwardProblem)
 }
 
 var _ sdk.Backend = (*Backend)(nil)
@@ -42,16 +45,34 @@ var _ sdk.Backend = (*Backend)(nil)
 func New() sdk.Backend { return newBackend() }
 
 func newBackend() *Backend {
-	return &Backend{cases: map[string]*preparedCase{}, attend: attention}
+	return &Backend{cases: map[string]*preparedCase{}, attend: attention, backprop: backward}
 }
 
 // preparedCase is what Prepare loaded for one case.
 type preparedCase struct {
-	run        func()    // one call of the op: reads the inputs, writes out
-	out        []float32 // the output run writes
-	dtype      sdk.DType // the element type of the files
-	output     []byte    // out encoded in dtype, reused by every Fetch
-	outputFile string
+	run     func()    // one call of the op: reads the inputs, writes the outputs
+	outputs []*output // in the op's order
+}
+
+// output is one output tensor of a case.
+type output struct {
+	values  []float32 // what run writes
+	dtype   sdk.DType // the element type of the file
+	encoded []byte    // values encoded in dtype, reused by every write
+	file    string    // where Fetch writes it
+}
+
+func newOutput(values []float32, dtype sdk.DType, file string) *output {
+	return &output{values: values, dtype: dtype, encoded: make([]byte, len(values)*dtype.Size()), file: file}
+}
+
+// poison fills every output with the poisoned value.
+func (c *preparedCase) poison() {
+	for _, out := range c.outputs {
+		for i := range out.values {
+			out.values[i] = poisoned
+		}
+	}
 }
 
 // Describe says who the backend is. It only reads the build information
@@ -71,7 +92,7 @@ func (b *Backend) Describe(ctx context.Context) (sdk.Description, error) {
 func cpuReferenceVariant() sdk.Variant {
 	return sdk.Variant{
 		Name: variantName,
-		Description: fmt.Sprintf("tiled online-softmax attention in pure Go, float32 accumulation; "+
+		Description: fmt.Sprintf("tiled online-softmax attention in pure Go, forward and backward, float32 accumulation; "+
 			"sequences up to %d because the work grows as SeqQ·SeqK (O(S²)) on a CPU; and rmsnorm", maxSeqLen),
 		Ops: []string{"attention", rmsnormOp},
 		Capabilities: sdk.Capabilities{
@@ -83,6 +104,7 @@ func cpuReferenceVariant() sdk.Variant {
 			UnequalSeqLens:    true,
 			MaxSeqLen:         maxSeqLen,
 			NeedsGPU:          false,
+			Modes:             []sdk.Mode{sdk.Forward, sdk.Backward, sdk.ForwardBackward},
 		},
 		// rmsnorm's cost grows with rows·cols alone: no sequence limit.
 		OpCapabilities: map[string]sdk.Capabilities{
@@ -176,19 +198,20 @@ func checkRequest(req sdk.PrepareRequest) []sdk.Diagnostic {
 	return diagnostics
 }
 
-// loadAttention loads an attention case with the tiling asked for.
+// loadAttention loads an attention case with the tiling asked for: the
+// forward pass, or in the backward modes the backward (backward.go).
 func (b *Backend) loadAttention(req sdk.PrepareRequest, tiles tiling) (*preparedCase, string, error) {
+	if req.Shape.Mode.Or() != sdk.Forward {
+		return b.loadBackward(req, tiles)
+	}
 	p, hash, err := loadCase(req)
 	if err != nil {
 		return nil, "", err
 	}
 	p.tiling = tiles
 	return &preparedCase{
-		run:        func() { b.attend(p) },
-		out:        p.out,
-		dtype:      req.Shape.DType,
-		output:     make([]byte, req.Shape.QElements()*req.Shape.DType.Size()),
-		outputFile: req.Files.Output,
+		run:     func() { b.attend(p) },
+		outputs: []*output{newOutput(p.out, req.Shape.DType, req.Files.Output)},
 	}, hash, nil
 }
 
@@ -228,32 +251,32 @@ func loadCase(req sdk.PrepareRequest) (problem, string, error) {
 // NaN, and encode turns it into the all-PoisonByte pattern of every dtype.
 var poisoned = math.Float32frombits(0xFFFFFFFF)
 
-// Fetch is the checked run: it poisons the buffer the forward pass writes,
-// runs the forward pass once, and writes the output file. An element the
-// pass forgot to write reaches the file as poison, and the host counts it
-// as unwritten instead of checking a stale value from an earlier run.
+// Fetch is the checked run: it poisons the buffers the pass writes, runs
+// the pass once, and writes the output files. An element the pass forgot
+// to write reaches the file as poison, and the host counts it as unwritten
+// instead of checking a stale value from an earlier run.
 func (b *Backend) Fetch(ctx context.Context, req sdk.FetchRequest) (sdk.Fetched, error) {
 	c, err := b.lookup(req.CaseID)
 	if err != nil {
 		return sdk.Fetched{}, err
 	}
-	for i := range c.out {
-		c.out[i] = poisoned
-	}
+	c.poison()
 	c.run()
-	encode(c.dtype, c.out, c.output)
-	if err := os.WriteFile(c.outputFile, c.output, 0o644); err != nil {
-		return sdk.Fetched{Diagnostics: []sdk.Diagnostic{{
-			Severity: sdk.Failure, Summary: "cannot write the output", Detail: err.Error(),
-		}}}, nil
+	for _, out := range c.outputs {
+		encode(out.dtype, out.values, out.encoded)
+		if err := os.WriteFile(out.file, out.encoded, 0o644); err != nil {
+			return sdk.Fetched{Diagnostics: []sdk.Diagnostic{{
+				Severity: sdk.Failure, Summary: "cannot write the output", Detail: err.Error(),
+			}}}, nil
+		}
 	}
 	return sdk.Fetched{}, nil
 }
 
 // Run takes the timed samples. A CPU has no host/device split: there are
 // no launches to hide and nothing queued, so the kernel time and the call
-// time are the same measure, the wall-clock time of one whole forward pass
-// (time.Now before and after). KernelTimes follow the contract's warm-up
+// time are the same measure, the wall-clock time of one whole call of the
+// case's pass (time.Now before and after). KernelTimes follow the contract's warm-up
 // and stopping rule; CallTimes are Measurement.CallSamples more of the same.
 func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, error) {
 	c, err := b.lookup(req.CaseID)
@@ -261,12 +284,11 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 		return sdk.Samples{}, err
 	}
 	m := req.Measurement
-	if req.Output != "" {
+	timed := timedFiles(req)
+	if len(timed) > 0 {
 		// Poisoned before the first run: the host checks what the last
 		// timed pass left, so a pass that writes nothing shows as poison.
-		for i := range c.out {
-			c.out[i] = poisoned
-		}
+		c.poison()
 	}
 	sample := b.wallClockSample(c, m.L2)
 	kernelTimes, err := sdk.CollectSamples(ctx, m, sample)
@@ -281,9 +303,13 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 		}
 		callTimes = append(callTimes, d)
 	}
-	if req.Output != "" {
-		encode(c.dtype, c.out, c.output)
-		if err := os.WriteFile(req.Output, c.output, 0o644); err != nil {
+	if len(timed) > len(c.outputs) {
+		return sdk.Samples{}, fmt.Errorf("%s: %d timed output files for %d outputs", req.CaseID, len(timed), len(c.outputs))
+	}
+	for i, file := range timed {
+		out := c.outputs[i]
+		encode(out.dtype, out.values, out.encoded)
+		if err := os.WriteFile(file, out.encoded, 0o644); err != nil {
 			return sdk.Samples{}, fmt.Errorf("%s: write the timed output: %w", req.CaseID, err)
 		}
 	}
@@ -292,12 +318,29 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 		CallTimes:   callTimes,
 		Method:      "wall-clock",
 		Facts: map[string]string{
-			"timing": "wall-clock around one forward pass; on a CPU call time and kernel time are the same measure",
+			"timing": "wall-clock around one call of the pass; on a CPU call time and kernel time are the same measure",
 		},
 	}, nil
 }
 
-// wallClockSample times one forward pass. In the L2-cold mode it first
+// timedFiles are the files a Run writes its last call's outputs to, in the
+// op's order: Outputs, or the one Output of a request that names no
+// others; none when the host asks for no timed output.
+func timedFiles(req sdk.RunRequest) []string {
+	if len(req.Outputs) > 0 {
+		files := make([]string, len(req.Outputs))
+		for i, f := range req.Outputs {
+			files[i] = f.Path
+		}
+		return files
+	}
+	if req.Output != "" {
+		return []string{req.Output}
+	}
+	return nil
+}
+
+// wallClockSample times one call of the case's pass. In the L2-cold mode it first
 // evicts the caches, outside the timed span.
 func (b *Backend) wallClockSample(c *preparedCase, l2 sdk.L2Mode) sdk.Sample {
 	var evictor *cacheEvictor

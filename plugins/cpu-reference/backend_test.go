@@ -173,7 +173,7 @@ func TestFetchPoisonsBeforeEveryRun(t *testing.T) {
 			fetch()
 			written := 100
 			b.attend = func(p problem) { clear(p.out[:written]) } // a broken pass
-			elements := len(b.cases[req.CaseID].out)
+			elements := len(b.cases[req.CaseID].outputs[0].values)
 			if n := countPoisoned(fetch(), dtype.Size()); n != elements-written {
 				t.Errorf("%d elements poisoned, want the %d the pass did not write", n, elements-written)
 			}

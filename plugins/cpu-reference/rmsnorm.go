@@ -68,11 +68,8 @@ func loadRMSNorm(req sdk.PrepareRequest) (*preparedCase, string, error) {
 	p := rmsnormProblem{rows: x.Dims[0], cols: x.Dims[1], x: tensors[0], weight: tensors[1],
 		y: make([]float32, x.Dims[0]*x.Dims[1])}
 	loaded := &preparedCase{
-		run:        func() { rmsnorm(p) },
-		out:        p.y,
-		dtype:      x.DType,
-		output:     make([]byte, len(p.y)*x.DType.Size()),
-		outputFile: req.Outputs[0].Path,
+		run:     func() { rmsnorm(p) },
+		outputs: []*output{newOutput(p.y, x.DType, req.Outputs[0].Path)},
 	}
 	return loaded, hex.EncodeToString(hash.Sum(nil)), nil
 }

@@ -10,12 +10,15 @@ import (
 	"github.com/flashcore/bench/sdk"
 )
 
-// The tunables split the forward pass's work (attention.go, tiling), and
-// so apply to attention alone: rmsnorm has no tiling. They
+// The tunables split the work of attention's passes (tiling): the forward
+// (attention.go) and the backward (backward.go), in every mode, and so
+// apply to attention alone: rmsnorm has no tiling. They
 // are real choices with real costs on a CPU: small query tiles reread K and
 // V more often, large key blocks leave the cache, and more workers than
 // cores only add switching. They exist so that `flashcore tune` has a space
-// to search on a machine without a GPU.
+// to search on a machine without a GPU. None changes a bit of the
+// backward's gradients; the key block changes the order of the forward's
+// softmax additions.
 const (
 	tunableQueryRows = "query_tile_rows"
 	tunableKeyRows   = "key_block_rows"
@@ -32,21 +35,21 @@ var tunables = []sdk.Tunable{
 		Name:        tunableQueryRows,
 		Values:      []string{"8", "16", "32", "64", "128"},
 		Default:     strconv.Itoa(defaultTiling.queryRows),
-		Description: "query rows that share one pass over K and V; also the unit of work of a goroutine",
+		Description: "query rows that share one pass over K and V (the forward, and dQ in the backward); also a goroutine's unit of work",
 		Ops:         attentionOnly,
 	},
 	{
 		Name:        tunableKeyRows,
 		Values:      []string{"16", "32", "64", "128", "256"},
 		Default:     strconv.Itoa(defaultTiling.keyRows),
-		Description: "key rows scored before their softmax terms are folded into the running sums",
+		Description: "key rows scored before their softmax terms are folded into the running sums; in the backward also the unit of dK and dV work",
 		Ops:         attentionOnly,
 	},
 	{
 		Name:        tunableWorkers,
 		Values:      []string{autoWorkers, "1", "2", "4", "8"},
 		Default:     autoWorkers,
-		Description: "goroutines that take query tiles from a shared counter; auto is GOMAXPROCS",
+		Description: "goroutines that take tiles from a shared counter; auto is GOMAXPROCS",
 		Ops:         attentionOnly,
 	},
 }
