@@ -84,10 +84,18 @@ for step in $STEPS; do
     done
     ;;
   planted)
-    # The planted wrong gradients against the GPU's honest rows.
-    timed planted "$DIST/flashcore" run --suite "$DIST/suites/planted-gradients.toml" --format markdown \
-      --out "$OUT_DIR/planted.json" --keep-going
-    grep -E '\| (PASS|FAIL|ERROR|SKIP)' "$OUT_DIR/planted.txt" | cut -c1-200
+    # The planted wrong gradients, computed on the GPU (PyTorch's backward
+    # with one fault each, scripts/planted_gradients.py), against the
+    # small suite's bwd cases.
+    mkdir -p "$OUT_DIR/planted"
+    backends=pytorch-sdpa:sdpa
+    for fault in honest zero_dk nan_dq swap_dkdv wrong_group transposed_dk noise_dq; do
+      cp "$DIST/scripts/planted_gradients.py" "$OUT_DIR/planted/planted_$fault.py"
+      backends+=",py:$OUT_DIR/planted/planted_$fault.py"
+    done
+    timed planted "$DIST/flashcore" run --suite "$OUT_DIR/backward-small.toml" --backends "$backends" \
+      --format markdown --out "$OUT_DIR/planted.json" --keep-going
+    grep -E '^\| (sdpa|planted)' "$OUT_DIR/planted.txt" | cut -c1-220
     ;;
   verify)
     timed verify-timing "$DIST/flashcore" verify-timing --suite "$OUT_DIR/backward-small.toml" --out "$OUT_DIR/verify"

@@ -61,7 +61,7 @@ type Shape struct {
 	DType   DType `json:"dtype"`
 	// Mode is the pass a call runs: forward (the zero value, ""), backward
 	// or both. A backward call reads Q, K, V, O, dO and the row
-	// log-sum-exp and writes dQ, dK and dV (docs/ops.md).
+	// log-sum-exp and writes dQ, dK and dV (docs/suites.md).
 	Mode Mode `json:"mode,omitempty"`
 }
 
