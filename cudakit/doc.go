@@ -39,6 +39,18 @@
 //     Files, hashed in that order) and O (written to Files.Output), sized
 //     from the shape; the capability check is sdk.Capabilities.Unsupported; a Launch without
 //     Params gets the standard parameter list (KernelArgs).
+//   - attention in another mode (sdk.Backward, sdk.ForwardBackward; the
+//     request's Shape.Mode, or its params' mode), declared in the
+//     variant's Capabilities.Modes: its OpPlan in Spec.ModePlans gets an
+//     OpCase with the mode's named tensors (for bwd q, k, v, o, do and lse
+//     in, dq, dk and dv out; op.Spec.InputsOf and OutputsOf) and is
+//     handled from there on as another op is, below: the tensors checked
+//     against the declaration, a buffer each, the input hash over every
+//     input in order, the capability check sdk.Capabilities.Unsupported
+//     (which refuses a mode the variant does not declare). A declared mode
+//     without a plan, or a plan for a mode not declared, is a CheckOps
+//     problem. The mode's kernels are named by ModeKernelName
+//     (attn_bwd_…). Forward stays exactly as above.
 //   - any other op of the ops registry, listed in Variant.Ops: its OpPlan
 //     in Spec.Ops gets an OpCase, the request's params and named tensor
 //     files, after Prepare has checked them against the op's declaration
@@ -50,12 +62,14 @@
 //     Launch without Params gets a pointer to each input, then each
 //     output; TensorParams adds scalars after them.
 //
-// Either way a plan may add scratch buffers and following kernels, every
-// output is poisoned (0xFF bytes) before Fetch's call and before a Run's
-// first call, the buffers move between placements, and the timing is the
-// same. A case of an op the variant does not list is an Unsupported
-// diagnostic; a Spec whose Variant.Ops and plans disagree (CheckOps)
-// makes the backend unavailable.
+// Whatever the op, a plan may add scratch buffers and following kernels,
+// every output is poisoned (0xFF bytes) before Fetch's call and before a
+// Run's first call, the buffers move between placements, and the timing is
+// the same. A case of an op the variant does not list, or of an attention
+// mode it does not declare, is an Unsupported diagnostic; a Spec whose
+// Variant.Ops or attention modes and its plans disagree (CheckOps) makes
+// the backend unavailable. A backward plan usually launches two kernels
+// (dK and dV, then dQ: Launch.Then), timed together as one call.
 //
 // Without the cuda build tag the Backend still describes itself, as
 // unavailable ("built without CUDA").

@@ -16,10 +16,11 @@ import (
 	"github.com/flashcore/bench/sdk"
 )
 
-// OpCase is one case of an op other than attention, as its plan sees it:
-// the request's params and named tensor files. Prepare has checked the
-// files against the op's declaration (names, order, dims and element
-// types under Params), so a plan may take its sizes from either.
+// OpCase is one case of an op other than attention, or of attention in a
+// mode other than forward, as its plan sees it: the request's params and
+// named tensor files. Prepare has checked the files against the op's
+// declaration (names, order, dims and element types under Params), so a
+// plan may take its sizes from either.
 type OpCase struct {
 	Op      string
 	Params  op.Params
@@ -37,9 +38,10 @@ func (c OpCase) Tensor(name string) (sdk.TensorFile, bool) {
 	return sdk.TensorFile{}, false
 }
 
-// OpPlan maps a case of an op other than attention (inside the
-// capabilities) and the variant's resolved tunables to the kernel function,
-// launch geometry and parameters. Its buffers are the case's tensors, by
+// OpPlan maps a case of an op other than attention, or of attention in a
+// mode other than forward (Spec.ModePlans), inside the capabilities, and
+// the variant's resolved tunables to the kernel function, launch geometry
+// and parameters. Its buffers are the case's tensors, by
 // their names in the op, and its own scratch. An error means the plugin
 // cannot run this case; it is reported as unsupported, unless it wraps
 // ErrInvalidPlan.
@@ -49,10 +51,32 @@ type OpPlan func(c OpCase, tunables map[string]string) (Launch, error)
 // every request did before ops existed.
 func opName(req sdk.PrepareRequest) string { return cmp.Or(req.Op, attention.Name) }
 
+// attentionMode is the mode of an attention request: its Shape's, else its
+// params', else forward, as every request was before modes existed.
+func attentionMode(req sdk.PrepareRequest) sdk.Mode {
+	return cmp.Or(req.Shape.Mode, sdk.Mode(req.Params["mode"])).Or()
+}
+
+// attentionParams are the params of an attention request: its own, else
+// its Shape's (a request that bypassed the host may carry only the shape).
+// A request that carries both must carry the same case twice.
+func attentionParams(req sdk.PrepareRequest) (op.Params, error) {
+	if len(req.Params) == 0 {
+		return attention.ParamsOf(req.Shape), nil
+	}
+	params := op.Params(req.Params)
+	if req.Shape != (sdk.Shape{}) && attention.ShapeFrom(params) != req.Shape {
+		return nil, fmt.Errorf("the request's shape %s and its params (%s) are not the same case", req.Shape, attention.ShapeFrom(params))
+	}
+	return params, nil
+}
+
 // CheckOps says what is wrong with the ops of s: an op Variant.Ops lists
 // that the ops registry does not know or that has no plan, a plan for an
-// op Variant.Ops does not list, or a tunable's Ops naming such an op. A plugin with such a Spec is
-// unavailable rather than wrong at its first case.
+// op Variant.Ops does not list, a tunable's Ops naming such an op, or an
+// attention mode declared without a plan or planned without being
+// declared (checkModes). A plugin with such a Spec is unavailable rather
+// than wrong at its first case.
 func (s Spec) CheckOps() error {
 	var problems []error
 	for _, name := range s.Variant.Ops {
@@ -85,7 +109,38 @@ func (s Spec) CheckOps() error {
 			}
 		}
 	}
-	return errors.Join(problems...)
+	return errors.Join(append(problems, s.checkModes()...)...)
+}
+
+// checkModes says what is wrong with the attention modes of s: a mode the
+// capabilities list that is unknown, or that is not forward and has no
+// plan in ModePlans; a plan in ModePlans for forward, for a mode the
+// capabilities do not list, or of a variant that does not run attention.
+func (s Spec) checkModes() []error {
+	var problems []error
+	runs := ops.Supports(s.Variant, attention.Name)
+	caps := s.Variant.CapabilitiesOf(attention.Name)
+	if runs {
+		for _, m := range caps.Modes {
+			switch {
+			case !m.Valid() || m == "":
+				problems = append(problems, fmt.Errorf("variant %s declares attention mode %q, which is unknown: want fwd, bwd or fwd+bwd", s.Variant.Name, m))
+			case m != sdk.Forward && s.ModePlans[m] == nil:
+				problems = append(problems, fmt.Errorf("variant %s declares attention mode %s but the spec has no plan for it in ModePlans", s.Variant.Name, m))
+			}
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(s.ModePlans)) {
+		switch {
+		case m.Or() == sdk.Forward:
+			problems = append(problems, fmt.Errorf("attention mode %s is planned by Spec.Plan, not by Spec.ModePlans", sdk.Forward))
+		case !runs:
+			problems = append(problems, fmt.Errorf("Spec.ModePlans plans attention mode %s, but variant %s does not run attention", m, s.Variant.Name))
+		case !slices.Contains(caps.Modes, m):
+			problems = append(problems, fmt.Errorf("Spec.ModePlans plans attention mode %s, which variant %s does not declare in its capabilities' Modes", m, s.Variant.Name))
+		}
+	}
+	return problems
 }
 
 // notServed says why the variant does not run the request's op, or "".
@@ -143,10 +198,13 @@ func (p planned) tensorLabels() string {
 // capabilities, asks the op's plan for the launch and validates it. A case
 // the plugin cannot run comes back as a reason, before any input is read;
 // an error is the plugin's fault (ErrInvalidPlan, an invalid launch) or
-// the request's (tensor files that are not the op's).
+// the request's (tensor files that are not the op's). Attention forward
+// is planned from the request's Shape and Files (planAttention); every
+// other case, attention's other modes included, from its params and named
+// tensors.
 func (s Spec) plan(req sdk.PrepareRequest, tunables map[string]string) (p planned, reason string, err error) {
 	name := opName(req)
-	if name == attention.Name {
+	if name == attention.Name && attentionMode(req) == sdk.Forward {
 		return s.planAttention(req, tunables)
 	}
 	o, err := ops.Lookup(name)
@@ -154,12 +212,17 @@ func (s Spec) plan(req sdk.PrepareRequest, tunables map[string]string) (p planne
 		return planned{}, err.Error(), nil
 	}
 	params := op.Params(req.Params)
+	if name == attention.Name {
+		if params, err = attentionParams(req); err != nil {
+			return planned{}, "", err
+		}
+	}
 	if reason := o.Unsupported(s.Variant.CapabilitiesOf(name), params); reason != "" {
 		return planned{}, reason, nil
 	}
-	plan := s.Ops[name]
+	plan, reason, err := s.namedPlan(name, params)
 	if plan == nil {
-		return planned{}, "", fmt.Errorf("%w: variant %s lists op %s but the spec has no plan for it", ErrInvalidPlan, s.Variant.Name, name)
+		return planned{}, reason, err
 	}
 	spec := o.Spec()
 	if p.inputs, err = opTensors(spec.InputsOf(params), req.Inputs, params, "input"); err != nil {
@@ -181,8 +244,26 @@ func (s Spec) plan(req sdk.PrepareRequest, tunables map[string]string) (p planne
 	return p, "", nil
 }
 
-// planAttention is plan for attention, which reads the request's Shape and
-// Files as every attention plugin did before ops existed.
+// namedPlan is the plan of a case planned from its named tensors: the
+// op's in Ops, or attention's mode's in ModePlans. Without one, a mode is
+// a reason (the variant does not run it) and an op the variant lists an
+// error (CheckOps makes such a spec unavailable first).
+func (s Spec) namedPlan(name string, params op.Params) (OpPlan, string, error) {
+	if name == attention.Name {
+		m := attention.ShapeFrom(params).Mode.Or()
+		if plan := s.ModePlans[m]; plan != nil {
+			return plan, "", nil
+		}
+		return nil, fmt.Sprintf("mode %s not supported: %s has no plan for it", m, s.Name), nil
+	}
+	if plan := s.Ops[name]; plan != nil {
+		return plan, "", nil
+	}
+	return nil, "", fmt.Errorf("%w: variant %s lists op %s but the spec has no plan for it", ErrInvalidPlan, s.Variant.Name, name)
+}
+
+// planAttention is plan for attention forward, which reads the request's
+// Shape and Files as every attention plugin did before ops existed.
 func (s Spec) planAttention(req sdk.PrepareRequest, tunables map[string]string) (planned, string, error) {
 	if reason := s.Variant.Capabilities.Unsupported(req.Shape); reason != "" {
 		return planned{}, reason, nil

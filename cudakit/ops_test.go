@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/flashcore/bench/cudakit/gpu"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -348,5 +351,198 @@ func TestTimedOutputPaths(t *testing.T) {
 func TestOpKernelName(t *testing.T) {
 	if got := OpKernelName("rmsnorm", sdk.BF16, "v8"); got != "rmsnorm_bf16_v8" {
 		t.Errorf("OpKernelName = %s", got)
+	}
+}
+
+// backwardSpec runs attention forward and backward; its backward plan
+// records the case it was given and launches a dK/dV kernel and then a dQ
+// kernel, each given the case's tensors in order.
+func backwardSpec(seen *OpCase) Spec {
+	var none OpCase
+	s := twoOpSpec(&none)
+	s.Variant.Ops, s.Ops = nil, nil
+	s.Variant.Capabilities.Modes = []sdk.Mode{sdk.Forward, sdk.Backward}
+	s.ModePlans = map[sdk.Mode]OpPlan{sdk.Backward: func(c OpCase, _ map[string]string) (Launch, error) {
+		*seen = c
+		dq, _ := c.Tensor("dq")
+		one := gpu.Dim3{X: 1, Y: 1, Z: 1}
+		return Launch{Function: ModeKernelName(sdk.Backward, dq.DType, dq.Dims[3], "dkdv"), Grid: one, Block: gpu.Dim3{X: 64, Y: 1, Z: 1},
+			Params: TensorParams(c), Then: []Launch{{Function: ModeKernelName(sdk.Backward, dq.DType, dq.Dims[3], "dq"), Grid: one,
+				Block: gpu.Dim3{X: 128, Y: 1, Z: 1}, Params: TensorParams(c)}}}, nil
+	}}
+	return s
+}
+
+// attentionRequest is the request the host sends for an attention case of
+// shape s, its files in dir named after the mode's tensors.
+func attentionRequest(dir string, s sdk.Shape) sdk.PrepareRequest {
+	c := attention.NewCase(s, op.Normal)
+	files := func(ts []op.Tensor) []sdk.TensorFile {
+		out := make([]sdk.TensorFile, len(ts))
+		for i, t := range ts {
+			out[i] = sdk.TensorFile{Name: t.Name, Path: filepath.Join(dir, t.Name+".bin"), DType: t.ElemType(c.Params), Dims: t.Shape(c.Params)}
+		}
+		return out
+	}
+	return ops.PrepareRequest(c, "cuda-two", nil, files(attention.Spec.InputsOf(c.Params)), files(attention.Spec.OutputsOf(c.Params)), "")
+}
+
+func TestCheckOpsOfModes(t *testing.T) {
+	var seen OpCase
+	good := backwardSpec(&seen)
+	with := func(f func(*Spec)) Spec {
+		s := good
+		s.Variant.Capabilities.Modes = slices.Clone(good.Variant.Capabilities.Modes)
+		s.ModePlans = map[sdk.Mode]OpPlan{sdk.Backward: good.ModePlans[sdk.Backward]}
+		f(&s)
+		return s
+	}
+	tests := []struct {
+		name string
+		spec Spec
+		want string // part of the error; "" for none
+	}{
+		{"forward and backward, each planned", good, ""},
+		{"backward alone", with(func(s *Spec) { s.Variant.Capabilities.Modes = []sdk.Mode{sdk.Backward} }), ""},
+		{"forward alone, as every plugin before modes", with(func(s *Spec) { s.Variant.Capabilities.Modes, s.ModePlans = nil, nil }), ""},
+		{"a declared mode without a plan", with(func(s *Spec) { s.ModePlans = nil }),
+			"variant cuda-two declares attention mode bwd but the spec has no plan for it in ModePlans"},
+		{"a plan for a mode not declared", with(func(s *Spec) { s.Variant.Capabilities.Modes = nil }),
+			"Spec.ModePlans plans attention mode bwd, which variant cuda-two does not declare"},
+		{"a plan for fwd+bwd not declared", with(func(s *Spec) { s.ModePlans[sdk.ForwardBackward] = s.ModePlans[sdk.Backward] }),
+			"Spec.ModePlans plans attention mode fwd+bwd, which variant cuda-two does not declare"},
+		{"forward planned in ModePlans", with(func(s *Spec) { s.ModePlans[sdk.Forward] = s.ModePlans[sdk.Backward] }),
+			"attention mode fwd is planned by Spec.Plan"},
+		{"an unknown mode declared", with(func(s *Spec) { s.Variant.Capabilities.Modes = append(s.Variant.Capabilities.Modes, "bwd2") }),
+			`declares attention mode "bwd2", which is unknown`},
+		{"modes planned for a variant without attention", with(func(s *Spec) {
+			s.Variant.Ops, s.Ops = []string{"rmsnorm"}, map[string]OpPlan{"rmsnorm": twoOpSpec(new(OpCase)).Ops["rmsnorm"]}
+		}), "Spec.ModePlans plans attention mode bwd, but variant cuda-two does not run attention"},
+	}
+	for _, tc := range tests {
+		err := tc.spec.CheckOps()
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && !strings.Contains(got, tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// Attention backward is planned from the mode's named tensors, as an op
+// other than attention is: q, k, v, o, do and lse in, in that order (the
+// order the hash follows), dq, dk and dv out, each sized from its dims.
+func TestPlanOfAttentionBackwardGetsTheModesTensors(t *testing.T) {
+	var seen OpCase
+	s := backwardSpec(&seen)
+	shape := sdk.Shape{Batch: 1, Heads: 4, KVHeads: 2, SeqQ: 5, SeqK: 7, HeadDim: 64, DType: sdk.BF16, Causal: true, Mode: sdk.Backward}
+	req := attentionRequest("/in", shape)
+	p, reason, err := s.plan(req, nil)
+	if err != nil || reason != "" {
+		t.Fatalf("plan: %q %v", reason, err)
+	}
+	if seen.Op != "attention" || seen.Params["mode"] != "bwd" || attention.ShapeFrom(seen.Params) != shape ||
+		!slices.EqualFunc(seen.Inputs, req.Inputs, equalFiles) || !slices.EqualFunc(seen.Outputs, req.Outputs, equalFiles) {
+		t.Errorf("the plan saw %+v, want the request's params and files", seen)
+	}
+	var got []string
+	for _, tt := range slices.Concat(p.inputs, p.outputs) {
+		got = append(got, fmt.Sprintf("%s %s %d", tt.name, tt.path, tt.bytes))
+	}
+	q, kv := 4*5*64*2, 2*7*64*2
+	want := []string{
+		fmt.Sprintf("q /in/q.bin %d", q), fmt.Sprintf("k /in/k.bin %d", kv), fmt.Sprintf("v /in/v.bin %d", kv),
+		fmt.Sprintf("o /in/o.bin %d", q), fmt.Sprintf("do /in/do.bin %d", q), fmt.Sprintf("lse /in/lse.bin %d", 4*5*4),
+		fmt.Sprintf("dq /in/dq.bin %d", q), fmt.Sprintf("dk /in/dk.bin %d", kv), fmt.Sprintf("dv /in/dv.bin %d", kv),
+	}
+	if !slices.Equal(got, want) || len(p.inputs) != 6 {
+		t.Errorf("tensors\n%v, want\n%v (six inputs)", got, want)
+	}
+	if p.attention != nil || p.launch.Function != "attn_bwd_bf16_d64_dkdv" || len(p.launch.Then) != 1 || p.tensorLabels() != "q, k, v, o, do, lse, dq, dk, dv" {
+		t.Errorf("planned %+v", p)
+	}
+}
+
+// A mode the variant does not declare, or declares without a plan, is a
+// reason (a skip), checked before the tensors; a request whose shape and
+// params are two cases, or whose files are not the mode's, is an error.
+// Forward requests keep their Shape-and-Files path.
+func TestPlanOfAttentionModesRefusesAndFails(t *testing.T) {
+	shape := sdk.Shape{Batch: 2, Heads: 2, KVHeads: 2, SeqQ: 33, SeqK: 33, HeadDim: 64, DType: sdk.FP16, Mode: sdk.Backward}
+	tests := []struct {
+		name   string
+		spec   func(*Spec)
+		req    func(*sdk.PrepareRequest)
+		reason string // part of the reason, for a skip
+		err    string // part of the error
+		fn     string // the function planned, when neither
+	}{
+		{name: "backward", fn: "attn_bwd_fp16_d64_dkdv"},
+		{name: "backward from the shape alone", req: func(r *sdk.PrepareRequest) { r.Params = nil }, fn: "attn_bwd_fp16_d64_dkdv"},
+		{name: "backward from the params alone", req: func(r *sdk.PrepareRequest) { r.Shape = sdk.Shape{} }, fn: "attn_bwd_fp16_d64_dkdv"},
+		{name: "forward", req: func(r *sdk.PrepareRequest) {
+			f := shape
+			f.Mode = ""
+			*r = attentionRequest("/in", f)
+		}, fn: "attn_fwd_fp16_d64"},
+		{name: "a mode the variant does not declare", spec: func(s *Spec) { s.Variant.Capabilities.Modes, s.ModePlans = nil, nil },
+			reason: "mode bwd not supported (runs: fwd)"},
+		{name: "fwd+bwd, not declared", req: func(r *sdk.PrepareRequest) {
+			f := shape
+			f.Mode = sdk.ForwardBackward
+			*r = attentionRequest("/in", f)
+		}, reason: "mode fwd+bwd not supported (runs: fwd, bwd)"},
+		{name: "a declared mode without a plan", spec: func(s *Spec) { s.ModePlans = nil },
+			reason: "mode bwd not supported: cuda-two has no plan for it"},
+		{name: "a head dim the variant does not declare", req: func(r *sdk.PrepareRequest) {
+			f := shape
+			f.HeadDim = 128
+			*r = attentionRequest("/in", f)
+		}, reason: "head dim 128 not supported"},
+		{name: "shape and params disagree", req: func(r *sdk.PrepareRequest) { r.Shape.SeqK = 34 },
+			err: "the request's shape B2 H2 S33x34 D64 fp16 bwd and its params (B2 H2 S33 D64 fp16 bwd) are not the same case"},
+		{name: "params of another mode", req: func(r *sdk.PrepareRequest) { r.Params["mode"] = "fwd" },
+			err: "are not the same case"},
+		{name: "the forward's files", req: func(r *sdk.PrepareRequest) { r.Inputs, r.Outputs = r.Inputs[:3], r.Outputs[:1] },
+			err: "the request has 3 input files; the op has 6 inputs"},
+		{name: "lse in the dtype", req: func(r *sdk.PrepareRequest) { r.Inputs[5].DType = sdk.FP16 },
+			err: "input 6 is lse[2, 2, 33] fp16; the op's under these params is lse[2, 2, 33] fp32"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var seen OpCase
+			s := backwardSpec(&seen)
+			if tc.spec != nil {
+				tc.spec(&s)
+			}
+			req := attentionRequest("/in", shape)
+			if tc.req != nil {
+				tc.req(&req)
+			}
+			p, reason, err := s.plan(req, nil)
+			switch {
+			case tc.reason != "" && (err != nil || !strings.Contains(reason, tc.reason)):
+				t.Errorf("reason %q, error %v; want the reason %q", reason, err, tc.reason)
+			case tc.err != "" && (reason != "" || err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("reason %q, error %v; want an error with %q", reason, err, tc.err)
+			case tc.fn != "" && (err != nil || reason != "" || p.launch.Function != tc.fn):
+				t.Errorf("planned %s (reason %q, error %v), want %s", p.launch.Function, reason, err, tc.fn)
+			}
+		})
+	}
+}
+
+func TestModeKernelName(t *testing.T) {
+	tests := []struct {
+		mode sdk.Mode
+		want string
+	}{
+		{"", "attn_fwd_fp16_d64_x"},
+		{sdk.Forward, "attn_fwd_fp16_d64_x"},
+		{sdk.Backward, "attn_bwd_fp16_d64_x"},
+		{sdk.ForwardBackward, "attn_fwdbwd_fp16_d64_x"},
+	}
+	for _, tc := range tests {
+		if got := ModeKernelName(tc.mode, sdk.FP16, 64, "x"); got != tc.want {
+			t.Errorf("ModeKernelName(%q) = %s, want %s", tc.mode, got, tc.want)
+		}
 	}
 }

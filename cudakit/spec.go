@@ -25,6 +25,14 @@ type Spec struct {
 	// error means the plugin cannot run this case; it is reported as
 	// unsupported.
 	Plan func(shape sdk.Shape, tunables map[string]string) (Launch, error)
+	// ModePlans are the plans of attention's modes other than forward
+	// (sdk.Backward, sdk.ForwardBackward), by mode: each mode the
+	// variant's attention capabilities list in Modes, forward aside, has
+	// one here, and none is here that they do not list (CheckOps). Such a
+	// case is planned as an op other than attention is: its OpCase has the
+	// mode's named tensors (op.Spec.InputsOf and OutputsOf: q, k, v, o,
+	// do and lse in, dq, dk and dv out, for bwd). Forward stays with Plan.
+	ModePlans map[sdk.Mode]OpPlan
 	// Ops are the plans of the ops other than attention, by op name
 	// (package ops): each op Variant.Ops lists, attention aside, has one
 	// here, and none is here that Variant.Ops does not list (CheckOps). A
@@ -235,7 +243,20 @@ func Sources(path string, kernelSource []byte) map[string][]byte {
 // attn_fwd_<dtype>_d<head dim>, then each of suffix joined by "_", e.g.
 // attn_fwd_fp16_d64_n32_s2.
 func KernelName(dtype sdk.DType, headDim int, suffix ...string) string {
-	return strings.Join(append([]string{"attn_fwd", string(dtype), fmt.Sprintf("d%d", headDim)}, suffix...), "_")
+	return ModeKernelName(sdk.Forward, dtype, headDim, suffix...)
+}
+
+// ModeKernelName is the extern "C" name of a kernel of attention in mode
+// m: KernelName's with attn_fwd replaced by the mode's prefix
+// (ModeKernelPrefix), e.g. attn_bwd_fp16_d64_dq.
+func ModeKernelName(m sdk.Mode, dtype sdk.DType, headDim int, suffix ...string) string {
+	return strings.Join(append([]string{ModeKernelPrefix(m), string(dtype), fmt.Sprintf("d%d", headDim)}, suffix...), "_")
+}
+
+// ModeKernelPrefix is how the names of a mode's kernels start: attn_fwd,
+// attn_bwd, or attn_fwdbwd for fwd+bwd.
+func ModeKernelPrefix(m sdk.Mode) string {
+	return "attn_" + strings.ReplaceAll(string(m.Or()), "+", "")
 }
 
 // OpKernelName is the extern "C" name of a kernel of an op other than
@@ -263,6 +284,20 @@ func AttentionGrid(shape sdk.Shape, rowsPerBlock int) (gpu.Dim3, error) {
 	}
 	tiles := (shape.SeqQ + rowsPerBlock - 1) / rowsPerBlock
 	return gpu.Dim3{X: tiles, Y: shape.Heads, Z: shape.Batch}, nil
+}
+
+// KeyGrid is the grid of a kernel that owns key rows, as a backward's
+// dK and dV kernel does: one block per keysPerBlock key rows, per
+// key/value head, per batch.
+func KeyGrid(shape sdk.Shape, keysPerBlock int) (gpu.Dim3, error) {
+	if keysPerBlock <= 0 {
+		return gpu.Dim3{}, fmt.Errorf("keys per block %d must be positive", keysPerBlock)
+	}
+	if shape.KVHeads > maxGridYZ || shape.Batch > maxGridYZ {
+		return gpu.Dim3{}, fmt.Errorf("%d key/value heads × batch %d exceeds the CUDA grid limit of %d", shape.KVHeads, shape.Batch, maxGridYZ)
+	}
+	tiles := (shape.SeqK + keysPerBlock - 1) / keysPerBlock
+	return gpu.Dim3{X: tiles, Y: shape.KVHeads, Z: shape.Batch}, nil
 }
 
 // KernelArgs are the parameters of every attention kernel, in order:

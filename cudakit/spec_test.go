@@ -36,6 +36,33 @@ func TestAttentionGridAndName(t *testing.T) {
 	}
 }
 
+// A key grid has one block per key tile of each key/value head.
+func TestKeyGrid(t *testing.T) {
+	tests := []struct {
+		shape sdk.Shape
+		keys  int
+		want  gpu.Dim3
+		err   string
+	}{
+		{sdk.Shape{Batch: 3, Heads: 8, KVHeads: 2, SeqQ: 5, SeqK: 97}, 32, gpu.Dim3{X: 4, Y: 2, Z: 3}, ""},
+		{sdk.Shape{Batch: 1, Heads: 4, KVHeads: 4, SeqQ: 500, SeqK: 64}, 64, gpu.Dim3{X: 1, Y: 4, Z: 1}, ""},
+		{sdk.Shape{Batch: 70000, Heads: 1, KVHeads: 1, SeqK: 1}, 16, gpu.Dim3{}, "exceeds the CUDA grid limit"},
+		{sdk.Shape{Batch: 1, Heads: 1, KVHeads: 1, SeqK: 1}, 0, gpu.Dim3{}, "keys per block 0 must be positive"},
+	}
+	for _, tc := range tests {
+		g, err := KeyGrid(tc.shape, tc.keys)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("KeyGrid(%s, %d) = %v, want an error with %q", tc.shape, tc.keys, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || g != tc.want {
+			t.Errorf("KeyGrid(%s, %d) = %+v, %v; want %+v", tc.shape, tc.keys, g, err, tc.want)
+		}
+	}
+}
+
 // The kernels read int and float parameters from the low 4 bytes of their
 // slots; the order is the one attention.cuh documents.
 func TestKernelArgs(t *testing.T) {

@@ -3,6 +3,7 @@ package cudatest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -67,6 +68,23 @@ func opFiles(c op.Case, dir string) (inputs, outputs, timed []sdk.TensorFile) {
 	return files("", spec.InputsOf(c.Params)), files("out-", spec.OutputsOf(c.Params)), files("timed-", spec.OutputsOf(c.Params))
 }
 
+// OpCaseOf is what the kit gives a plan for case c (of an op other than
+// attention, or of attention in a mode other than forward): its params and
+// the tensor files the host would name for it, in /in.
+func OpCaseOf(c op.Case) cudakit.OpCase {
+	inputs, outputs, _ := opFiles(c, "/in")
+	return cudakit.OpCase{Op: c.Op, Params: c.Params.Clone(), Inputs: inputs, Outputs: outputs}
+}
+
+// tensorNames are the names of the case's tensors, inputs first.
+func tensorNames(c cudakit.OpCase) []string {
+	var names []string
+	for _, f := range slices.Concat(c.Inputs, c.Outputs) {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
 // CheckOpPlans checks, without a GPU, that spec plans each of cases (of an
 // op other than attention, with the tensor files the host would name for
 // it) to a kernel that kernelSource instantiates, with a launch that is
@@ -88,8 +106,7 @@ func CheckOpPlans(t *testing.T, spec cudakit.Spec, kernelSource []byte, cases []
 			continue
 		}
 		opsSeen[c.Op] = true
-		inputs, outputs, _ := opFiles(c, "/in")
-		oc := cudakit.OpCase{Op: c.Op, Params: c.Params.Clone(), Inputs: inputs, Outputs: outputs}
+		oc := OpCaseOf(c)
 		l, err := plan(oc, nil)
 		if err != nil {
 			t.Errorf("plan %s: %v", c.ID, err)
@@ -102,11 +119,7 @@ func CheckOpPlans(t *testing.T, spec cudakit.Spec, kernelSource []byte, cases []
 			}
 			used[step.Function] = true
 		}
-		var names []string
-		for _, f := range slices.Concat(inputs, outputs) {
-			names = append(names, f.Name)
-		}
-		checkLaunch(t, c.ID, l, names)
+		checkLaunch(t, c.ID, l, tensorNames(oc))
 	}
 	for name := range opsSeen {
 		defined := InstantiatedOpKernels(kernelSource, name)
@@ -121,13 +134,15 @@ func CheckOpPlans(t *testing.T, spec cudakit.Spec, kernelSource []byte, cases []
 	}
 }
 
-// CheckOp runs each case of an op other than attention through the
-// backend in process, as flashcore run drives a row, and checks it by the
-// op's own check with the default suite's tolerances: the loaded hash and
-// the facts every case records, the checked run repeated bit-identically,
-// a timed Run whose samples obey the contract and whose timed outputs pass
-// the same check. It logs each case's kernel time and bandwidth. It needs
-// a backend that can run (a GPU, for the CUDA plugins).
+// CheckOp runs each case (of an op other than attention, or of attention
+// in any mode: ModeCases, attention.NewCase) through the backend in
+// process, as flashcore run drives a row, and checks it by the op's own
+// check with the default suite's tolerances: the loaded hash and the
+// facts every case records, the checked run repeated bit-identically, a
+// timed Run whose samples obey the contract and whose timed outputs pass
+// the same check. It logs each case's kernel time, bandwidth and, for an
+// op that counts FLOPs, throughput. It needs a backend that can run (a
+// GPU, for the CUDA plugins).
 func CheckOp(t *testing.T, backend sdk.Backend, cases []op.Case) {
 	t.Helper()
 	desc := available(t, backend)
@@ -189,9 +204,14 @@ func checkOpCase(t *testing.T, backend sdk.Backend, desc sdk.Description, c op.C
 	}
 	checkReports(t, "last timed call", o.Check(c, in, readFiles(t, timed), d.Check, tol))
 	kernel := sdk.MedianDuration(samples.KernelTimes)
-	t.Logf("TIMING %s %s %s L2: kernel %.2f µs (n=%d, noise %.2f%%, %.0f GB/s), call %.2f µs, %s, grid %s, block %s",
+	work := o.Work(c, in)
+	throughput := ""
+	if work.FLOPs > 0 {
+		throughput = fmt.Sprintf(", %.1f TFLOP/s", work.FLOPs/kernel.Seconds()/1e12)
+	}
+	t.Logf("TIMING %s %s %s L2: kernel %.2f µs (n=%d, noise %.2f%%, %.0f GB/s%s), call %.2f µs, %s, grid %s, block %s",
 		desc.Name, c.ID, m.L2, us(kernel), len(samples.KernelTimes), 100*sdk.RelativeNoise(samples.KernelTimes),
-		o.Work(c, in).Bytes/kernel.Seconds()/1e9, us(sdk.MedianDuration(samples.CallTimes)),
+		work.Bytes/kernel.Seconds()/1e9, throughput, us(sdk.MedianDuration(samples.CallTimes)),
 		prepared.Facts["kernel_function"], prepared.Facts["grid"], prepared.Facts["block"])
 }
 

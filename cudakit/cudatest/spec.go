@@ -11,7 +11,9 @@ import (
 	"github.com/flashcore/bench/conformance"
 	"github.com/flashcore/bench/cudakit"
 	"github.com/flashcore/bench/cudakit/gpu"
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops/attention"
+	"github.com/flashcore/bench/sdk"
 )
 
 // instantiation matches the kernel instantiation macros of the plugins'
@@ -28,13 +30,48 @@ func InstantiatedKernels(kernelSource []byte) []string {
 	return names
 }
 
+// InstantiatedModeKernels lists the extern "C" kernels of attention in
+// mode m that a kernel.cu instantiates: those named
+// cudakit.ModeKernelPrefix(m)_… (attn_bwd_… for bwd).
+func InstantiatedModeKernels(kernelSource []byte, m sdk.Mode) []string {
+	return InstantiatedOpKernels(kernelSource, cudakit.ModeKernelPrefix(m))
+}
+
+// ModeCases are the conformance cases of the variant (conformance.Cases,
+// default tunables) in attention mode m, those inside the declared
+// capabilities: the same edges (odd lengths, GQA, Sq ≠ Sk, causal rows
+// past the keys) for a backward as for the forward.
+func ModeCases(v sdk.Variant, m sdk.Mode) []op.Case {
+	caps := v.CapabilitiesOf(attention.Name)
+	var cases []op.Case
+	seen := map[string]bool{}
+	for _, c := range conformance.Cases(v) {
+		s := attention.ShapeOf(c.Case)
+		s.Mode = m
+		if m == sdk.Forward {
+			s.Mode = ""
+		}
+		mc := attention.NewCase(s, c.Distribution)
+		if caps.Unsupported(s) != "" || seen[mc.ID] {
+			continue
+		}
+		seen[mc.ID] = true
+		cases = append(cases, mc)
+	}
+	return cases
+}
+
 // CheckPlans checks, without a GPU, that the spec's ops agree with its
 // plans (Spec.CheckOps), and that spec plans every conformance case of its
 // variant (conformance.Cases: attention shapes inside the declared
 // capabilities), with every combination of tunables, to a kernel that
 // kernelSource instantiates, that every instantiated attention kernel is
-// reachable, and that every launch is well formed. CheckOpPlans does the
-// same for other ops.
+// reachable, and that every launch is well formed. Each other mode the
+// variant declares (bwd, fwd+bwd) is checked the same way on the same
+// shapes in that mode (ModeCases), through Spec.ModePlans, with the
+// mode's named tensors: its kernels are the attn_bwd_… (attn_fwdbwd_…)
+// ones, and its launches may name only the mode's tensors. CheckOpPlans
+// does the same for other ops.
 func CheckPlans(t *testing.T, spec cudakit.Spec, kernelSource []byte) {
 	t.Helper()
 	if err := spec.CheckOps(); err != nil {
@@ -69,6 +106,52 @@ func CheckPlans(t *testing.T, spec cudakit.Spec, kernelSource []byte) {
 	for _, name := range defined {
 		if !used[name] {
 			t.Errorf("kernel.cu instantiates %s, which no plan uses", name)
+		}
+	}
+	for _, m := range spec.Variant.CapabilitiesOf(attention.Name).Modes {
+		if m.Or() != sdk.Forward {
+			checkModePlans(t, spec, kernelSource, m)
+		}
+	}
+}
+
+// checkModePlans is CheckPlans for attention mode m, through
+// Spec.ModePlans[m].
+func checkModePlans(t *testing.T, spec cudakit.Spec, kernelSource []byte, m sdk.Mode) {
+	t.Helper()
+	plan := spec.ModePlans[m]
+	if plan == nil {
+		return // CheckOps has said so
+	}
+	defined := InstantiatedModeKernels(kernelSource, m)
+	if len(defined) == 0 {
+		t.Errorf("the variant declares mode %s, but kernel.cu instantiates no %s_* kernel", m, cudakit.ModeKernelPrefix(m))
+	}
+	cases := ModeCases(spec.Variant, m)
+	if len(cases) == 0 {
+		t.Errorf("mode %s: no conformance case fits the declared capabilities", m)
+	}
+	used := map[string]bool{}
+	for _, c := range cases {
+		oc := OpCaseOf(c)
+		for _, combo := range conformance.Combinations(spec.Variant.Tunables) {
+			l, err := plan(oc, combo)
+			if err != nil {
+				t.Errorf("plan %s %v: %v", c.ID, combo, err)
+				continue
+			}
+			for _, step := range l.Steps() {
+				if !slices.Contains(defined, step.Function) {
+					t.Errorf("plan %s %v: kernel %s is not instantiated in kernel.cu", c.ID, combo, step.Function)
+				}
+				used[step.Function] = true
+			}
+			checkLaunch(t, c.ID, l, tensorNames(oc))
+		}
+	}
+	for _, name := range defined {
+		if !used[name] {
+			t.Errorf("kernel.cu instantiates %s, which no plan of mode %s uses", name, m)
 		}
 	}
 }
