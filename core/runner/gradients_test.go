@@ -85,6 +85,8 @@ func TestWrongGradientsFail(t *testing.T) {
 		{"wrong-group", results.StatusFail, "dk: "},
 		{"transposed-dk", results.StatusFail, "dk: "},
 		{"noise-dq", results.StatusFail, "dq: "},
+		{"late-noise-dq", results.StatusFail, "checked run 2: dq: "},
+		{"jitter-dq", results.StatusPass, ""},
 		{"honest", results.StatusPass, ""},
 	}
 	var faults []string
@@ -116,6 +118,11 @@ func TestWrongGradientsFail(t *testing.T) {
 			t.Logf("%s %-28s %-5s %s", c.ID, backend, r.Status, r.Reason)
 			if r.Status != w.status || !strings.HasPrefix(r.Reason, w.reason) {
 				t.Errorf("%s %s: %s %q, want %s starting %q", c.ID, backend, r.Status, r.Reason, w.status, w.reason)
+			}
+			// Runs that differ in gradients alone, each within the check,
+			// are a finding on a PASS row.
+			if _, noted := r.Facts["nondeterministic"]; noted != (w.fault == "jitter-dq") {
+				t.Errorf("%s %s: nondeterministic fact %q, want one only for jitter-dq", c.ID, backend, r.Facts["nondeterministic"])
 			}
 		}
 		r := find(run, c.ID, "cpu-reference")

@@ -56,19 +56,13 @@ _LOG2E = tl.constexpr(LOG2E)
 # would not fit before they are compiled.
 DKDV_TUNING_SPACE = [
     (32, 64, 4, 3),
-    (32, 128, 4, 3),
-    (32, 128, 8, 2),
     (64, 64, 4, 3),
-    (64, 128, 8, 2),
-    (16, 64, 4, 4),
+    (32, 128, 8, 2),
 ]
 DQ_TUNING_SPACE = [
     (64, 32, 4, 3),
-    (128, 32, 4, 3),
-    (128, 32, 8, 2),
     (64, 64, 4, 3),
     (128, 64, 8, 2),
-    (64, 16, 4, 4),
 ]
 # Rows per program of the Delta kernel (one pass over O and dO: not tuned).
 DELTA_BLOCK_M = 64

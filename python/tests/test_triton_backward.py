@@ -176,9 +176,9 @@ def test_the_autotuned_path_launches_the_first_fitting_config(monkeypatch, keep_
 
 
 @pytest.mark.parametrize("prune, space, dtype, head_dim, kept, dropped", [
-    ("prune_dkdv", "DKDV_TUNING_SPACE", torch.float16, 128, (32, 128, 4, 3), None),
-    ("prune_dkdv", "DKDV_TUNING_SPACE", torch.float32, 128, (16, 64, 4, 4), (32, 128, 4, 3)),
-    ("prune_dq", "DQ_TUNING_SPACE", torch.float32, 128, (64, 16, 4, 4), (128, 32, 4, 3)),
+    ("prune_dkdv", "DKDV_TUNING_SPACE", torch.float16, 128, (64, 64, 4, 3), None),
+    ("prune_dkdv", "DKDV_TUNING_SPACE", torch.float32, 128, (32, 64, 4, 3), (64, 64, 4, 3)),
+    ("prune_dq", "DQ_TUNING_SPACE", torch.float32, 128, (64, 32, 4, 3), (128, 64, 8, 2)),
 ])
 def test_pruning_drops_backward_tiles_that_cannot_fit(prune, space, dtype, head_dim, kept, dropped):
     import triton

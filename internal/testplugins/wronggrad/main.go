@@ -17,6 +17,11 @@
 //	transposed-dk   writes each key/value head's dK as [D, Sk] instead of
 //	                [Sk, D]
 //	noise-dq        adds ±1e-2, the sign drawn per element, to dQ
+//	jitter-dq       changes one element of dQ, a different one on every
+//	                call, by two units in the last place: runs differ as
+//	                atomic accumulation makes them, each within the check
+//	late-noise-dq   honest on the first call, then adds ±1e-1 to dQ: a
+//	                repeated checked run that is wrong must FAIL
 //
 // It runs attention's backward modes (bwd and fwd+bwd) alone. The fault
 // is planted in the files of the checked run and of every timed run alike,
@@ -70,6 +75,7 @@ type wrong struct {
 type loaded struct {
 	shape   sdk.Shape
 	outputs []sdk.TensorFile
+	calls   int // plants so far, for the faults that change from call to call
 }
 
 func (w *wrong) name() string { return "test-wronggrad-" + w.fault }
@@ -144,7 +150,7 @@ func (w *wrong) Fetch(ctx context.Context, req sdk.FetchRequest) (sdk.Fetched, e
 	if err != nil || len(fetched.Diagnostics) > 0 {
 		return fetched, err
 	}
-	return fetched, w.plant(c.shape, c.outputs)
+	return fetched, w.plant(c, c.outputs)
 }
 
 // Run takes the cpu-reference's samples, then plants the fault in the
@@ -158,7 +164,7 @@ func (w *wrong) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, error
 	if err != nil || len(req.Outputs) == 0 {
 		return samples, err
 	}
-	return samples, w.plant(c.shape, req.Outputs)
+	return samples, w.plant(c, req.Outputs)
 }
 
 func (w *wrong) Release(ctx context.Context, req sdk.ReleaseRequest) error {
@@ -175,7 +181,8 @@ type gradients struct {
 
 // plant reads the gradients among files, plants the fault and writes them
 // back.
-func (w *wrong) plant(s sdk.Shape, files []sdk.TensorFile) error {
+func (w *wrong) plant(c *loaded, files []sdk.TensorFile) error {
+	s := c.shape
 	paths := map[string]string{}
 	for _, f := range files {
 		paths[f.Name] = f.Path
@@ -191,7 +198,11 @@ func (w *wrong) plant(s sdk.Shape, files []sdk.TensorFile) error {
 		}
 		*t.dst = inputs.Decode(s.DType, raw)
 	}
-	planters[w.fault](s, &g)
+	w.mu.Lock()
+	c.calls++
+	call := c.calls
+	w.mu.Unlock()
+	planters[w.fault](s, &g, call)
 	for name, values := range map[string][]float64{"dq": g.dq, "dk": g.dk, "dv": g.dv} {
 		if err := os.WriteFile(paths[name], inputs.Encode(s.DType, values), 0o644); err != nil {
 			return err
@@ -201,14 +212,15 @@ func (w *wrong) plant(s sdk.Shape, files []sdk.TensorFile) error {
 }
 
 // planters plant each fault in honest gradients of shape s.
-var planters = map[string]func(s sdk.Shape, g *gradients){
-	"honest":  func(sdk.Shape, *gradients) {},
-	"zero-dk": func(_ sdk.Shape, g *gradients) { clear(g.dk) },
-	"nan-dq":  func(_ sdk.Shape, g *gradients) { g.dq[len(g.dq)/3] = math.NaN() },
-	"swap-dkdv": func(_ sdk.Shape, g *gradients) {
+// call counts the plants of the case, from 1.
+var planters = map[string]func(s sdk.Shape, g *gradients, call int){
+	"honest":  func(sdk.Shape, *gradients, int) {},
+	"zero-dk": func(_ sdk.Shape, g *gradients, _ int) { clear(g.dk) },
+	"nan-dq":  func(_ sdk.Shape, g *gradients, _ int) { g.dq[len(g.dq)/3] = math.NaN() },
+	"swap-dkdv": func(_ sdk.Shape, g *gradients, _ int) {
 		g.dk, g.dv = g.dv, g.dk
 	},
-	"wrong-group": func(s sdk.Shape, g *gradients) {
+	"wrong-group": func(s sdk.Shape, g *gradients, _ int) {
 		if s.KVHeads < 2 {
 			return // one group: nowhere else to send it
 		}
@@ -218,7 +230,7 @@ var planters = map[string]func(s sdk.Shape, g *gradients){
 			copy(g.dk[first+n:first+2*n], g.dk[first:first+n])
 		}
 	},
-	"transposed-dk": func(s sdk.Shape, g *gradients) {
+	"transposed-dk": func(s sdk.Shape, g *gradients, _ int) {
 		n, d := s.SeqK*s.HeadDim, s.HeadDim
 		transposed := make([]float64, len(g.dk))
 		for head := range len(g.dk) / n {
@@ -230,10 +242,33 @@ var planters = map[string]func(s sdk.Shape, g *gradients){
 		}
 		g.dk = transposed
 	},
-	"noise-dq": func(_ sdk.Shape, g *gradients) {
-		random := rand.New(rand.NewPCG(1, 2))
-		for i := range g.dq {
-			g.dq[i] += 1e-2 * (2*float64(random.IntN(2)) - 1)
+	"noise-dq": func(_ sdk.Shape, g *gradients, _ int) { addNoise(g.dq, 1e-2) },
+	"jitter-dq": func(s sdk.Shape, g *gradients, call int) {
+		i := call * 7919 % len(g.dq)
+		g.dq[i] *= 1 + 2*math.Ldexp(1, -mantissaBits(s.DType))
+	},
+	"late-noise-dq": func(_ sdk.Shape, g *gradients, call int) {
+		if call > 1 {
+			addNoise(g.dq, 1e-1)
 		}
 	},
+}
+
+// addNoise adds ±size to every element, the sign drawn per element.
+func addNoise(x []float64, size float64) {
+	random := rand.New(rand.NewPCG(1, 2))
+	for i := range x {
+		x[i] += size * (2*float64(random.IntN(2)) - 1)
+	}
+}
+
+// mantissaBits is the dtype's stored mantissa width.
+func mantissaBits(d sdk.DType) int {
+	switch d {
+	case sdk.FP16:
+		return 10
+	case sdk.BF16:
+		return 7
+	}
+	return 23
 }
