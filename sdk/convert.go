@@ -284,20 +284,22 @@ func measurementToProto(m Measurement) *pb.Measurement {
 		L2:           string(m.L2),
 		CallSamples:  int64(m.CallSamples),
 		Placements:   int64(m.Placements),
+		NoCrossCheck: m.NoCrossCheck,
 	}
 }
 
 func measurementFromProto(p *pb.Measurement) Measurement {
 	return Measurement{
-		WarmupRuns:  int(p.GetWarmupRuns()),
-		WarmupTime:  time.Duration(p.GetWarmupTimeNs()),
-		MinSamples:  int(p.GetMinSamples()),
-		MaxSamples:  int(p.GetMaxSamples()),
-		TargetNoise: p.GetTargetNoise(),
-		TimeCap:     time.Duration(p.GetTimeCapNs()),
-		L2:          L2Mode(p.GetL2()),
-		CallSamples: int(p.GetCallSamples()),
-		Placements:  int(p.GetPlacements()),
+		WarmupRuns:   int(p.GetWarmupRuns()),
+		WarmupTime:   time.Duration(p.GetWarmupTimeNs()),
+		MinSamples:   int(p.GetMinSamples()),
+		MaxSamples:   int(p.GetMaxSamples()),
+		TargetNoise:  p.GetTargetNoise(),
+		TimeCap:      time.Duration(p.GetTimeCapNs()),
+		L2:           L2Mode(p.GetL2()),
+		CallSamples:  int(p.GetCallSamples()),
+		Placements:   int(p.GetPlacements()),
+		NoCrossCheck: p.GetNoCrossCheck(),
 	}
 }
 

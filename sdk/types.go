@@ -263,6 +263,12 @@ type Measurement struct {
 	// samples of one placement cannot show what a second run would see
 	// (docs/measurement.md). 0 or 1: the placement Prepare made, only.
 	Placements int `json:"placements"`
+	// NoCrossCheck asks for the timed calls alone, with no cross-check
+	// taken by calls of its own after them (the Python bridges time 20
+	// more calls for it): the host's clock batch (docs/measurement.md,
+	// "The host's clock") times exactly MinSamples calls, so any other
+	// call would count against the backend.
+	NoCrossCheck bool `json:"no_cross_check,omitempty"`
 }
 
 // Diagnostic is a finding about the request, returned inside a response.

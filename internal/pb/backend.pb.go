@@ -755,16 +755,18 @@ func (x *Description) GetVariants() []*Variant {
 
 // Measurement is sdk.Measurement.
 type Measurement struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WarmupRuns    int64                  `protobuf:"varint,1,opt,name=warmup_runs,json=warmupRuns,proto3" json:"warmup_runs,omitempty"`
-	WarmupTimeNs  int64                  `protobuf:"varint,2,opt,name=warmup_time_ns,json=warmupTimeNs,proto3" json:"warmup_time_ns,omitempty"`
-	MinSamples    int64                  `protobuf:"varint,3,opt,name=min_samples,json=minSamples,proto3" json:"min_samples,omitempty"`
-	MaxSamples    int64                  `protobuf:"varint,4,opt,name=max_samples,json=maxSamples,proto3" json:"max_samples,omitempty"`
-	TargetNoise   float64                `protobuf:"fixed64,5,opt,name=target_noise,json=targetNoise,proto3" json:"target_noise,omitempty"`
-	TimeCapNs     int64                  `protobuf:"varint,6,opt,name=time_cap_ns,json=timeCapNs,proto3" json:"time_cap_ns,omitempty"`
-	L2            string                 `protobuf:"bytes,7,opt,name=l2,proto3" json:"l2,omitempty"`
-	CallSamples   int64                  `protobuf:"varint,8,opt,name=call_samples,json=callSamples,proto3" json:"call_samples,omitempty"`
-	Placements    int64                  `protobuf:"varint,9,opt,name=placements,proto3" json:"placements,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	WarmupRuns   int64                  `protobuf:"varint,1,opt,name=warmup_runs,json=warmupRuns,proto3" json:"warmup_runs,omitempty"`
+	WarmupTimeNs int64                  `protobuf:"varint,2,opt,name=warmup_time_ns,json=warmupTimeNs,proto3" json:"warmup_time_ns,omitempty"`
+	MinSamples   int64                  `protobuf:"varint,3,opt,name=min_samples,json=minSamples,proto3" json:"min_samples,omitempty"`
+	MaxSamples   int64                  `protobuf:"varint,4,opt,name=max_samples,json=maxSamples,proto3" json:"max_samples,omitempty"`
+	TargetNoise  float64                `protobuf:"fixed64,5,opt,name=target_noise,json=targetNoise,proto3" json:"target_noise,omitempty"`
+	TimeCapNs    int64                  `protobuf:"varint,6,opt,name=time_cap_ns,json=timeCapNs,proto3" json:"time_cap_ns,omitempty"`
+	L2           string                 `protobuf:"bytes,7,opt,name=l2,proto3" json:"l2,omitempty"`
+	CallSamples  int64                  `protobuf:"varint,8,opt,name=call_samples,json=callSamples,proto3" json:"call_samples,omitempty"`
+	Placements   int64                  `protobuf:"varint,9,opt,name=placements,proto3" json:"placements,omitempty"`
+	// no_cross_check is sdk.Measurement.NoCrossCheck.
+	NoCrossCheck  bool `protobuf:"varint,10,opt,name=no_cross_check,json=noCrossCheck,proto3" json:"no_cross_check,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -860,6 +862,13 @@ func (x *Measurement) GetPlacements() int64 {
 		return x.Placements
 	}
 	return 0
+}
+
+func (x *Measurement) GetNoCrossCheck() bool {
+	if x != nil {
+		return x.NoCrossCheck
+	}
+	return false
 }
 
 // Diagnostic is sdk.Diagnostic.
@@ -1693,7 +1702,7 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\tavailable\x18\x04 \x01(\bR\tavailable\x12-\n" +
 	"\x12unavailable_reason\x18\x05 \x01(\tR\x11unavailableReason\x12,\n" +
 	"\x06device\x18\x06 \x01(\v2\x14.flashcore.v1.DeviceR\x06device\x121\n" +
-	"\bvariants\x18\a \x03(\v2\x15.flashcore.v1.VariantR\bvariants\"\xac\x02\n" +
+	"\bvariants\x18\a \x03(\v2\x15.flashcore.v1.VariantR\bvariants\"\xd2\x02\n" +
 	"\vMeasurement\x12\x1f\n" +
 	"\vwarmup_runs\x18\x01 \x01(\x03R\n" +
 	"warmupRuns\x12$\n" +
@@ -1708,7 +1717,9 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\fcall_samples\x18\b \x01(\x03R\vcallSamples\x12\x1e\n" +
 	"\n" +
 	"placements\x18\t \x01(\x03R\n" +
-	"placements\"Z\n" +
+	"placements\x12$\n" +
+	"\x0eno_cross_check\x18\n" +
+	" \x01(\bR\fnoCrossCheck\"Z\n" +
 	"\n" +
 	"Diagnostic\x12\x1a\n" +
 	"\bseverity\x18\x01 \x01(\tR\bseverity\x12\x18\n" +

@@ -364,3 +364,17 @@ def test_capabilities_list_the_modes():
 def test_a_shape_names_its_mode_unless_it_is_the_forward():
     assert str(shape(1, 4, 2, 13, 21, 16, True, "fp16")) == "B1 H4/2 S13x21 D16 fp16 causal"
     assert str(core.Shape(1, 4, 4, 8, 8, 16, False, "bf16", "fwd+bwd")) == "B1 H4 S8 D16 bf16 fwd+bwd"
+
+
+@pytest.mark.parametrize("no_cross_check", [False, True])
+def test_run_takes_no_cross_check_when_asked(worker, tmp_path, monkeypatch, no_cross_check):
+    """The host's clock batch times exactly the calls it asked for: with
+    no_cross_check the worker makes no cross-check calls of its own."""
+    s = shape(1, 2, 2, 9, 9, 16, False, "fp32")
+    params, _, _ = make_case(tmp_path, s, "math")
+    worker.handle("prepare", params)
+    asked = []
+    monkeypatch.setattr(worker, "_cross_check", lambda *args: asked.append(args) or [])
+    samples = worker.handle("run", {"case_id": "case", "measurement": {**QUICK, "no_cross_check": no_cross_check}})
+    assert len(asked) == (0 if no_cross_check else 1)
+    assert ("timed calls alone" in samples["facts"].get("cross_check_note", "")) == no_cross_check

@@ -29,6 +29,9 @@ class Measurement:
     l2: str = "hot"
     call_samples: int = 20
     placements: int = 1
+    # The host's clock batch asks for the timed calls alone: no cross-check
+    # calls after them (sdk.Measurement.NoCrossCheck).
+    no_cross_check: bool = False
 
     @classmethod
     def from_json(cls, m):
@@ -42,6 +45,7 @@ class Measurement:
             l2=m.get("l2") or "hot",
             call_samples=int(m.get("call_samples", 0)),
             placements=int(m.get("placements", 0) or 1),
+            no_cross_check=bool(m.get("no_cross_check", False)),
         )
 
 

@@ -538,7 +538,7 @@ class Worker:
             clock, timer_facts, diagnostics = timer.sampling_report()
             call_times = [timer.call_sample(run, cold) for _ in range(m.call_samples)]
             after = timer.device_state()
-            cross = [] if profiled else self._cross_check(case.kernel, method, cold, facts)
+            cross = [] if profiled or m.no_cross_check else self._cross_check(case.kernel, method, cold, facts)
             if timed:
                 # The cross-check calls ran after the timed ones: write what
                 # the last timed call returned (or left in the kernel's buffer).
@@ -552,6 +552,8 @@ class Worker:
         facts.update(timer_facts)
         if profiled:
             facts["cross_check_note"] = "left out: the worker ran under a profiler, which holds CUPTI"
+        elif m.no_cross_check:
+            facts["cross_check_note"] = "left out: the request asked for the timed calls alone"
         if cold:
             facts["l2_flush_bytes"] = str(timer.flush_bytes)
         return {
