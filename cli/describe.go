@@ -175,6 +175,13 @@ func writeCapabilities(w io.Writer, indent, opName string, c sdk.Capabilities) {
 		if c.SeqMultiple > 1 {
 			line("seq multiple: %d (Sq and Sk)", c.SeqMultiple)
 		}
+		if len(c.Modes) > 0 {
+			modes := make([]string, len(c.Modes))
+			for i, m := range c.Modes {
+				modes[i] = string(m)
+			}
+			line("modes:        %s", strings.Join(modes, ", "))
+		}
 	}
 	if c.MaxElements > 0 {
 		line("max elements: %d per tensor", c.MaxElements)

@@ -77,7 +77,11 @@ func render(entry string, shape sdk.Shape, vars map[string]int64) string {
 // masking, and each value of the kernel's instances table.
 func (s *Spec) instances(tunables map[string]string) ([]string, error) {
 	var out []string
-	for _, k := range s.Kernels {
+	kernels := s.Kernels
+	if s.Backward != nil {
+		kernels = append(slices.Clone(kernels), s.Backward.Kernels...)
+	}
+	for _, k := range kernels {
 		if !isTemplate(k.Entry) {
 			continue
 		}

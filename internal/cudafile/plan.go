@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashcore/bench/cudakit"
 	"github.com/flashcore/bench/cudakit/gpu"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -18,6 +19,11 @@ import (
 // pointers to contiguous [B, H, S, D] arrays of the case's dtype (K and V
 // with H_kv heads).
 var tensorParams = []string{"q", "k", "v", "o"}
+
+// backwardTensors are the tensors a [backward] kernel may be given:
+// attention's inputs and outputs in mode bwd. do and dq are laid out as q,
+// dk and dv as k, and lse is fp32 [B, H, Sq] (docs/cuda.md).
+var backwardTensors = []string{"q", "k", "v", "o", "do", "lse", "dq", "dk", "dv"}
 
 // floatParams are the scale conventions: scale is 1/sqrt(D) (or the
 // case's own scale), scale_log2e is scale·log2(e), for kernels that
@@ -87,13 +93,13 @@ type Param struct {
 }
 
 // parseParam reads one params entry; known are the formula names (true)
-// and scratch buffers (false).
-func parseParam(text string, known map[string]bool) (Param, error) {
+// and scratch buffers (false), tensors the tensors the kernel may take.
+func parseParam(text string, known map[string]bool, tensors []string) (Param, error) {
 	body, typ, _ := strings.Cut(text, ":")
 	body = strings.TrimSpace(body)
 	p := Param{Text: text, Type: typ}
 	switch {
-	case slices.Contains(tensorParams, body) || !known[body] && hasKey(known, body):
+	case slices.Contains(tensors, body) || !known[body] && hasKey(known, body):
 		p.Buffer = body
 		if typ != "" && typ != "ptr" {
 			return Param{}, fmt.Errorf("param %q: %s is a buffer, passed as a pointer", text, body)
@@ -118,7 +124,7 @@ func parseParam(text string, known map[string]bool) (Param, error) {
 	}
 	f, err := ParseFormula(body, func(n string) bool { return known[n] })
 	if err != nil {
-		return Param{}, fmt.Errorf("param %v (a param is q, k, v, o, a scratch buffer, scale, scale_log2e, or an integer formula)", err)
+		return Param{}, fmt.Errorf("param %v (a param is %s, a scratch buffer, scale, scale_log2e, or an integer formula)", err, strings.Join(tensors, ", "))
 	}
 	p.Int = f
 	return p, nil
@@ -137,13 +143,30 @@ func (s *Spec) Plan(shape sdk.Shape, tunables map[string]string) (cudakit.Launch
 	return l, nil
 }
 
+// BackwardPlan maps a case of attention's backward to the launches of
+// the spec's [backward] table, as Plan does the forward's.
+func (s *Spec) BackwardPlan(c cudakit.OpCase, tunables map[string]string) (cudakit.Launch, error) {
+	if s.Backward == nil {
+		return cudakit.Launch{}, fmt.Errorf("%w: %s declares no [backward]", cudakit.ErrInvalidPlan, s.Path)
+	}
+	l, err := s.passPlan(*s.Backward, nil, attention.ShapeFrom(c.Params), tunables)
+	if err != nil {
+		return cudakit.Launch{}, fmt.Errorf("%w: %s: [backward]: %w", cudakit.ErrInvalidPlan, s.Path, err)
+	}
+	return l, nil
+}
+
 func (s *Spec) plan(shape sdk.Shape, tunables map[string]string) (cudakit.Launch, error) {
+	return s.passPlan(Pass{Scratch: s.Scratch, Kernels: s.Kernels}, s.OutputReset, shape, tunables)
+}
+
+func (s *Spec) passPlan(pass Pass, outputReset *uint32, shape sdk.Shape, tunables map[string]string) (cudakit.Launch, error) {
 	vars, err := shapeVars(shape, tunables)
 	if err != nil {
 		return cudakit.Launch{}, err
 	}
 	var scratch []cudakit.Scratch
-	for _, sc := range s.Scratch {
+	for _, sc := range pass.Scratch {
 		n, err := sc.Bytes.Eval(vars)
 		if err != nil {
 			return cudakit.Launch{}, fmt.Errorf("scratch %s bytes: %w", sc.Name, err)
@@ -155,7 +178,7 @@ func (s *Spec) plan(shape sdk.Shape, tunables map[string]string) (cudakit.Launch
 		scratch = append(scratch, buf)
 	}
 	var launches []cudakit.Launch
-	for i, k := range s.Kernels {
+	for i, k := range pass.Kernels {
 		l, err := k.launch(shape, tunables, vars)
 		if err != nil {
 			return cudakit.Launch{}, fmt.Errorf("kernel %d (%s): %w", i+1, k.Entry, err)
@@ -165,8 +188,8 @@ func (s *Spec) plan(shape sdk.Shape, tunables map[string]string) (cudakit.Launch
 	first := launches[0]
 	first.Scratch = scratch
 	first.Then = launches[1:]
-	if s.OutputReset != nil {
-		first.OutputReset, first.OutputWord = true, *s.OutputReset
+	if outputReset != nil {
+		first.OutputReset, first.OutputWord = true, *outputReset
 	}
 	return first, nil
 }

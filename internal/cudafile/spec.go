@@ -34,6 +34,16 @@ type Spec struct {
 	Tunables     []sdk.Tunable
 	Scratch      []Scratch
 	Kernels      []Kernel
+	// Backward is attention's backward (mode bwd), when the spec's
+	// [backward] table declares it: its own scratch and kernels, whose
+	// params may name the backward's tensors too (backwardTensors).
+	Backward *Pass
+}
+
+// Pass is the scratch and kernels of one mode.
+type Pass struct {
+	Scratch []Scratch
+	Kernels []Kernel
 }
 
 // Scratch is one [[scratch]] buffer.
@@ -80,20 +90,28 @@ type file struct {
 		Default     string   `toml:"default"`
 		Description string   `toml:"description"`
 	} `toml:"tunables"`
-	Scratch []struct {
-		Name  string  `toml:"name"`
-		Bytes any     `toml:"bytes"`
-		Zero  bool    `toml:"zero"`
-		Reset *string `toml:"reset"`
-	} `toml:"scratch"`
-	Kernels []struct {
-		Entry       string             `toml:"entry"`
-		Instances   map[string][]int64 `toml:"instances"`
-		Grid        []any              `toml:"grid"`
-		Block       []any              `toml:"block"`
-		SharedBytes any                `toml:"shared_bytes"`
-		Params      []string           `toml:"params"`
-	} `toml:"kernels"`
+	Scratch  []scratchTable `toml:"scratch"`
+	Kernels  []kernelTable  `toml:"kernels"`
+	Backward *struct {
+		Scratch []scratchTable `toml:"scratch"`
+		Kernels []kernelTable  `toml:"kernels"`
+	} `toml:"backward"`
+}
+
+type scratchTable struct {
+	Name  string  `toml:"name"`
+	Bytes any     `toml:"bytes"`
+	Zero  bool    `toml:"zero"`
+	Reset *string `toml:"reset"`
+}
+
+type kernelTable struct {
+	Entry       string             `toml:"entry"`
+	Instances   map[string][]int64 `toml:"instances"`
+	Grid        []any              `toml:"grid"`
+	Block       []any              `toml:"block"`
+	SharedBytes any                `toml:"shared_bytes"`
+	Params      []string           `toml:"params"`
 }
 
 // Load reads and validates the spec file at path. Its errors are
@@ -152,11 +170,25 @@ func (v *validator) spec(f *file) *Spec {
 	s.Capabilities = v.capabilities(f)
 	s.Tunables = v.tunables(f)
 	v.known = formulaNames(s.Tunables)
-	s.Scratch = v.scratch(f)
+	s.Scratch = v.scratch("scratch", f.Scratch, tensorParams)
 	for _, sc := range s.Scratch {
 		v.known[sc.Name] = false // a buffer: a parameter, not a number
 	}
-	s.Kernels = v.kernels(f, s)
+	s.Kernels = v.kernels("kernels", f.Kernels, s, tensorParams)
+	if f.Backward != nil {
+		// The backward's scratch is its own: the forward's names are
+		// not buffers of its launches.
+		forward := v.known
+		v.known = formulaNames(s.Tunables)
+		p := &Pass{Scratch: v.scratch("backward.scratch", f.Backward.Scratch, backwardTensors)}
+		for _, sc := range p.Scratch {
+			v.known[sc.Name] = false
+		}
+		p.Kernels = v.kernels("backward.kernels", f.Backward.Kernels, s, backwardTensors)
+		v.known = forward
+		s.Backward = p
+		s.Capabilities.Modes = []sdk.Mode{sdk.Forward, sdk.Backward}
+	}
 	return s
 }
 
@@ -271,21 +303,23 @@ func (v *validator) tunables(f *file) []sdk.Tunable {
 	return out
 }
 
-func (v *validator) scratch(f *file) []Scratch {
+// scratch reads the [[scratch]] tables at key (or [[backward.scratch]]),
+// whose names may not be the tensors listed.
+func (v *validator) scratch(key string, tables []scratchTable, tensors []string) []Scratch {
 	var out []Scratch
-	for i, sc := range f.Scratch {
+	for i, sc := range tables {
 		switch {
 		case !identifier.MatchString(sc.Name):
-			v.problem("scratch.name", i, "%q is not an identifier", sc.Name)
-		case slices.Contains(tensorParams, sc.Name) || isShapeName(sc.Name) || v.known[sc.Name] ||
+			v.problem(key+".name", i, "%q is not an identifier", sc.Name)
+		case slices.Contains(tensors, sc.Name) || isShapeName(sc.Name) || v.known[sc.Name] ||
 			slices.ContainsFunc(out, func(o Scratch) bool { return o.Name == sc.Name }):
-			v.problem("scratch.name", i, "%q is taken", sc.Name)
+			v.problem(key+".name", i, "%q is taken", sc.Name)
 		}
-		bytes, ok := v.formula("scratch.bytes", i, sc.Bytes, true)
-		reset := v.resetWord("scratch.reset", i, sc.Reset)
+		bytes, ok := v.formula(key+".bytes", i, sc.Bytes, true)
+		reset := v.resetWord(key+".reset", i, sc.Reset)
 		switch {
 		case sc.Zero && sc.Reset != nil:
-			v.problem("scratch.reset", i, "set zero = true or reset, not both")
+			v.problem(key+".reset", i, "set zero = true or reset, not both")
 		case sc.Zero:
 			reset = new(uint32)
 		}
@@ -356,28 +390,30 @@ func (v *validator) dims(key string, entry int, values []any) [3]Formula {
 	return out
 }
 
-func (v *validator) kernels(f *file, s *Spec) []Kernel {
-	if len(f.Kernels) == 0 {
-		v.problem("kernels", -1, "required: at least one [[kernels]] entry: entry, grid, block, params")
+// kernels reads the [[kernels]] tables at key (or [[backward.kernels]]),
+// whose params may name the tensors listed.
+func (v *validator) kernels(key string, tables []kernelTable, s *Spec, tensors []string) []Kernel {
+	if len(tables) == 0 {
+		v.problem(key, -1, "required: at least one [[%s]] entry: entry, grid, block, params", key)
 	}
 	var out []Kernel
-	for i, k := range f.Kernels {
+	for i, k := range tables {
 		kern := Kernel{Entry: k.Entry}
 		if k.Entry == "" {
-			v.problem("kernels.entry", i, "required: the kernel's symbol, e.g. \"attn_{dtype}_d{D}\"")
+			v.problem(key+".entry", i, "required: the kernel's symbol, e.g. \"attn_{dtype}_d{D}\"")
 		}
-		v.entry(i, k.Entry, k.Instances, s)
+		v.entry(key, i, k.Entry, k.Instances, s)
 		kern.Instances = k.Instances
-		kern.Grid = v.dims("kernels.grid", i, k.Grid)
-		kern.Block = v.dims("kernels.block", i, k.Block)
-		kern.SharedBytes, _ = v.formula("kernels.shared_bytes", i, k.SharedBytes, false)
+		kern.Grid = v.dims(key+".grid", i, k.Grid)
+		kern.Block = v.dims(key+".block", i, k.Block)
+		kern.SharedBytes, _ = v.formula(key+".shared_bytes", i, k.SharedBytes, false)
 		if k.Params == nil {
-			v.problem("kernels.params", i, "required: the kernel's parameters in order (docs/cuda.md lists the names)")
+			v.problem(key+".params", i, "required: the kernel's parameters in order (docs/cuda.md lists the names)")
 		}
 		for _, text := range k.Params {
-			p, err := parseParam(text, v.known)
+			p, err := parseParam(text, v.known, tensors)
 			if err != nil {
-				v.problem("kernels.params", i, "%v", err)
+				v.problem(key+".params", i, "%v", err)
 				continue
 			}
 			kern.Params = append(kern.Params, p)
@@ -390,25 +426,25 @@ func (v *validator) kernels(f *file, s *Spec) []Kernel {
 // entry checks an entry's placeholders and, for a template-id, that each
 // has values to instantiate it for: the capabilities' dtypes, head dims and
 // masking, the tunables, or the kernel's instances table.
-func (v *validator) entry(i int, entry string, instances map[string][]int64, s *Spec) {
+func (v *validator) entry(key string, i int, entry string, instances map[string][]int64, s *Spec) {
 	names := entryNames(entry)
 	for _, name := range names {
 		if !placeholderKnown(name, s.Tunables) {
-			v.problem("kernels.entry", i, "{%s} is not a case parameter (dtype, T, D, causal, H_kv, kv_heads, ...; docs/cuda.md) or a tunable", name)
+			v.problem(key+".entry", i, "{%s} is not a case parameter (dtype, T, D, causal, H_kv, kv_heads, ...; docs/cuda.md) or a tunable", name)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(instances)) {
 		values := instances[name]
 		switch {
 		case !isTemplate(entry):
-			v.problem("kernels.instances", i, "instances are for a template entry (\"attn<{T}, {D}, {causal}>\"); %q is a symbol", entry)
+			v.problem(key+".instances", i, "instances are for a template entry (\"attn<{T}, {D}, {causal}>\"); %q is a symbol", entry)
 			return
 		case !slices.Contains(shapeNames, name):
-			v.problem("kernels.instances", i, "%q is not an integer case parameter (H_kv, group, ...)", name)
+			v.problem(key+".instances", i, "%q is not an integer case parameter (H_kv, group, ...)", name)
 		case name == "D" || name == "causal":
-			v.problem("kernels.instances", i, "%s comes from the capabilities (head_dims, causal); it needs no instances", name)
+			v.problem(key+".instances", i, "%s comes from the capabilities (head_dims, causal); it needs no instances", name)
 		case len(values) == 0:
-			v.problem("kernels.instances", i, "%s: list at least one value", name)
+			v.problem(key+".instances", i, "%s: list at least one value", name)
 		}
 	}
 	if !isTemplate(entry) {
@@ -425,10 +461,10 @@ func (v *validator) entry(i int, entry string, instances map[string][]int64, s *
 			slices.ContainsFunc(s.Tunables, func(t sdk.Tunable) bool { return t.Name == name }):
 		case name == "D":
 			if len(s.Capabilities.HeadDims) == 0 {
-				v.problem("kernels.entry", i, "{D} in a template entry needs capabilities.head_dims: the head dims to instantiate it for")
+				v.problem(key+".entry", i, "{D} in a template entry needs capabilities.head_dims: the head dims to instantiate it for")
 			}
 		default:
-			v.problem("kernels.entry", i, "{%s} in a template entry needs the values to instantiate it for: instances = { %s = [...] }", written, name)
+			v.problem(key+".entry", i, "{%s} in a template entry needs the values to instantiate it for: instances = { %s = [...] }", written, name)
 		}
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/flashcore/bench/cudakit"
 	"github.com/flashcore/bench/cudakit/gpu"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -117,7 +119,7 @@ func TestParamTypes(t *testing.T) {
 		{"H*Sq*D:i64", cudakit.ValueParam(gpu.Int64(2 * 64 * 64))},
 	}
 	for _, tc := range tests {
-		p, err := parseParam(tc.text, known)
+		p, err := parseParam(tc.text, known, tensorParams)
 		if err != nil {
 			t.Errorf("%s: %v", tc.text, err)
 			continue
@@ -222,5 +224,73 @@ func TestTiledExampleSpec(t *testing.T) {
 	}
 	if l.Params[9] != cudakit.ValueParam(gpu.Float32(0.125)) || l.Params[12] != cudakit.BufferParam("o") {
 		t.Errorf("params %+v", l.Params)
+	}
+}
+
+// The backward example: [backward] kernels make the variant run mode
+// bwd, and a bwd case plans to the backward's launches, dK and dV first,
+// their params naming the backward's tensors.
+func TestBackwardExampleSpec(t *testing.T) {
+	spec, err := Load("../../examples/cuda/backward/attention_backward.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !spec.Capabilities.RunsMode(sdk.Backward) || spec.Capabilities.RunsMode(sdk.ForwardBackward) {
+		t.Errorf("modes %v, want fwd and bwd", spec.Capabilities.Modes)
+	}
+	shape := sdk.Shape{Batch: 2, Heads: 8, KVHeads: 2, SeqQ: 300, SeqK: 517, HeadDim: 64, DType: sdk.FP16, Causal: true, Mode: sdk.Backward}
+	l, err := spec.BackwardPlan(cudakit.OpCase{Op: "attention", Params: attention.ParamsOf(shape)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Function != "my_attention_bwd_dkdv_d64" || len(l.Then) != 1 || l.Then[0].Function != "my_attention_bwd_dq_d64" {
+		t.Fatalf("launches %s then %v", l.Function, l.Then)
+	}
+	if l.Grid != (gpu.Dim3{X: 130, Y: 4, Z: 1}) || l.Then[0].Grid != (gpu.Dim3{X: 75, Y: 16, Z: 1}) {
+		t.Errorf("grids %v and %v, want cdiv(517, 4) × B·H_kv and cdiv(300, 4) × B·H", l.Grid, l.Then[0].Grid)
+	}
+	var buffers []string
+	for _, p := range l.Params {
+		if p.Buffer != "" {
+			buffers = append(buffers, p.Buffer)
+		}
+	}
+	if want := []string{"q", "k", "v", "o", "do", "lse", "dk", "dv"}; !slices.Equal(buffers, want) {
+		t.Errorf("dK/dV buffers %v, want %v", buffers, want)
+	}
+	forward, err := spec.Plan(shape, nil)
+	if err != nil || forward.Function != "my_attention_d64" {
+		t.Errorf("forward plan %s, %v", forward.Function, err)
+	}
+}
+
+// The backward's tensors are params of [backward] kernels alone, and its
+// scratch may not take their names.
+func TestBackwardTensorsBelongToTheBackward(t *testing.T) {
+	doc := `source = "splitkv.cu"
+[capabilities]
+dtypes = ["fp16"]
+[[kernels]]
+entry = "k"
+grid = [1]
+block = [32]
+params = ["q", "dq"]
+[[backward.scratch]]
+name = "lse"
+bytes = 4
+[[backward.kernels]]
+entry = "b"
+grid = [1]
+block = [32]
+params = ["dq", "dk", "dv", "lse", "do"]
+`
+	_, err := Parse("../../examples/cuda/bad.toml", []byte(doc))
+	for _, want := range []string{`key "kernels.params": param "dq"`, `key "backward.scratch.name": "lse" is taken`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse: %v, want an error containing %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "backward.kernels.params") {
+		t.Errorf("Parse: %v: the backward's kernels may name its tensors", err)
 	}
 }

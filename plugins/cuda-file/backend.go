@@ -44,11 +44,16 @@ func backendSpec(name string, spec *cudafile.Spec, compiler *cudafile.Compiler) 
 	if spec.Binary != "" {
 		build = "prebuilt " + filepath.Base(spec.Binary)
 	}
+	var modes map[sdk.Mode]cudakit.OpPlan
+	if spec.Backward != nil {
+		modes = map[sdk.Mode]cudakit.OpPlan{sdk.Backward: spec.BackwardPlan}
+	}
 	return cudakit.Spec{
-		Name:    name,
-		Version: version,
-		Variant: spec.Variant(name),
-		Plan:    spec.Plan,
+		Name:      name,
+		Version:   version,
+		Variant:   spec.Variant(name),
+		Plan:      spec.Plan,
+		ModePlans: modes,
 		Image: func(device gpu.DeviceInfo, tunables map[string]string) (cudakit.Image, error) {
 			return compiler.Image(spec, device, tunables)
 		},
