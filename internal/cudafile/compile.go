@@ -153,7 +153,9 @@ func Args(spec *Spec, arch string, tunables map[string]string, source, out strin
 	return append(args, "-o", out, source)
 }
 
-// sourceHash hashes the source and the headers beside it.
+// sourceHash hashes the source, the headers beside it and every file it
+// includes by a quoted #include, followed from file to file, so that a
+// change to any of them compiles the source again.
 func sourceHash(source string) (string, error) {
 	h := sha256.New()
 	files := []string{source}
@@ -166,16 +168,34 @@ func sourceHash(source string) (string, error) {
 			files = append(files, filepath.Join(filepath.Dir(source), e.Name()))
 		}
 	}
-	for _, f := range files {
+	for i := 0; i < len(files); i++ {
+		f := files[i]
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return "", fmt.Errorf("read kernel source: %w", err)
 		}
 		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(data))
 		h.Write(data)
+		for _, m := range quotedInclude.FindAllSubmatch(data, -1) {
+			// nvcc looks beside the including file first, then in the
+			// source's folder (-I); a name found in neither is a system
+			// header's, which the compiler version stands for.
+			for _, dir := range []string{filepath.Dir(f), filepath.Dir(source)} {
+				path := filepath.Clean(filepath.Join(dir, string(m[1])))
+				if isFile(path) {
+					if !slices.Contains(files, path) {
+						files = append(files, path)
+					}
+					break
+				}
+			}
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// quotedInclude matches a line's #include "name".
+var quotedInclude = regexp.MustCompile(`(?m)^\s*#\s*include\s*"([^"]+)"`)
 
 // compiled is a source compiled for one architecture and set of tunables.
 type compiled struct {

@@ -87,3 +87,42 @@ func TestPrebuiltBinary(t *testing.T) {
 		t.Errorf("image %+v, %v", img, err)
 	}
 }
+
+// A file the source includes by a quoted #include, beside it or in
+// another folder, is part of the hash: changing it compiles again.
+func TestSourceHashFollowsQuotedIncludes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, text string) {
+		path := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("shared/forward.cu", "// forward v1\n#include \"common.inc\"\n")
+	write("shared/common.inc", "// common v1\n")
+	write("mine/kernel.cu", "#include <cuda_fp16.h>\n#include \"../shared/forward.cu\"\n")
+	source := filepath.Join(dir, "mine", "kernel.cu")
+	hashes := map[string]string{}
+	for _, step := range []struct{ name, rel, text string }{
+		{"first", "", ""},
+		{"included file changed", "shared/forward.cu", "// forward v2\n#include \"common.inc\"\n"},
+		{"file it includes changed", "shared/common.inc", "// common v2\n"},
+	} {
+		if step.rel != "" {
+			write(step.rel, step.text)
+		}
+		h, err := sourceHash(source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, other := range hashes {
+			if other == h {
+				t.Errorf("%s: same hash as %s", step.name, name)
+			}
+		}
+		hashes[step.name] = h
+	}
+}
