@@ -30,11 +30,13 @@ const (
 	MethodSleep = "cuda-events+sleep"
 )
 
-// AttentionKernels matches the attention kernels of the Go CUDA plugins:
-// cudakit.KernelName names every one attn_fwd_<dtype>_d<D>[_suffix],
-// and the plugins launch nothing else per call but the spin and the L2
-// flush (flashcore_spin, flashcore_flush_l2), which must not be counted.
-const AttentionKernels = "^attn_fwd"
+// AttentionKernels matches the attention kernels of the Go CUDA plugins in
+// every mode: cudakit.KernelName names the forward's
+// attn_fwd_<dtype>_d<D>[_suffix] and cudakit.ModeKernelName the other
+// modes' attn_bwd_… and attn_fwdbwd_…, and the plugins launch nothing
+// else per call but the spin and the L2 flush (flashcore_spin,
+// flashcore_flush_l2), which must not be counted.
+const AttentionKernels = "^attn_"
 
 // OuterRange is the NVTX push/pop range a backend under a profiler opens
 // around every call; the call's own range (see CallRange) is nested inside it.
