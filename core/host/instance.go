@@ -35,6 +35,12 @@ type Options struct {
 	// Wrapper is a command prefix to start the plugin under (a profiler),
 	// as separate arguments; nil means $FLASHCORE_PLUGIN_WRAPPER's.
 	Wrapper []string
+	// Profiled says that a profiler runs inside the plugin, started by it
+	// (the Python bridges start their worker under one named in Env), and
+	// writes its report where the host asked: the plugin then runs without
+	// the walls, as a plugin under Wrapper does, since the walls would keep
+	// the profiler from the report's folder.
+	Profiled bool
 	// ScratchRoot is where the plugin's scratch directory, its workspace,
 	// is made; "" means the host's temporary directory.
 	ScratchRoot string
@@ -82,7 +88,7 @@ func Start(ctx context.Context, p Plugin, opts Options) (*Instance, error) {
 		logger = hclog.NewNullLogger()
 	}
 	config := sdk.ClientConfig(nil, stderr, logger)
-	config.RunnerFunc = process.runnerFunc(wrapper, opts.Env, opts.Pin)
+	config.RunnerFunc = process.runnerFunc(wrapper, opts.Profiled, opts.Env, opts.Pin)
 	if opts.StartTimeout > 0 {
 		config.StartTimeout = opts.StartTimeout
 	}

@@ -62,9 +62,9 @@ func newPluginProcess(p Plugin, root string) (*pluginProcess, error) {
 // the plugin (host environment and handshake variables), extra is
 // Options.Env, which loses to it, pin is Options.Pin, which wins, and sockets is go-plugin's directory for
 // the plugin's Unix socket (the reaper removes it too, should the host die).
-func (pp *pluginProcess) command(wrapper []string, extra, env, pin []string, sockets string) error {
+func (pp *pluginProcess) command(wrapper []string, profiled bool, extra, env, pin []string, sockets string) error {
 	plugin := pluginCommand(pp.plugin.Path, pp.plugin.args(), wrapper).Args
-	if len(wrapper) > 0 {
+	if len(wrapper) > 0 || profiled {
 		pp.walled = false
 	}
 	if pp.walled {
@@ -97,9 +97,9 @@ func (pp *pluginProcess) command(wrapper []string, extra, env, pin []string, soc
 }
 
 // runnerFunc is go-plugin's ClientConfig.RunnerFunc for this process.
-func (pp *pluginProcess) runnerFunc(wrapper, extra, pin []string) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
+func (pp *pluginProcess) runnerFunc(wrapper []string, profiled bool, extra, pin []string) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
 	return func(_ hclog.Logger, cmd *exec.Cmd, sockets string) (runner.Runner, error) {
-		if err := pp.command(wrapper, extra, cmd.Env, pin, sockets); err != nil {
+		if err := pp.command(wrapper, profiled, extra, cmd.Env, pin, sockets); err != nil {
 			return nil, err
 		}
 		return pp, nil

@@ -65,7 +65,9 @@ func Run(ctx context.Context, tool ncu.Tool, s Session, set Settings, dir string
 	if s.Reach.Process == ncu.PluginProcess {
 		opts.Wrapper = argv
 	} else {
+		// The plugin starts ncu itself, which writes the report here.
 		opts.Env = append(opts.Env, bridge.WorkerWrapperEnv+"="+strings.Join(argv, " "))
+		opts.Profiled = true
 	}
 	run, runErr := runner.Run(ctx, runner.Config{Suite: s.Suite, Plugins: []host.Plugin{s.Plugin}, HostOptions: opts})
 	if ctx.Err() != nil {
