@@ -46,61 +46,6 @@ func ComputeForward(t *inputs.Tensors) Forward {
 	return f
 }
 
-// forwardBlock is how many query rows ComputeForward takes at once: each
-// key and value row is read once per block rather than once per row.
-const forwardBlock = 16
-
-// attendBlock is attend for query rows first..first+rows of one head,
-// whose K and V w holds: o and lse receive each row's output and
-// log-sum-exp. Rows are visited key by key, so that a key row is read
-// from memory once for the whole block.
-func attendBlock(w *worker, q, scores []float64, first, rows int, o, lse []float64) {
-	s := w.s
-	d, sk := s.HeadDim, s.SeqK
-	scale := s.Scale()
-	visible := func(r int) int { return visibleKeys(s, first+r) }
-	for j := range visibleKeys(s, first+rows-1) {
-		k := w.k[j*d : (j+1)*d]
-		r := 0
-		for ; r+4 <= rows && j < visible(r); r += 4 {
-			// Rows r..r+3 all see key j when row r does (visible grows
-			// with the row).
-			a, b, c, e := dot4(q[r*d:(r+4)*d], k)
-			scores[r*sk+j], scores[(r+1)*sk+j], scores[(r+2)*sk+j], scores[(r+3)*sk+j] = scale*a, scale*b, scale*c, scale*e
-		}
-		for ; r < rows; r++ {
-			if j < visible(r) {
-				scores[r*sk+j] = scale * dot(q[r*d:(r+1)*d], k)
-			}
-		}
-	}
-	for r := range rows {
-		row := scores[r*sk : r*sk+visible(r)]
-		maxScore := math.Inf(-1)
-		for _, x := range row {
-			maxScore = max(maxScore, x)
-		}
-		var sum float64
-		for j, x := range row {
-			row[j] = math.Exp(x - maxScore)
-			sum += row[j]
-		}
-		for j := range row {
-			row[j] /= sum
-		}
-		lse[r] = maxScore + math.Log(sum)
-	}
-	clear(o)
-	for j := range visibleKeys(s, first+rows-1) {
-		v := w.v[j*d : (j+1)*d]
-		for r := range rows {
-			if j < visible(r) {
-				axpy(o[r*d:(r+1)*d], scores[r*sk+j], v)
-			}
-		}
-	}
-}
-
 // Gradients are what the reference backward reads: the case's Q, K, V and
 // dO (T; T.DO holds dO), and the O and LSE the gradients are taken at. In
 // mode bwd these are the O and LSE the backends got (rounded to the dtype
@@ -310,19 +255,4 @@ func parallel(n int, newTask func() func(int)) {
 		}()
 	}
 	wg.Wait()
-}
-
-// dot4 is the dot products of k with the four consecutive rows of q
-// (len(k) each): k is read once for the four.
-func dot4(q, k []float64) (float64, float64, float64, float64) {
-	d := len(k)
-	q0, q1, q2, q3 := q[:d], q[d:2*d], q[2*d:3*d], q[3*d:4*d]
-	var s0, s1, s2, s3 float64
-	for i, kx := range k {
-		s0 += q0[i] * kx
-		s1 += q1[i] * kx
-		s2 += q2[i] * kx
-		s3 += q3[i] * kx
-	}
-	return s0, s1, s2, s3
 }

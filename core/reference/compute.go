@@ -2,8 +2,6 @@ package reference
 
 import (
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/sdk"
@@ -23,37 +21,12 @@ import (
 // read that head, so checking every row of a case costs little more than
 // the arithmetic.
 func Compute(t *inputs.Tensors, rows []RowIndex) [][]float64 {
-	out, _ := computeRows(t, rows)
-	return out
-}
-
-// computeRows is Compute that also returns each row's log-sum-exp:
-// log Σ_j exp(scale·q·k_j) over the keys the row sees.
-func computeRows(t *inputs.Tensors, rows []RowIndex) ([][]float64, []float64) {
 	out := make([][]float64, len(rows))
-	lse := make([]float64, len(rows))
-	workers := runtime.GOMAXPROCS(0)
-	run := max((len(rows)+4*workers-1)/(4*workers), 1)
-	next := make(chan int, (len(rows)+run-1)/run)
-	for start := 0; start < len(rows); start += run {
-		next <- start
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(workers, len(next)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := newWorker(t)
-			for start := range next {
-				for i := start; i < min(start+run, len(rows)); i++ {
-					out[i], lse[i] = w.row(rows[i])
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return out, lse
+	parallel(len(rows), func() func(int) {
+		w := newWorker(t)
+		return func(i int) { out[i] = w.row(rows[i]) }
+	})
+	return out
 }
 
 // worker computes rows, holding the decoded K and V of the last key/value
@@ -78,13 +51,15 @@ func newWorker(t *inputs.Tensors) *worker {
 	}
 }
 
-func (w *worker) row(r RowIndex) ([]float64, float64) {
+func (w *worker) row(r RowIndex) []float64 {
 	s, d := w.s, w.s.HeadDim
 	w.loadKV(r.Batch*s.KVHeads + r.Head/(s.Heads/s.KVHeads))
 	size := s.DType.Size()
 	qStart := r.Flat(s) * d * size
 	inputs.DecodeInto(w.q, s.DType, w.t.Q[qStart:qStart+d*size])
-	return attend(w.q, w.k, w.v, w.scores[:visibleKeys(s, r.Row)], s.Scale())
+	out, lse := make([]float64, d), []float64{0}
+	attendBlock(w, w.q, w.scores, r.Row, 1, out, lse)
+	return out
 }
 
 // loadKV decodes the K and V of one key/value head, unless already held.
@@ -107,28 +82,6 @@ func visibleKeys(s sdk.Shape, i int) int {
 		return min(i+1, s.SeqK)
 	}
 	return s.SeqK
-}
-
-// attend is softmax(scale·q·Kᵀ)·V over the first len(scores) keys, and
-// the log-sum-exp of the scaled scores.
-func attend(q, k, v, scores []float64, scale float64) ([]float64, float64) {
-	d := len(q)
-	maxScore := math.Inf(-1)
-	for j := range scores {
-		scores[j] = scale * dot(q, k[j*d:(j+1)*d])
-		maxScore = max(maxScore, scores[j])
-	}
-	out := make([]float64, d)
-	var sum float64
-	for j, score := range scores {
-		p := math.Exp(score - maxScore)
-		sum += p
-		axpy(out, p, v[j*d:(j+1)*d])
-	}
-	for x := range out {
-		out[x] /= sum
-	}
-	return out, maxScore + math.Log(sum)
 }
 
 // dot is Σ a_i·b_i, in four running sums so that consecutive additions do
@@ -156,4 +109,76 @@ func axpy(y []float64, a float64, x []float64) {
 	for i, xi := range x {
 		y[i] += a * xi
 	}
+}
+
+// forwardBlock is how many query rows ComputeForward takes at once: each
+// key and value row is read once per block rather than once per row.
+const forwardBlock = 16
+
+// attendBlock is softmax(scale·q·Kᵀ)·V for query rows first..first+rows
+// of one head, whose K and V w holds, over the keys each row sees: o and
+// lse receive each row's output and log-sum-exp. The softmax subtracts
+// the row maximum before exp. Rows are visited key by key, so that a key
+// row is read from memory once for the whole block; the sampled rows of
+// Compute are blocks of one.
+func attendBlock(w *worker, q, scores []float64, first, rows int, o, lse []float64) {
+	s := w.s
+	d, sk := s.HeadDim, s.SeqK
+	scale := s.Scale()
+	visible := func(r int) int { return visibleKeys(s, first+r) }
+	for j := range visibleKeys(s, first+rows-1) {
+		k := w.k[j*d : (j+1)*d]
+		r := 0
+		for ; r+4 <= rows && j < visible(r); r += 4 {
+			// Rows r..r+3 all see key j when row r does (visible grows
+			// with the row).
+			a, b, c, e := dot4(q[r*d:(r+4)*d], k)
+			scores[r*sk+j], scores[(r+1)*sk+j], scores[(r+2)*sk+j], scores[(r+3)*sk+j] = scale*a, scale*b, scale*c, scale*e
+		}
+		for ; r < rows; r++ {
+			if j < visible(r) {
+				scores[r*sk+j] = scale * dot(q[r*d:(r+1)*d], k)
+			}
+		}
+	}
+	for r := range rows {
+		row := scores[r*sk : r*sk+visible(r)]
+		maxScore := math.Inf(-1)
+		for _, x := range row {
+			maxScore = max(maxScore, x)
+		}
+		var sum float64
+		for j, x := range row {
+			row[j] = math.Exp(x - maxScore)
+			sum += row[j]
+		}
+		for j := range row {
+			row[j] /= sum
+		}
+		lse[r] = maxScore + math.Log(sum)
+	}
+	clear(o)
+	for j := range visibleKeys(s, first+rows-1) {
+		v := w.v[j*d : (j+1)*d]
+		for r := range rows {
+			if j < visible(r) {
+				axpy(o[r*d:(r+1)*d], scores[r*sk+j], v)
+			}
+		}
+	}
+}
+
+// dot4 is the dot products of k with the four consecutive rows of q
+// (len(k) each): k is read once for the four.
+func dot4(q, k []float64) (float64, float64, float64, float64) {
+	d := len(k)
+	q0, q1, q2, q3 := q[:d], q[d:2*d], q[2*d:3*d], q[3*d:4*d]
+	var s0, s1, s2, s3 float64
+	for i, kx := range k {
+		s0 += q0[i] * kx
+		s1 += q1[i] * kx
+		s2 += q2[i] * kx
+		s3 += q3[i] * kx
+	}
+	return s0, s1, s2, s3
 }

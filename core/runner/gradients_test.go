@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,23 +48,7 @@ mode = "fwd+bwd"
 // wronggradPlugins copies the wronggrad test plugin once per fault (the
 // fault is read from the executable's name) and returns them in order.
 func wronggradPlugins(t *testing.T, faults ...string) []host.Plugin {
-	t.Helper()
-	built := buildtest.Plugin(t, "test-wronggrad", "internal/testplugins/wronggrad")
-	data, err := os.ReadFile(built)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	var plugins []host.Plugin
-	for _, fault := range faults {
-		name := "test-wronggrad-" + fault
-		path := filepath.Join(dir, host.BinaryPrefix+name)
-		if err := os.WriteFile(path, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		plugins = append(plugins, host.Plugin{Name: name, Path: path})
-	}
-	return plugins
+	return pluginCopies(t, "test-wronggrad", "internal/testplugins/wronggrad", faults...)
 }
 
 // TestWrongGradientsFail runs the backward suite through the host on the

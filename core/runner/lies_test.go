@@ -45,16 +45,23 @@ causal = true
 // liarPlugins copies the liar test plugin once per lie (the lie is read
 // from the executable's name) and returns them in order.
 func liarPlugins(t *testing.T, lies ...string) []host.Plugin {
+	return pluginCopies(t, "test-liar", "internal/testplugins/liar", lies...)
+}
+
+// pluginCopies builds the test plugin at pkg once and copies it under the
+// name base-<variant> for each variant, for the test plugins that read what
+// to do from their executable's name, and returns them in order.
+func pluginCopies(t *testing.T, base, pkg string, variants ...string) []host.Plugin {
 	t.Helper()
-	built := buildtest.Plugin(t, "test-liar", "internal/testplugins/liar")
+	built := buildtest.Plugin(t, base, pkg)
 	data, err := os.ReadFile(built)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	var plugins []host.Plugin
-	for _, lie := range lies {
-		name := "test-liar-" + lie
+	for _, variant := range variants {
+		name := base + "-" + variant
 		path := filepath.Join(dir, host.BinaryPrefix+name)
 		if err := os.WriteFile(path, data, 0o755); err != nil {
 			t.Fatal(err)

@@ -42,6 +42,22 @@ type tiling struct {
 // defaultTiling is the split used when the suite chooses no tunables.
 var defaultTiling = tiling{queryRows: 32, keyRows: 64, workers: 0}
 
+// tiles is t with the default tile sizes where t leaves them unset.
+func (t tiling) tiles() tiling {
+	if t.queryRows <= 0 || t.keyRows <= 0 {
+		t.queryRows, t.keyRows = defaultTiling.queryRows, defaultTiling.keyRows
+	}
+	return t
+}
+
+// goroutines is t.workers, or GOMAXPROCS when unset.
+func (t tiling) goroutines() int {
+	if t.workers <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return t.workers
+}
+
 // problem is one forward pass in float32: the inputs, the output to fill
 // and the shape that lays them out ([batch, heads, seq, head_dim]).
 type problem struct {
@@ -57,16 +73,7 @@ type problem struct {
 
 // attention computes p.out with the problem's tiling; a zero tiling is
 // the default one.
-func attention(p problem) {
-	if p.tiling == (tiling{}) {
-		p.tiling = defaultTiling
-	}
-	workers := p.tiling.workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	attentionWith(p, workers)
-}
+func attention(p problem) { attentionWith(p, p.tiling.goroutines()) }
 
 // attentionWith computes p.out with the given number of goroutines. The
 // unit of work is one query tile of one (batch, head) pair, so all cores
@@ -74,9 +81,7 @@ func attention(p problem) {
 // query rows. Workers take the next tile from a shared counter: causal tiles
 // differ in cost, and a shared counter balances that without planning.
 func attentionWith(p problem, workers int) {
-	if p.tiling.queryRows <= 0 || p.tiling.keyRows <= 0 {
-		p.tiling.queryRows, p.tiling.keyRows = defaultTiling.queryRows, defaultTiling.keyRows
-	}
+	p.tiling = p.tiling.tiles()
 	tiles := ceilDiv(p.shape.SeqQ, p.tiling.queryRows)
 	items := p.shape.Batch * p.shape.Heads * tiles
 	workers = max(1, min(workers, items))

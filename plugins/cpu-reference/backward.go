@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,25 +54,14 @@ type backwardProblem struct {
 
 // backward computes p.dq, p.dk and p.dv with the problem's tiling; a zero
 // tiling is the default one.
-func backward(p backwardProblem) {
-	if p.tiling == (tiling{}) {
-		p.tiling = defaultTiling
-	}
-	workers := p.tiling.workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	backwardWith(p, workers)
-}
+func backward(p backwardProblem) { backwardWith(p, p.tiling.goroutines()) }
 
 // backwardWith computes the gradients with the given number of goroutines.
 // The units of work are the key tiles of every key/value head (dK, dV)
 // and the query tiles of every query head (dQ), taken from one shared
 // counter, key tiles first.
 func backwardWith(p backwardProblem, workers int) {
-	if p.tiling.queryRows <= 0 || p.tiling.keyRows <= 0 {
-		p.tiling.queryRows, p.tiling.keyRows = defaultTiling.queryRows, defaultTiling.keyRows
-	}
+	p.tiling = p.tiling.tiles()
 	s := p.shape
 	d := s.HeadDim
 	for row := range p.delta {
