@@ -137,3 +137,5 @@ func (attentionOp) files(inputs, outputs []sdk.TensorFile) sdk.Tensors {
 }
 
 func (attentionOp) Facet(p op.Params) op.Facet { return attention.Facet(p) }
+
+func (attentionOp) WorkNote(p op.Params) string { return attention.WorkNote(p) }

@@ -28,6 +28,23 @@ func ChartOf(opName string, p op.Params) (chart op.Chart, facet op.Facet, ok boo
 	return *o.Spec().Chart, f.Facet(p), true
 }
 
+// workCounted is what an op whose FLOPs follow a convention beyond the
+// arithmetic offers beyond Op: how a case's throughput column should say
+// what it counts.
+type workCounted interface {
+	WorkNote(p op.Params) string
+}
+
+// WorkNote is what the throughput column of a case of the op counts,
+// beyond its plain work, as tables title it ("bwd = 2.5× fwd"); "" for
+// most cases and ops.
+func WorkNote(opName string, p op.Params) string {
+	if w, ok := registry[opName].(workCounted); ok {
+		return w.WorkNote(p)
+	}
+	return ""
+}
+
 // ParamColumns are the columns a table of cases gives their params: the
 // axes of attention, always, in their order (every results file had
 // them), then the axes of each other op of opNames that are not listed

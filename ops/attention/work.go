@@ -1,6 +1,11 @@
 package attention
 
-import "github.com/flashcore/bench/sdk"
+import (
+	"fmt"
+
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/sdk"
+)
 
 // FLOPs is the work of one call. A forward pass is 4·B·H·D per unmasked
 // (query, key) pair, 2·D for the score q·k and 2·D for adding p·v. Causal
@@ -49,4 +54,17 @@ func Bytes(s sdk.Shape) float64 {
 		return float64(4*s.QElements()+4*s.KVElements()) * size
 	}
 	return float64(2*s.QElements()+2*s.KVElements()) * size
+}
+
+// WorkNote says what a backward case's FLOPs count, for the title of its
+// TFLOP/s column: BackwardFactor forwards ("bwd = 2.5× fwd"), or one more
+// in fwd+bwd; "" for the forward.
+func WorkNote(p op.Params) string {
+	switch sdk.Mode(p["mode"]).Or() {
+	case sdk.Backward:
+		return fmt.Sprintf("bwd = %g× fwd", BackwardFactor)
+	case sdk.ForwardBackward:
+		return fmt.Sprintf("%g× fwd", 1+BackwardFactor)
+	}
+	return ""
 }

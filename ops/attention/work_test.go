@@ -3,6 +3,7 @@ package attention
 import (
 	"testing"
 
+	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -59,6 +60,14 @@ func TestCausalPairsCountedExactly(t *testing.T) {
 			if got := unmaskedPairs(shape(1, 1, 1, sq, sk, 1, true, sdk.FP16)); got != want {
 				t.Errorf("Sq %d Sk %d: %d pairs, want %d", sq, sk, got, want)
 			}
+		}
+	}
+}
+
+func TestWorkNote(t *testing.T) {
+	for mode, want := range map[string]string{"": "", "fwd": "", "bwd": "bwd = 2.5× fwd", "fwd+bwd": "3.5× fwd"} {
+		if got := WorkNote(op.Params{"mode": mode}); got != want {
+			t.Errorf("mode %q: %q, want %q", mode, got, want)
 		}
 	}
 }

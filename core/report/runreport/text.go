@@ -298,8 +298,10 @@ func caseGrid(v *report.View, c report.Case) table.Grid {
 	switch {
 	case bandwidth:
 		rate = "GB/s"
-	case c.Info != nil && c.Info.OpName() == attention.Name:
-		rate += modeFLOPs(c.Info.Shape.Mode)
+	case c.Info != nil:
+		if note := ops.WorkNote(c.Info.OpName(), c.Info.Params); note != "" {
+			rate += " (" + note + ")"
+		}
 	}
 	for _, title := range []string{"Call", "Speedup", rate, "% peak", "Rel err"} {
 		g.Column(title, table.Right)
@@ -309,19 +311,6 @@ func caseGrid(v *report.View, c report.Case) table.Grid {
 		g.Rows = append(g.Rows, caseRow(v, r, bandwidth))
 	}
 	return g
-}
-
-// modeFLOPs says, in the TFLOP/s column's title of a backward case, what
-// its FLOPs count: attention.BackwardFactor forwards, FlashAttention's
-// convention (docs/measurement.md).
-func modeFLOPs(m sdk.Mode) string {
-	switch m.Or() {
-	case sdk.Backward:
-		return fmt.Sprintf(" (bwd = %g× fwd)", attention.BackwardFactor)
-	case sdk.ForwardBackward:
-		return fmt.Sprintf(" (%g× fwd)", 1+attention.BackwardFactor)
-	}
-	return ""
 }
 
 // caseRoof is the roof a case's op is held against: its throughput column
