@@ -110,6 +110,7 @@ func capabilitiesToProto(c Capabilities) *pb.Capabilities {
 		NeedsGpu:          c.NeedsGPU,
 		SeqMultiple:       int64(c.SeqMultiple),
 		Modes:             modesToProto(c.Modes),
+		Masks:             copyOrNil(c.Masks),
 	}
 }
 
@@ -126,6 +127,7 @@ func capabilitiesFromProto(p *pb.Capabilities) Capabilities {
 		NeedsGPU:          p.GetNeedsGpu(),
 		SeqMultiple:       int(p.GetSeqMultiple()),
 		Modes:             modesFromProto(p.GetModes()),
+		Masks:             copyOrNil(p.GetMasks()),
 	}
 }
 

@@ -19,13 +19,18 @@ import (
 // (Variant.OpCapabilities).
 const ProtocolVersion = 2
 
-// DType is the element type of Q, K, V and O.
+// DType is the element type of a tensor: Q, K, V and O are fp16, bf16 or
+// fp32, and index tensors (a paged cache's block table, sequence lengths)
+// are int32.
 type DType string
 
 const (
 	FP16 DType = "fp16"
 	BF16 DType = "bf16"
 	FP32 DType = "fp32"
+	// INT32 is the type of index tensors. It is not an element type a
+	// suite's dtype key takes (Valid).
+	INT32 DType = "int32"
 )
 
 // Size is the number of bytes one element of the type takes.
@@ -33,14 +38,15 @@ func (d DType) Size() int {
 	switch d {
 	case FP16, BF16:
 		return 2
-	case FP32:
+	case FP32, INT32:
 		return 4
 	}
 	return 0
 }
 
-// Valid reports whether d is one of the supported types.
-func (d DType) Valid() bool { return d.Size() != 0 }
+// Valid reports whether d is one of the floating-point types a case's
+// data takes (fp16, bf16 or fp32).
+func (d DType) Valid() bool { return d == FP16 || d == BF16 || d == FP32 }
 
 // Shape is one attention problem. Tensors are dense, row-major, in the
 // layout [batch, heads, seq, head_dim]: Q and O have Heads heads and SeqQ
@@ -142,7 +148,25 @@ type Capabilities struct {
 	// Modes lists the passes of attention the variant runs; empty means
 	// forward alone, as every variant did before backward existed.
 	Modes []Mode `json:"modes,omitempty"`
+	// Masks lists the masks beyond plain and causal that the variant
+	// applies, by name (MaskWindow, MaskSoftcap): a case of an op that
+	// declares such an axis, set away from its default, is skipped by a
+	// variant that does not list it. Empty: none.
+	Masks []string `json:"masks,omitempty"`
 }
+
+// The masks a variant may list in Capabilities.Masks.
+const (
+	// MaskWindow is a sliding window: query position p sees keys
+	// p-window_left ... p+window_right only.
+	MaskWindow = "window"
+	// MaskSoftcap is logit soft-capping: a score s becomes c·tanh(s/c)
+	// before the softmax (Gemma 2).
+	MaskSoftcap = "softcap"
+)
+
+// Applies reports whether the capabilities list mask m.
+func (c Capabilities) Applies(mask string) bool { return slices.Contains(c.Masks, mask) }
 
 // RunsMode reports whether the capabilities include mode m.
 func (c Capabilities) RunsMode(m Mode) bool {

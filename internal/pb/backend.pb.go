@@ -234,7 +234,9 @@ type Capabilities struct {
 	NeedsGpu          bool                   `protobuf:"varint,9,opt,name=needs_gpu,json=needsGpu,proto3" json:"needs_gpu,omitempty"`
 	SeqMultiple       int64                  `protobuf:"varint,10,opt,name=seq_multiple,json=seqMultiple,proto3" json:"seq_multiple,omitempty"`
 	// modes is sdk.Capabilities.Modes; empty, forward alone.
-	Modes         []string `protobuf:"bytes,11,rep,name=modes,proto3" json:"modes,omitempty"`
+	Modes []string `protobuf:"bytes,11,rep,name=modes,proto3" json:"modes,omitempty"`
+	// masks is sdk.Capabilities.Masks; empty, plain and causal masking alone.
+	Masks         []string `protobuf:"bytes,12,rep,name=masks,proto3" json:"masks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -342,6 +344,13 @@ func (x *Capabilities) GetSeqMultiple() int64 {
 func (x *Capabilities) GetModes() []string {
 	if x != nil {
 		return x.Modes
+	}
+	return nil
+}
+
+func (x *Capabilities) GetMasks() []string {
+	if x != nil {
+		return x.Masks
 	}
 	return nil
 }
@@ -1646,7 +1655,7 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\bhead_dim\x18\x06 \x01(\x03R\aheadDim\x12\x16\n" +
 	"\x06causal\x18\a \x01(\bR\x06causal\x12\x14\n" +
 	"\x05dtype\x18\b \x01(\tR\x05dtype\x12\x12\n" +
-	"\x04mode\x18\t \x01(\tR\x04mode\"\xed\x02\n" +
+	"\x04mode\x18\t \x01(\tR\x04mode\"\x83\x03\n" +
 	"\fCapabilities\x12\x16\n" +
 	"\x06dtypes\x18\x01 \x03(\tR\x06dtypes\x12\x1b\n" +
 	"\thead_dims\x18\x02 \x03(\x03R\bheadDims\x12\x16\n" +
@@ -1660,7 +1669,8 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\tneeds_gpu\x18\t \x01(\bR\bneedsGpu\x12!\n" +
 	"\fseq_multiple\x18\n" +
 	" \x01(\x03R\vseqMultiple\x12\x14\n" +
-	"\x05modes\x18\v \x03(\tR\x05modes\"\x83\x01\n" +
+	"\x05modes\x18\v \x03(\tR\x05modes\x12\x14\n" +
+	"\x05masks\x18\f \x03(\tR\x05masks\"\x83\x01\n" +
 	"\aTunable\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\tR\x06values\x12\x18\n" +

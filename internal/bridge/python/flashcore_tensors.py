@@ -13,18 +13,20 @@ import math
 
 POISON_BYTE = 0xFF
 
-DTYPE_SIZES = {"fp16": 2, "bf16": 2, "fp32": 4}
+# int32 is the type of index tensors: a paged cache's block table, sequence
+# lengths, cumulative sequence offsets.
+DTYPE_SIZES = {"fp16": 2, "bf16": 2, "fp32": 4, "int32": 4}
 
 
 def torch_dtype(name):
     import torch
 
-    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[name]
+    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "int32": torch.int32}[name]
 
 
 def dtype_size(name):
     """The bytes of one element of dtype name; ValueError for a dtype the
-    worker does not know (an op with an integer tensor would need one)."""
+    worker does not know."""
     try:
         return DTYPE_SIZES[name]
     except KeyError:

@@ -114,6 +114,9 @@ FWD = "fwd"
 BWD = "bwd"
 FWD_BWD = "fwd+bwd"
 MODES = (FWD, BWD, FWD_BWD)
+# Masks beyond plain and causal a variant may apply (sdk.MaskWindow,
+# sdk.MaskSoftcap): a sliding window, and logit soft-capping.
+MASKS = ("window", "softcap")
 # rmsnorm's epsilon, added to the mean square: ops/rmsnorm.Eps in Go (a
 # bridge test holds the two equal). The host sends no eps, since it is
 # part of the op's definition, not an axis.
@@ -214,11 +217,29 @@ def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
     }
 
 
-def op_capabilities(dtypes, max_elements=0, needs_gpu=False):
-    """An sdk.Capabilities as JSON for an op other than attention, with the
-    fields every op reads: an entry of a variant's "op_capabilities", or the
-    "capabilities" of a variant whose one op is not attention."""
-    return {"dtypes": list(dtypes), "max_elements": max_elements, "needs_gpu": needs_gpu}
+def op_capabilities(dtypes, max_elements=0, needs_gpu=False, head_dims=(), grouped_query_heads=False,
+                    causal=False, non_causal=False, masks=()):
+    """An sdk.Capabilities as JSON for an op other than attention: an entry
+    of a variant's "op_capabilities", or the "capabilities" of a variant
+    whose one op is not attention. Every op reads dtypes, max_elements and
+    needs_gpu; the attention-like ops (decode, varlen) also read head_dims
+    (empty: any), grouped_query_heads, causal, non_causal and masks (MASKS
+    the variant applies beyond plain and causal)."""
+    unknown = [m for m in masks if m not in MASKS]
+    if unknown:
+        raise ValueError(f"mask {unknown[0]!r} is not one of {', '.join(MASKS)}")
+    caps = {"dtypes": list(dtypes), "max_elements": max_elements, "needs_gpu": needs_gpu}
+    if head_dims:
+        caps["head_dims"] = list(head_dims)
+    if grouped_query_heads:
+        caps["grouped_query_heads"] = True
+    if causal:
+        caps["causal"] = True
+    if non_causal:
+        caps["non_causal"] = True
+    if masks:
+        caps["masks"] = list(masks)
+    return caps
 
 
 @dataclasses.dataclass
