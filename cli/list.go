@@ -126,11 +126,14 @@ func printOps(w io.Writer, specs []op.Spec, asJSON bool) error {
 }
 
 // axesText writes axes as a suite author reads them: a default in
-// brackets, "same as" an axis after an equals sign, required ones bare.
+// brackets, "same as" an axis after an equals sign, what a derived axis is
+// after "derived:", required ones bare.
 func axesText(axes []op.Axis) string {
 	parts := make([]string, len(axes))
 	for i, a := range axes {
 		switch {
+		case a.Derived != "":
+			parts[i] = fmt.Sprintf("%s (derived: %s)", a.Name, a.Derived)
 		case a.SameAs != "":
 			parts[i] = fmt.Sprintf("%s (= %s)", a.Name, a.SameAs)
 		case a.Default != "" && len(a.Values) > 0:

@@ -2,6 +2,7 @@ package op
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,12 @@ const (
 	Elem Kind = "dtype"
 	// Choice axes take one of the axis's Values, a string.
 	Choice Kind = "choice"
+	// Window axes take a count of positions that may be 0, or -1 for no
+	// limit: a sliding window's reach.
+	Window Kind = "window"
+	// Float axes take a number at or above 0, as an integer or a float;
+	// the canonical text is Go's shortest ("30", "0.5").
+	Float Kind = "float"
 )
 
 // Axis is one parameter of an op, written as a key of a suite's
@@ -38,10 +45,15 @@ type Axis struct {
 	Doc string `json:"doc"`
 	// Values are the values a Choice axis takes.
 	Values []string `json:"values,omitempty"`
+	// Derived, when set, says how the op computes the axis from the
+	// others, such as a paged cache's page count: a suite may not set it,
+	// and the op fills it in every case (ops.Complete). A tensor's dims
+	// may name it like any other axis.
+	Derived string `json:"derived,omitempty"`
 }
 
 // Required reports whether an entry must set the axis.
-func (a Axis) Required() bool { return a.Default == "" && a.SameAs == "" }
+func (a Axis) Required() bool { return a.Default == "" && a.SameAs == "" && a.Derived == "" }
 
 // Tensor is one named tensor of an op. Its shape is written in axis names
 // (or literal sizes), outermost first, and the tensor is dense and
@@ -199,6 +211,12 @@ func (p Params) Int(name string) int {
 	return v
 }
 
+// Float is the value of a Float axis; 0 when absent or not a number.
+func (p Params) Float(name string) float64 {
+	v, _ := strconv.ParseFloat(p[name], 64)
+	return v
+}
+
 // Bool is the value of a Bool axis.
 func (p Params) Bool(name string) bool { return p[name] == "true" }
 
@@ -227,6 +245,29 @@ func (a Axis) ParseValue(v any) (string, string) {
 			return "", fmt.Sprintf("must be positive, got %d", n)
 		}
 		return strconv.FormatInt(n, 10), ""
+	case Window:
+		n, ok := v.(int64)
+		if !ok {
+			return "", fmt.Sprintf("want an integer, got %s", typeName(v))
+		}
+		if n < -1 {
+			return "", fmt.Sprintf("must be 0 or more, or -1 for no limit, got %d", n)
+		}
+		return strconv.FormatInt(n, 10), ""
+	case Float:
+		var f float64
+		switch x := v.(type) {
+		case int64:
+			f = float64(x)
+		case float64:
+			f = x
+		default:
+			return "", fmt.Sprintf("want a number, got %s", typeName(v))
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+			return "", fmt.Sprintf("must be a finite number at or above 0, got %v", f)
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64), ""
 	case Bool:
 		b, ok := v.(bool)
 		if !ok {

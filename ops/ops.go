@@ -21,6 +21,7 @@ import (
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops/attention"
+	"github.com/flashcore/bench/ops/decode"
 	"github.com/flashcore/bench/ops/rmsnorm"
 	"github.com/flashcore/bench/sdk"
 )
@@ -58,6 +59,22 @@ type Op interface {
 	Unsupported(caps sdk.Capabilities, p op.Params) string
 }
 
+// deriver is what an op with derived axes (op.Axis.Derived) offers
+// beyond Op: it sets them in p from the other axes.
+type deriver interface {
+	Derive(p op.Params)
+}
+
+// Complete sets the derived axes of a case's params, in place, and
+// returns p: the suite decoder calls it on every case it builds, so that
+// every axis has an entry and tensor dims may name derived axes.
+func Complete(o Op, p op.Params) op.Params {
+	if d, ok := o.(deriver); ok {
+		d.Derive(p)
+	}
+	return p
+}
+
 // Default is the op of a suite entry that names none, and of a variant
 // that lists none: attention, the only op before ops existed.
 const Default = attention.Name
@@ -75,6 +92,7 @@ func register(o Op) {
 func init() {
 	register(attentionOp{})
 	register(rmsnorm.Op{})
+	register(decode.Op{})
 }
 
 // Lookup returns the op of that name.
@@ -209,6 +227,7 @@ func Examples(name string) []op.Case {
 	}
 	var out []op.Case
 	for _, p := range ex.Examples() {
+		p = Complete(o, p)
 		out = append(out, op.Case{ID: o.CaseID(p, op.Normal), Op: name, Params: p, Distribution: op.Normal})
 	}
 	return out

@@ -65,6 +65,7 @@ func fixtureDescription() Description {
 				NeedsGPU:          true,
 				SeqMultiple:       16,
 				Modes:             []Mode{Forward, Backward},
+				Masks:             []string{MaskWindow, MaskSoftcap},
 			},
 			OpCapabilities: map[string]Capabilities{
 				"rmsnorm": {DTypes: []DType{FP16, BF16, FP32}, MaxElements: 1 << 30, NeedsGPU: true},

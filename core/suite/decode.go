@@ -185,6 +185,7 @@ var (
 	intType    = entryType{func(v any) error { _, err := asInt(v); return err }, "integers"}
 	boolType   = entryType{func(v any) error { _, err := asBool(v); return err }, "booleans"}
 	stringType = entryType{func(v any) error { _, err := asString(v); return err }, "strings"}
+	floatType  = entryType{func(v any) error { _, err := asFloat(v); return err }, "numbers"}
 )
 
 // valueType is the type of a key of an op entry: its axis's, or a name's
@@ -195,8 +196,10 @@ func valueType(spec op.Spec, key string) (t entryType, known bool) {
 	}
 	a, ok := spec.Axis(key)
 	switch a.Kind {
-	case op.Int:
+	case op.Int, op.Window:
 		return intType, ok
+	case op.Float:
+		return floatType, ok
 	case op.Bool:
 		return boolType, ok
 	}

@@ -26,6 +26,10 @@ func (d *decoder) opEntry(table string, entry int, e fileOpEntry, sweep bool) []
 		key := table + "." + a.Name
 		raw, set := e.values[a.Name]
 		switch {
+		case a.Derived != "":
+			if set {
+				d.problem(key, entry, "is derived (%s): leave it out", a.Derived)
+			}
 		case set:
 			axisValues[i] = d.axisValues(key, entry, a, raw, sweep)
 		case a.Required():
@@ -140,7 +144,8 @@ func (d *decoder) expand(table string, entry int, o ops.Op, axisValues [][]strin
 	var out []op.Case
 	product(spec.Axes, axisValues, func(p op.Params, _ []int) {
 		for _, dist := range dists {
-			c := op.Case{ID: o.CaseID(p, dist), Op: spec.Name, Params: p.Clone(), Distribution: dist}
+			params := ops.Complete(o, p.Clone())
+			c := op.Case{ID: o.CaseID(params, dist), Op: spec.Name, Params: params, Distribution: dist}
 			out = append(out, d.sized(table, entry, c))
 		}
 	})

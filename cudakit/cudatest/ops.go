@@ -47,6 +47,7 @@ func OpCases(t *testing.T, opName string, params ...op.Params) []op.Case {
 	}
 	cases := make([]op.Case, len(params))
 	for i, p := range params {
+		p = ops.Complete(o, p)
 		cases[i] = op.Case{ID: o.CaseID(p, op.Normal), Op: opName, Params: p, Distribution: op.Normal}
 	}
 	return cases

@@ -21,6 +21,10 @@ const (
 	// maxSeqLen bounds the work: every pass costs O(SeqQ·SeqK) per
 	// head, which at 2048 is already seconds per case on a small CPU.
 	maxSeqLen = 2048
+	// decodeMaxElements bounds decode's page pool, per cache: a call
+	// reads all of it at most, which at 2^24 elements is about a second
+	// on a small CPU.
+	decodeMaxElements = 1 << 24
 )
 
 // Backend is the cpu-reference backend: FlashAttention's tiled forward pass
@@ -93,8 +97,8 @@ func cpuReferenceVariant() sdk.Variant {
 	return sdk.Variant{
 		Name: variantName,
 		Description: fmt.Sprintf("tiled online-softmax attention in pure Go, forward and backward, float32 accumulation; "+
-			"sequences up to %d because the work grows as SeqQ·SeqK (O(S²)) on a CPU; and rmsnorm", maxSeqLen),
-		Ops: []string{"attention", rmsnormOp},
+			"sequences up to %d because the work grows as SeqQ·SeqK (O(S²)) on a CPU; rmsnorm; and decode over a paged KV cache", maxSeqLen),
+		Ops: []string{"attention", rmsnormOp, decodeOp},
 		Capabilities: sdk.Capabilities{
 			DTypes:            []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32},
 			HeadDims:          nil, // any head dim
@@ -109,6 +113,10 @@ func cpuReferenceVariant() sdk.Variant {
 		// rmsnorm's cost grows with rows·cols alone: no sequence limit.
 		OpCapabilities: map[string]sdk.Capabilities{
 			rmsnormOp: {DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}},
+			// decode's cost grows with the context it reads, linearly: a
+			// bound on the pool keeps a CPU row to seconds.
+			decodeOp: {DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}, GroupedQueryHeads: true, Causal: true, NonCausal: true,
+				Masks: []string{sdk.MaskWindow, sdk.MaskSoftcap}, MaxElements: decodeMaxElements},
 		},
 		Tunables: tunables,
 	}
@@ -149,9 +157,12 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 	var hash string
 	var err error
 	var facts map[string]string
-	if req.Op == rmsnormOp {
+	switch req.Op {
+	case rmsnormOp:
 		loaded, hash, err = loadRMSNorm(req)
-	} else {
+	case decodeOp:
+		loaded, hash, err = loadDecode(req)
+	default:
 		loaded, hash, err = b.loadAttention(req, tiles)
 		facts = tiles.facts()
 	}
@@ -186,9 +197,9 @@ func checkRequest(req sdk.PrepareRequest) []sdk.Diagnostic {
 		if reason := v.CapabilitiesOf("attention").Unsupported(req.Shape); reason != "" {
 			unsupported("%s", reason)
 		}
-	case rmsnormOp:
+	case rmsnormOp, decodeOp:
 		if len(req.Inputs) > 0 {
-			if reason := v.CapabilitiesOf(rmsnormOp).UnsupportedDType(req.Inputs[0].DType); reason != "" {
+			if reason := v.CapabilitiesOf(req.Op).UnsupportedDType(req.Inputs[0].DType); reason != "" {
 				unsupported("%s", reason)
 			}
 		}

@@ -1,0 +1,98 @@
+package decode
+
+import (
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/op"
+)
+
+// reference computes rows of o in fp64 from the inputs as stored, finding
+// every key through the block table and the lengths the backend received:
+// the paging is done here, independently of any backend.
+type reference struct {
+	s        Shape
+	q, k, v  []byte
+	table    []int
+	lengths  []int
+	maxPages int
+}
+
+func newReference(s Shape, in *op.Inputs) *reference {
+	return &reference{s: s, q: in.Tensor("q").Data, k: in.Tensor("k_cache").Data, v: in.Tensor("v_cache").Data,
+		table: ReadInt32s(in.Tensor("block_table").Data), lengths: ReadInt32s(in.Tensor("cache_seqlens").Data),
+		maxPages: in.Tensor("block_table").Dims[1]}
+}
+
+// row is output row r of o [batch, q_len, heads, head_dim], seen as
+// batch·q_len·heads rows of head_dim.
+func (r *reference) row(row int) []float64 {
+	s := r.s
+	d, size := s.HeadDim, s.DType.Size()
+	h := row % s.Heads
+	i := row / s.Heads % s.QLen
+	b := row / s.Heads / s.QLen
+	kvh := h / s.Group()
+	q := make([]float64, d)
+	inputs.DecodeInto(q, s.DType, r.q[row*d*size:(row+1)*d*size])
+	lo, hi := s.Keys(r.lengths[b], i)
+	// at is the byte offset of key position j's row for head kvh.
+	at := func(j int) int {
+		page := r.table[b*r.maxPages+j/s.PageSize]
+		return ((page*s.PageSize+j%s.PageSize)*s.KVHeads + kvh) * d * size
+	}
+	scores := make([]float64, hi-lo+1)
+	kv := make([]float64, d)
+	peak := math.Inf(-1)
+	for j := lo; j <= hi; j++ {
+		off := at(j)
+		inputs.DecodeInto(kv, s.DType, r.k[off:off+d*size])
+		var dot float64
+		for e, x := range q {
+			dot += x * kv[e]
+		}
+		score := dot * s.Scale()
+		if s.Softcap > 0 {
+			score = s.Softcap * math.Tanh(score/s.Softcap)
+		}
+		scores[j-lo] = score
+		peak = max(peak, score)
+	}
+	out := make([]float64, d)
+	var sum float64
+	for j := lo; j <= hi; j++ {
+		p := math.Exp(scores[j-lo] - peak)
+		sum += p
+		off := at(j)
+		inputs.DecodeInto(kv, s.DType, r.v[off:off+d*size])
+		for e, x := range kv {
+			out[e] += p * x
+		}
+	}
+	for e := range out {
+		out[e] /= sum
+	}
+	return out
+}
+
+// parallelRows calls f(0), ..., f(n-1) on every core.
+func parallelRows(n int, f func(i int)) {
+	next := make(chan int, n)
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(n, 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
