@@ -21,29 +21,27 @@ package decode
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/mask"
+	"github.com/flashcore/bench/ops/seqlens"
 	"github.com/flashcore/bench/sdk"
 )
 
 // Name is the op's name in suites, results and the wire.
 const Name = "decode"
 
-// The context-length distributions of a batch (the axis context_dist).
+// The context-length distributions of a batch (the axis context_dist):
+// package seqlens's.
 const (
-	// Equal: every sequence is context_len long.
-	Equal = "equal"
-	// Uniform: lengths uniform in [q_len, context_len], one of them
-	// context_len.
-	Uniform = "uniform"
-	// LongTail: most sequences short, a few long: context_len·u³ for u
-	// uniform in [0, 1) (a mean of a quarter of context_len), at least
-	// q_len, one of them context_len.
-	LongTail = "long-tail"
+	Equal    = seqlens.Equal
+	Uniform  = seqlens.Uniform
+	LongTail = seqlens.LongTail
 )
 
 // PoisonPages is how many pages of the pool hold poison alone: every
@@ -55,7 +53,7 @@ var Spec = op.Spec{
 	Name: Name,
 	Summary: "attention of q_len new tokens per sequence over a paged KV cache (flash_attn_with_kvcache's layout), " +
 		"bottom-right causal, with a sliding window and logit soft-capping",
-	Axes: []op.Axis{
+	Axes: slices.Concat([]op.Axis{
 		{Name: "batch", Kind: op.Int, Doc: "sequences B"},
 		{Name: "heads", Kind: op.Int, Doc: "query heads H"},
 		{Name: "kv_heads", Kind: op.Int, SameAs: "heads", Doc: "key/value heads; must divide heads (grouped-query attention when fewer)"},
@@ -67,11 +65,10 @@ var Spec = op.Spec{
 			Doc: "how lengths spread over the batch: equal (all context_len), uniform in [q_len, context_len], or long-tail (context_len·u³); one sequence is always context_len long"},
 		{Name: "dtype", Kind: op.Elem, Default: string(sdk.FP16), Doc: "element type of q, the caches and o"},
 		{Name: "causal", Kind: op.Bool, Default: "true", Doc: "bottom-right causal mask: new token i of a sequence of length L sits at position L-q_len+i and sees keys j <= L-q_len+i (FlashAttention's; no effect when q_len is 1)"},
-		{Name: "window_left", Kind: op.Window, Default: "-1", Doc: "sliding window: a token at position p sees keys j >= p-window_left as well; -1 for none"},
-		{Name: "softcap", Kind: op.Float, Default: "0", Doc: "logit soft-capping: a score s (scale included) becomes softcap·tanh(s/softcap) before the softmax; 0 for none"},
+	}, mask.Axes(false), []op.Axis{
 		{Name: "max_pages", Kind: op.Int, Derived: "ceil(context_len / page_size)", Doc: "columns of the block table"},
 		{Name: "num_pages", Kind: op.Int, Derived: "the pages of every sequence, plus 2 poison pages", Doc: "pages of the pool"},
-	},
+	}),
 	Inputs: []op.Tensor{
 		{Name: "q", DType: "dtype", Dims: []string{"batch", "q_len", "heads", "head_dim"}},
 		{Name: "k_cache", DType: "dtype", Dims: []string{"num_pages", "page_size", "kv_heads", "head_dim"}},
@@ -103,11 +100,8 @@ type Shape struct {
 	PageSize, ContextLen                 int
 	Dist                                 string
 	DType                                sdk.DType
-	Causal                               bool
-	// WindowLeft is -1 for no window.
-	WindowLeft int
-	// Softcap is 0 for none.
-	Softcap float64
+	// Mask is the case's causal mask, window and soft-capping.
+	Mask mask.Mask
 }
 
 // ShapeOf reads a case's params.
@@ -115,19 +109,8 @@ func ShapeOf(p op.Params) Shape {
 	return Shape{
 		Batch: p.Int("batch"), Heads: p.Int("heads"), KVHeads: p.Int("kv_heads"), QLen: p.Int("q_len"),
 		HeadDim: p.Int("head_dim"), PageSize: p.Int("page_size"), ContextLen: p.Int("context_len"),
-		Dist: p["context_dist"], DType: p.DType("dtype"), Causal: p.Bool("causal"),
-		WindowLeft: windowOf(p), Softcap: p.Float("softcap"),
+		Dist: p["context_dist"], DType: p.DType("dtype"), Mask: mask.Of(p),
 	}
-}
-
-// windowOf is window_left, -1 when absent.
-func windowOf(p op.Params) int {
-	if v, ok := p["window_left"]; ok {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-	}
-	return -1
 }
 
 // Group is how many query heads share one key/value head.
@@ -197,15 +180,10 @@ func (Op) CaseID(p op.Params, dist op.Distribution) string {
 		fmt.Fprintf(&b, "-%s", s.Dist)
 	}
 	fmt.Fprintf(&b, "-p%d-d%d-%s", s.PageSize, s.HeadDim, s.DType)
-	if !s.Causal {
+	if !s.Mask.Causal {
 		b.WriteString("-noncausal")
 	}
-	if s.WindowLeft >= 0 {
-		fmt.Fprintf(&b, "-w%d", s.WindowLeft)
-	}
-	if s.Softcap > 0 {
-		fmt.Fprintf(&b, "-cap%s", p["softcap"])
-	}
+	b.WriteString(mask.IDSuffix(p))
 	if dist != op.Normal && dist != "" {
 		fmt.Fprintf(&b, "-%s", dist)
 	}
@@ -226,16 +204,10 @@ func (Op) Label(p op.Params) string {
 		ctx = fmt.Sprintf("ctx≤%d %s", s.ContextLen, s.Dist)
 	}
 	out := fmt.Sprintf("decode B%d H%s q%d %s page%d D%d %s", s.Batch, heads, s.QLen, ctx, s.PageSize, s.HeadDim, s.DType)
-	if !s.Causal && s.QLen > 1 {
+	if !s.Mask.Causal && s.QLen > 1 {
 		out += " non-causal"
 	}
-	if s.WindowLeft >= 0 {
-		out += fmt.Sprintf(" window%d", s.WindowLeft)
-	}
-	if s.Softcap > 0 {
-		out += " softcap" + p["softcap"]
-	}
-	return out
+	return out + mask.LabelSuffix(p)
 }
 
 // Facet puts cases that differ only in context_len in one chart panel.
@@ -246,29 +218,12 @@ func (Op) Facet(p op.Params) op.Facet {
 	return op.Facet{Name: name, Title: title, Order: name}
 }
 
-// Lengths are the context lengths of a case's sequences. They depend on
-// batch, q_len, context_len and context_dist alone, not on the seed, so a
-// case does the same work in every run and every dtype.
+// Lengths are the context lengths of a case's sequences, in [q_len,
+// context_len] (package seqlens): they depend on batch, q_len,
+// context_len and context_dist alone, not on the seed.
 func Lengths(s Shape) []int {
-	out := make([]int, s.Batch)
-	key := fmt.Sprintf("decode lengths b%d q%d c%d %s", s.Batch, s.QLen, s.ContextLen, s.Dist)
-	draws := inputs.NewStream(0, key, 0)
-	for b := range out {
-		u := draws.Uniform(b)
-		switch s.Dist {
-		case Uniform:
-			out[b] = s.QLen + int(u*float64(s.ContextLen-s.QLen+1))
-		case LongTail:
-			out[b] = int(float64(s.ContextLen) * u * u * u)
-		default:
-			out[b] = s.ContextLen
-		}
-		out[b] = min(max(out[b], s.QLen, 1), s.ContextLen)
-	}
-	if s.Batch > 0 {
-		out[int(draws.Word(s.Batch)%uint64(s.Batch))] = s.ContextLen
-	}
-	return out
+	key := fmt.Sprintf("decode b%d q%d c%d %s", s.Batch, s.QLen, s.ContextLen, s.Dist)
+	return seqlens.Draw(key, s.Batch, s.QLen, s.ContextLen, s.Dist)
 }
 
 // Poison values: a key slot a kernel must not read holds ±PoisonKey, so
@@ -388,18 +343,9 @@ func ReadInt32s(data []byte) []int {
 }
 
 // Keys is the range of key positions [lo, hi] that new token i of a
-// sequence of length l sees.
-func (s Shape) Keys(l, i int) (lo, hi int) {
-	p := l - s.QLen + i
-	hi = l - 1
-	if s.Causal {
-		hi = p
-	}
-	if s.WindowLeft >= 0 {
-		lo = max(0, p-s.WindowLeft)
-	}
-	return lo, hi
-}
+// sequence of length l sees: its q_len queries sit at the end of the
+// sequence (mask.Mask.Keys).
+func (s Shape) Keys(l, i int) (lo, hi int) { return s.Mask.Keys(i, s.QLen, l) }
 
 // Check compares o with the fp64 reference on sampled rows, one row per
 // (sequence, new token, head): at least one row of every sequence, so a
@@ -492,14 +438,10 @@ func (Op) Unsupported(caps sdk.Capabilities, p op.Params) string {
 		return fmt.Sprintf("head dim %d not supported (supported: %v)", s.HeadDim, caps.HeadDims)
 	case s.KVHeads != s.Heads && !caps.GroupedQueryHeads:
 		return "grouped-query heads not supported"
-	case s.QLen > 1 && s.Causal && !caps.Causal:
-		return "causal masking not supported"
-	case s.QLen > 1 && !s.Causal && !caps.NonCausal:
-		return "non-causal attention of several new tokens not supported"
-	case s.WindowLeft >= 0 && !caps.Applies(sdk.MaskWindow):
-		return "sliding window not supported"
-	case s.Softcap > 0 && !caps.Applies(sdk.MaskSoftcap):
-		return "soft-capping not supported"
+	}
+	// Causal or not matters to several new tokens alone.
+	if reason := s.Mask.Unsupported(caps, s.QLen > 1); reason != "" {
+		return reason
 	}
 	return caps.OverMaxElements(p.Int("num_pages") * s.PageSize * s.KVHeads * s.HeadDim)
 }

@@ -96,11 +96,11 @@ func compute(s Shape, in *op.Inputs, l Layout, fault string) []byte {
 				row := ((b*s.QLen+i)*s.Heads + h) * d
 				pos := length - s.QLen + i
 				lo, hi := 0, length-1
-				if s.Causal {
+				if s.Mask.Causal {
 					hi = pos
 				}
-				if s.WindowLeft >= 0 {
-					lo = max(0, pos-s.WindowLeft)
+				if s.Mask.Left >= 0 {
+					lo = max(0, pos-s.Mask.Left)
 				}
 				switch fault {
 				case "top-left":
@@ -125,8 +125,8 @@ func compute(s Shape, in *op.Inputs, l Layout, fault string) []byte {
 						dot += q[row+e] * k[at(j)+e]
 					}
 					score := dot * s.Scale()
-					if s.Softcap > 0 && fault != "no-softcap" {
-						score = s.Softcap * math.Tanh(score/s.Softcap)
+					if s.Mask.Softcap > 0 && fault != "no-softcap" {
+						score = s.Mask.Softcap * math.Tanh(score/s.Mask.Softcap)
 					}
 					weights = append(weights, score)
 					peak = max(peak, score)

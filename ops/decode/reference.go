@@ -53,10 +53,7 @@ func (r *reference) row(row int) []float64 {
 		for e, x := range q {
 			dot += x * kv[e]
 		}
-		score := dot * s.Scale()
-		if s.Softcap > 0 {
-			score = s.Softcap * math.Tanh(score/s.Softcap)
-		}
+		score := s.Mask.Score(dot * s.Scale())
 		scores[j-lo] = score
 		peak = max(peak, score)
 	}
