@@ -14,7 +14,8 @@ import (
 	"github.com/flashcore/bench/sdk"
 )
 
-var variantNames = []string{"sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "torch-rmsnorm"}
+var variantNames = []string{"sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "torch-rmsnorm",
+	"sdpa-paged", "flex-attention"}
 
 // rmsnormCases cover each dtype, a row that is not a power of two and a
 // hidden size of a large model.

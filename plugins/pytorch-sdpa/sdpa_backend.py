@@ -26,11 +26,22 @@ Variant ``torch-rmsnorm`` is the torch baseline of the rmsnorm op:
 torch.nn.functional.rms_norm, built by ``prepare_op`` too. It is timed by the
 same contract as the SDPA rows: on a GPU, each call's kernel time is the
 sum of CUPTI's durations of every kernel the call launches.
+
+Variants ``sdpa-paged`` and ``flex-attention`` run the decode op (a paged
+KV cache, FlashAttention's flash_attn_with_kvcache layout), built by
+``prepare_decode``. Neither reads pages in its kernel: Prepare gathers each
+sequence's pages into dense K and V (outside the timed region, and the
+facts say so with the gather's own time), then the timed call is SDPA with
+an explicit additive mask (sdpa-paged) or FlexAttention with a block mask
+and, for softcap, a score_mod (flex-attention), compiled on a GPU.
 """
 
 import contextlib
+import dataclasses
 import functools
+import math
 import platform
+import time
 import warnings
 
 import torch
@@ -48,9 +59,17 @@ VARIANTS = {
     "sdpa-math": (SDPBackend.MATH, "SDPBackend.MATH (the unfused reference composition)"),
 }
 
+# The decode op: paged KV cache decode (ops/decode in Go).
+DECODE = "decode"
+
 # Variants of ops other than attention: name -> (op, description).
 OP_VARIANTS = {
     "torch-rmsnorm": ("rmsnorm", "torch.nn.functional.rms_norm(x, (cols,), weight, eps=1e-6)"),
+    "sdpa-paged": (DECODE, "scaled_dot_product_attention over K/V gathered from the pages, with an explicit "
+                           "length/causal/window mask; the gather runs in Prepare, excluded from the time"),
+    "flex-attention": (DECODE, "torch.compile(flex_attention) over K/V gathered from the pages (eager on the CPU), "
+                               "block mask for length/causal/window, score_mod for softcap; the gather and the "
+                               "block mask are built in Prepare, excluded from the time"),
 }
 
 # Messages with which PyTorch refuses a pinned backend (CUDA, then CPU).
@@ -58,6 +77,8 @@ _REFUSALS = ("No available kernel", "No viable backend")
 
 _ALL_DTYPES = ("fp16", "bf16", "fp32")
 _HALF_DTYPES = ("fp16", "bf16")
+# The head dims flex-attention declares on a GPU.
+_FLEX_GPU_HEAD_DIMS = (16, 32, 64, 128, 256)
 # FlashAttention-2 and cuDNN take head dims that are multiples of 8 up to 256.
 _FUSED_HEAD_DIMS = tuple(range(8, 257, 8))
 # Every SDPA variant runs the forward, the backward, and the two in one call.
@@ -67,6 +88,7 @@ _MODES = core.MODES
 class Backend:
     def __init__(self, device):
         self.device = device
+        self._compile_flex = None
         self.version = torch.__version__
         self.build = f"python {platform.python_version()}, torch {torch.__version__}"
         if device.type == "cuda":
@@ -75,9 +97,27 @@ class Backend:
     def variants(self):
         # A variant of one op that is not attention: its capabilities are
         # that op's, the fields every op reads.
-        ops = [{"name": name, "description": description, "ops": [op], "capabilities": core.op_capabilities(_ALL_DTYPES)}
+        ops = [{"name": name, "description": description, "ops": [op], "capabilities": self._op_capabilities(name)}
                for name, (op, description) in OP_VARIANTS.items()]
         return [self._variant(name) for name in VARIANTS] + ops
+
+    def _op_capabilities(self, name):
+        """What a variant of an op other than attention runs. torch-rmsnorm
+        takes every dtype anywhere; the decode variants take every dtype,
+        grouped-query heads, causal (bottom-right) and not, and the masks
+        their call can express: SDPA has no softcap."""
+        op, _ = OP_VARIANTS[name]
+        if op != DECODE:
+            return core.op_capabilities(_ALL_DTYPES)
+        if name == "sdpa-paged":
+            return core.op_capabilities(_ALL_DTYPES, grouped_query_heads=True, causal=True, non_causal=True,
+                                        masks=["window"])
+        # FlexAttention's GPU kernels round the head dim up to a power of
+        # two; the powers of two are what its documentation names. The
+        # CPU runs it eagerly, any head dim.
+        head_dims = _FLEX_GPU_HEAD_DIMS if self.device.type == "cuda" else ()
+        return core.op_capabilities(_ALL_DTYPES, head_dims=head_dims, grouped_query_heads=True, causal=True,
+                                    non_causal=True, masks=["window", "softcap"])
 
     def _variant(self, name):
         _, description = VARIANTS[name]
@@ -109,9 +149,12 @@ class Backend:
         return kernel
 
     def prepare_op(self, case):
-        """Attention's backward modes (prepare_backward), or torch-rmsnorm."""
+        """Attention's backward modes (prepare_backward), torch-rmsnorm, or
+        the decode variants (prepare_decode)."""
         if case.op == core.ATTENTION:
             return self.prepare_backward(case)
+        if case.op == DECODE:
+            return self.prepare_decode(case)
         return self.prepare_rmsnorm(case)
 
     def prepare_backward(self, case):
@@ -180,6 +223,160 @@ class Backend:
         kernel.run()
         return kernel
 
+    def prepare_decode(self, case):
+        """sdpa-paged or flex-attention on a decode case. Both gather each
+        sequence's pages into dense K and V here (gather_pages), timed once
+        and excluded from the time, and build their mask here too; the
+        timed call is the attention over the gathered tensors alone. The
+        case runs once here, so that a first call's costs (FlexAttention's
+        compilation) and refusals fall in Prepare."""
+        op, _ = OP_VARIANTS.get(case.variant, (core.ATTENTION, ""))
+        if op != DECODE:
+            raise ValueError(f"{case.variant} runs {op}, not {DECODE}")
+        d = Decode.of(case)
+        if case.variant == "sdpa-paged":
+            return self._prepare_sdpa_paged(case, d)
+        return self._prepare_flex(case, d)
+
+    def _prepare_sdpa_paged(self, case, d):
+        if d.softcap:
+            raise core.Unsupported(f"sdpa-paged: scaled_dot_product_attention has no softcap ({d})",
+                                   "it applies a mask, not a function of the scores")
+        k, v, gathered = self._gather(case.variant, d)
+        allowed = dense_mask(decode_mask_mod(d), d.batch, d.q_len, k.shape[1], self.device)
+        if bool(allowed.all()):
+            mask, mask_fact = None, "none: every gathered key is seen (equal lengths, whole pages, no causal cut)"
+        else:
+            mask = torch.zeros(allowed.shape, dtype=d.q.dtype, device=self.device).masked_fill_(~allowed, -math.inf)
+            mask_fact = (f"additive [B, 1, q_len, L] = {list(mask.shape)} in {d.q.dtype} (0 or -inf): lengths, "
+                         f"{'bottom-right causal' if d.causal else 'no causal cut'}"
+                         f"{f', window_left {d.window_left}' if d.window_left >= 0 else ''}; built in Prepare")
+        q = d.q.transpose(1, 2)  # [B, H, q_len, D], a view
+        grouped = d.heads != d.kv_heads
+        choice = sdp_choice(q, k.transpose(1, 2), v.transpose(1, 2), mask, grouped, d.scale)
+        gqa = "enable_gqa=True" if grouped else "none (H = KVH)"
+        if grouped and choice == SDPBackend.MATH:
+            # No fused kernel takes grouped heads with this mask (CUDA's
+            # memory-efficient kernel takes no enable_gqa): expand K and V
+            # to H heads here, as a serving stack's repeat_kv does, when
+            # that lets a fused kernel run.
+            group = d.heads // d.kv_heads
+            ke, ve = (t.repeat_interleave(group, dim=2) for t in (k, v))
+            expanded = sdp_choice(q, ke.transpose(1, 2), ve.transpose(1, 2), mask, False, d.scale)
+            if expanded not in (None, SDPBackend.MATH):
+                k, v, grouped, choice = ke, ve, False, expanded
+                gqa = (f"K/V heads expanded {group}x in Prepare (repeat_interleave): with enable_gqa=True "
+                       f"PyTorch would run MATH")
+        k, v = k.transpose(1, 2), v.transpose(1, 2)  # [B, KVH or H, L, D], views of [B, L, heads, D]
+        sdpa = functools.partial(F.scaled_dot_product_attention, attn_mask=mask, scale=d.scale, enable_gqa=grouped)
+
+        def run():
+            return sdpa(q, k, v).transpose(1, 2)
+
+        kernel = core.Kernel(run, facts={
+            "torch": torch.__version__,
+            "function": "torch.nn.functional.scaled_dot_product_attention over K/V gathered from the pages",
+            "timed": "SDPA alone, over the dense K/V gathered in Prepare",
+            "gather": gathered,
+            "mask": mask_fact,
+            "sdp_backend": describe_choice(choice, self.device),
+            "gqa": gqa,
+            "output_poison": "not applied: SDPA allocates its output; the returned tensor is written",
+        })
+        with refused_as_unsupported(case.variant, d):
+            kernel.run()
+        return kernel
+
+    def _prepare_flex(self, case, d):
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        compiled = self.compile_flex
+        grouped = d.heads != d.kv_heads
+        group = d.heads // d.kv_heads
+        if compiled and self.device.type == "cuda" and group & (group - 1):
+            # Its decoding kernel (q_len < 128) shares K/V loads among a
+            # power of two of query heads and raises otherwise.
+            raise core.Unsupported(f"flex-attention: {d.heads} query heads over {d.kv_heads} K/V heads",
+                                   "FlexAttention's decoding kernel needs H / KVH to be a power of 2")
+        k, v, gathered = self._gather(case.variant, d)
+        kv_len = k.shape[1]
+        block_mask = create_block_mask(decode_mask_mod(d), d.batch, None, d.q_len, kv_len, device=self.device)
+        score_mod = softcap_score_mod(d.softcap) if d.softcap else None
+        flex = compiled_flex_attention() if compiled else flex_attention
+        call = functools.partial(flex, block_mask=block_mask, score_mod=score_mod, scale=d.scale, enable_gqa=grouped)
+        q, k, v = (t.transpose(1, 2) for t in (d.q, k, v))  # [B, heads, S, D], views
+
+        def run():
+            return call(q, k, v).transpose(1, 2)
+
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            # Eager flex_attention warns once that it is not compiled; the
+            # fact "compiled" says so.
+            warnings.simplefilter("ignore")
+            run()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        first = time.perf_counter() - start
+        if compiled:
+            compiled_fact = (f"yes: torch.compile(flex_attention, dynamic=False, fullgraph=True); first call "
+                             f"{first:.1f} s (compilation included), in Prepare and kept out of the time")
+        else:
+            compiled_fact = (f"no: eager on the {self.device.type.upper()}, FlexAttention's unfused path (it "
+                             f"materialises the scores); first call {first * 1e3:.1f} ms. torch.compile of "
+                             f"flex_attention on the CPU takes 10-30 s a new case (torch 2.11)")
+        return core.Kernel(run, facts={
+            "torch": torch.__version__,
+            "function": "torch.nn.attention.flex_attention over K/V gathered from the pages",
+            "timed": "flex_attention alone, over the dense K/V gathered and the block mask built in Prepare",
+            "compiled": compiled_fact,
+            "gather": gathered,
+            "block_mask": (f"create_block_mask in Prepare, {block_mask.BLOCK_SIZE[0]}x{block_mask.BLOCK_SIZE[1]} "
+                           f"blocks: lengths, {'bottom-right causal' if d.causal else 'no causal cut'}"
+                           f"{f', window_left {d.window_left}' if d.window_left >= 0 else ''}"),
+            "score_mod": f"softcap: {d.softcap:g} * tanh(s / {d.softcap:g})" if d.softcap else "none",
+            "gqa": "enable_gqa=True" if grouped else "none (H = KVH)",
+            "output_poison": "not applied: flex_attention allocates its output; the returned tensor is written",
+        })
+
+    @property
+    def compile_flex(self):
+        """Whether flex-attention runs compiled: on a GPU. On the CPU it
+        runs eagerly (compiling there takes 10-30 s a case and a C++
+        toolchain); tests set it to check the compiled path on the CPU."""
+        return self._compile_flex if self._compile_flex is not None else self.device.type == "cuda"
+
+    @compile_flex.setter
+    def compile_flex(self, value):
+        self._compile_flex = value
+
+    def _gather(self, variant, d):
+        """The dense K and V of d (gather_pages) and the fact that says the
+        gather is excluded from the time and what it took: a second gather,
+        discarded, is timed where it fits (the first pays for first-call
+        costs), else the first. Unsupported when the dense K and V cannot
+        fit in the device memory free now, rather than an out-of-memory
+        error mid-row."""
+        need = 2 * d.batch * d.gathered_len * d.kv_heads * d.head_dim * d.q.element_size()
+        if not self._fits(need):
+            raise core.Unsupported(f"{variant}: the gathered K/V take {need / 2**30:.1f} GiB; "
+                                   f"{torch.cuda.mem_get_info()[0] / 2**30:.1f} GiB of device memory is free")
+        gather = functools.partial(gather_pages, d)
+        (k, v), took = timed_once(gather, self.device)
+        which = "the first gather, allocations included"
+        if self._fits(need):
+            _, took = timed_once(gather, self.device)
+            which = "a second gather, discarded"
+        clock = "CUDA events" if self.device.type == "cuda" else "perf_counter"
+        return k, v, (f"gather excluded from the time; gather took {took:.1f} µs ({clock}, {which}, in "
+                      f"Prepare): {d.pages} pages of {d.page_size} slots per sequence into K and V "
+                      f"[B, {d.kv_heads}, {k.shape[1]}, {d.head_dim}]")
+
+    def _fits(self, nbytes):
+        """Whether nbytes more fit in the device memory free now (always on
+        the CPU)."""
+        return self.device.type != "cuda" or nbytes <= torch.cuda.mem_get_info()[0]
+
     @staticmethod
     def _session(pinned):
         """The session that pins the variant's SDPBackend, or None."""
@@ -245,3 +442,189 @@ def refused_as_unsupported(variant, shape):
                 raise
             reasons = [str(w.message).strip() for w in caught]
             raise core.Unsupported(f"PyTorch refused {variant} for {shape}", "; ".join(reasons) or str(exc)) from exc
+
+
+# ---------------------------------------------------------------- decode
+
+# The decode op's inputs, in its order (ops/decode in Go).
+DECODE_INPUTS = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens")
+
+
+@dataclasses.dataclass(frozen=True)
+class Decode:
+    """A decode case's tensors and masking: q [B, q_len, H, D], k_cache and
+    v_cache [num_pages, page_size, KVH, D], block_table [B, max_pages] and
+    cache_seqlens [B] (int32); causal is bottom-right aligned (query i of a
+    sequence of length L sits at position L - q_len + i), window_left -1
+    is no window, softcap 0 is none."""
+
+    q: object
+    k_cache: object
+    v_cache: object
+    block_table: object
+    cache_seqlens: object
+    causal: bool = True
+    window_left: int = -1
+    softcap: float = 0.0
+
+    @classmethod
+    def of(cls, case):
+        p = case.params
+        window_left, softcap = int(p.get("window_left", "-1")), float(p.get("softcap", "0"))
+        if window_left < -1 or softcap < 0:
+            raise ValueError(f"decode: window_left {window_left} (want -1 or more), "
+                             f"softcap {softcap:g} (want 0 or more)")
+        return cls(*(case.inputs[name] for name in DECODE_INPUTS),
+                   causal=str(p.get("causal", "true")).lower() == "true", window_left=window_left, softcap=softcap)
+
+    @property
+    def batch(self):
+        return self.q.shape[0]
+
+    @property
+    def q_len(self):
+        return self.q.shape[1]
+
+    @property
+    def heads(self):
+        return self.q.shape[2]
+
+    @property
+    def head_dim(self):
+        return self.q.shape[3]
+
+    @property
+    def page_size(self):
+        return self.k_cache.shape[1]
+
+    @property
+    def kv_heads(self):
+        return self.k_cache.shape[2]
+
+    @property
+    def scale(self):
+        return 1 / math.sqrt(self.head_dim)
+
+    @functools.cached_property
+    def pages(self):
+        """The pages the longest sequence uses: those gathered for every
+        sequence."""
+        return -(-int(self.cache_seqlens.max()) // self.page_size)
+
+    @property
+    def gathered_len(self):
+        """The length of the gathered K and V: the pages' slots, padded to
+        a multiple of 16 (CUDA's memory-efficient kernel wants its mask's
+        rows aligned so)."""
+        n = self.pages * self.page_size
+        return n + -n % 16
+
+    def __str__(self):
+        heads = f"H{self.heads}" if self.heads == self.kv_heads else f"H{self.heads}/{self.kv_heads}"
+        text = (f"B{self.batch} q{self.q_len} {heads} D{self.head_dim} page {self.page_size} "
+                f"L<={int(self.cache_seqlens.max())} {str(self.q.dtype).removeprefix('torch.')}")
+        text += " causal" if self.causal else ""
+        text += f" window {self.window_left}" if self.window_left >= 0 else ""
+        return text + (f" softcap {self.softcap:g}" if self.softcap else "")
+
+
+def gather_pages(d):
+    """Each sequence's K and V, dense: [B, L, KVH, D] each (contiguous), L
+    = d.gathered_len. Key j of sequence b is slot j % page_size of page
+    block_table[b, j // page_size]; the pages of every sequence up to the
+    longest one's are gathered, so slots past a shorter sequence's length
+    hold whatever its table points at (poison in the host's cases): the
+    mask must hide them. The padding past the pages is zeros."""
+    idx = d.block_table[:, :d.pages].reshape(-1).long()
+    dims = (d.batch, d.pages * d.page_size, d.kv_heads, d.head_dim)
+    k, v = (cache.index_select(0, idx).view(dims) for cache in (d.k_cache, d.v_cache))
+    pad = d.gathered_len - k.shape[1]
+    if pad:
+        k, v = (F.pad(t, (0, 0, 0, 0, 0, pad)) for t in (k, v))
+    return k, v
+
+
+def decode_mask_mod(d):
+    """The decode mask as a FlexAttention mask_mod: key j is seen by query i
+    of sequence b (position p = L_b - q_len + i) when j < L_b, j <= p if
+    causal (bottom-right aligned), and j >= p - window_left if there is a
+    window. It also takes broadcast index tensors (dense_mask)."""
+    lengths, q_len, causal, window = d.cache_seqlens, d.q_len, d.causal, d.window_left
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        length = lengths[b]
+        pos = length - q_len + q_idx
+        seen = kv_idx < length
+        if causal:
+            seen = seen & (kv_idx <= pos)
+        if window >= 0:
+            seen = seen & (kv_idx >= pos - window)
+        return seen
+
+    return mask_mod
+
+
+def dense_mask(mask_mod, batch, q_len, kv_len, device):
+    """mask_mod over every (b, query, key): a bool [B, 1, q_len, kv_len]."""
+    b = torch.arange(batch, device=device)[:, None, None, None]
+    q_idx = torch.arange(q_len, device=device)[None, None, :, None]
+    kv_idx = torch.arange(kv_len, device=device)[None, None, None, :]
+    return mask_mod(b, None, q_idx, kv_idx).expand(batch, 1, q_len, kv_len)
+
+
+def softcap_score_mod(cap):
+    """Logit soft-capping as a FlexAttention score_mod: s -> cap * tanh(s / cap),
+    s being the scaled score."""
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return cap * torch.tanh(score / cap)
+
+    return score_mod
+
+
+@functools.cache
+def compiled_flex_attention():
+    """torch.compile(flex_attention), one for the worker. Each new case
+    (shapes, mask constants) compiles anew: the limit on recompilations is
+    raised so that a long suite does not fall back to eager silently, and
+    hitting it is an error rather than a silent fallback."""
+    import torch._dynamo
+    from torch.nn.attention.flex_attention import flex_attention
+
+    config = torch._dynamo.config
+    config.recompile_limit = max(config.recompile_limit, 1024)
+    config.accumulated_recompile_limit = max(config.accumulated_recompile_limit, 8192)
+    config.fail_on_recompile_limit_hit = True
+    return torch.compile(flex_attention, dynamic=False, fullgraph=True)
+
+
+def sdp_choice(q, k, v, mask, enable_gqa, scale):
+    """The SDPBackend PyTorch's dispatch picks for these tensors (None if it
+    will not say)."""
+    try:
+        return SDPBackend(torch._fused_sdp_choice(q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=False,
+                                                   scale=scale, enable_gqa=enable_gqa))
+    except Exception:  # a private function: its absence or refusal leaves the choice unknown
+        return None
+
+
+def describe_choice(choice, device):
+    if choice is None:
+        return "PyTorch's choice (torch._fused_sdp_choice did not say; the fact kernels names what ran)"
+    where = "PyTorch's CPU kernel" if device.type != "cuda" else "the fact kernels names the kernels that ran"
+    return f"{choice.name}, PyTorch's own dispatch for these tensors and this mask ({where})"
+
+
+def timed_once(fn, device):
+    """fn() and the microseconds it took: CUDA events on a GPU, the host's
+    clock on the CPU."""
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = fn()
+        end.record()
+        end.synchronize()
+        return out, start.elapsed_time(end) * 1e3
+    begin = time.perf_counter()
+    out = fn()
+    return out, (time.perf_counter() - begin) * 1e6

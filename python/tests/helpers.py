@@ -62,7 +62,7 @@ def tensor_file(name, path, dims, dtype):
     return {"name": name, "path": str(path), "dtype": dtype, "dims": list(dims)}
 
 
-DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+DTYPE_NAMES = {**{dtype: name for name, dtype in DTYPES.items()}, torch.int32: "int32"}
 
 
 def make_rmsnorm_case(tmp_path, rows, cols, dtype, variant, seed=0, case_id="case"):
@@ -189,3 +189,112 @@ def assert_grads_close(got, want, dtype, scale=1.0):
         bound = TOLERANCE[dtype] * max(1.0, want[name].abs().max().item()) * scale
         err = (tensor.double() - want[name]).abs().max().item()
         assert err <= bound, f"{name}: max error {err:.3g} > {bound:.3g}"
+
+
+# ---------------------------------------------------------------- decode (paged KV cache)
+
+# The poison of a paged case (the contract's): keys of magnitude 8 with
+# random signs, values 100, in every page past a sequence's length and in
+# the slots of its last page past it.
+POISON_KEY, POISON_VALUE = 8.0, 100.0
+
+
+def make_decode_tensors(seed, batch, heads, kv_heads, q_len, head_dim, page_size, lengths, dtype, spare_pages=3):
+    """A decode case's inputs as the host builds them: q [B, q_len, H, D];
+    k_cache and v_cache [num_pages, page_size, KVH, D] whose pages are
+    scattered through the pool in a random order; block_table [B,
+    max_pages] int32 whose entries past a sequence's pages point at poison
+    pages; cache_seqlens [B] int32. The slots of each last page past its
+    sequence's length hold poison too, and so do the spare pages no table
+    names."""
+    gen = torch.Generator().manual_seed(seed)
+    dt = DTYPES[dtype]
+    max_pages = -(-max(lengths) // page_size)
+    used = [-(-n // page_size) for n in lengths]
+    poison_pages = batch * max_pages - sum(used)
+    num_pages = sum(used) + poison_pages + spare_pages
+    k_cache = POISON_KEY * (torch.randint(0, 2, (num_pages, page_size, kv_heads, head_dim), generator=gen) * 2 - 1)
+    v_cache = torch.full((num_pages, page_size, kv_heads, head_dim), POISON_VALUE)
+    order = torch.randperm(num_pages, generator=gen).tolist()
+    real, poison = order[:sum(used)], order[sum(used):sum(used) + poison_pages]
+    block_table = torch.empty(batch, max_pages, dtype=torch.int32)
+    for b, n in enumerate(lengths):
+        pages, real = real[:used[b]], real[used[b]:]
+        block_table[b, :used[b]] = torch.tensor(pages, dtype=torch.int32)
+        block_table[b, used[b]:] = torch.tensor(poison[:max_pages - used[b]], dtype=torch.int32)
+        poison = poison[max_pages - used[b]:]
+        for j in range(n):
+            page, slot = pages[j // page_size], j % page_size
+            k_cache[page, slot] = torch.randn(kv_heads, head_dim, generator=gen)
+            v_cache[page, slot] = torch.randn(kv_heads, head_dim, generator=gen)
+    q = torch.randn(batch, q_len, heads, head_dim, generator=gen)
+    return {"q": q.to(dt), "k_cache": k_cache.to(dt), "v_cache": v_cache.to(dt), "block_table": block_table,
+            "cache_seqlens": torch.tensor(lengths, dtype=torch.int32)}
+
+
+def decode_params(inputs, dtype, causal=True, window_left=-1, softcap=0.0):
+    """A decode case's axes as the host sends them: text."""
+    batch, q_len, heads, head_dim = inputs["q"].shape
+    num_pages, page_size, kv_heads, _ = inputs["k_cache"].shape
+    lengths = inputs["cache_seqlens"]
+    return {"batch": str(batch), "heads": str(heads), "kv_heads": str(kv_heads), "q_len": str(q_len),
+            "head_dim": str(head_dim), "page_size": str(page_size), "context_len": str(int(lengths.max())),
+            "context_dist": "uniform", "dtype": dtype, "causal": "true" if causal else "false",
+            "window_left": str(window_left), "softcap": f"{softcap:g}",
+            "max_pages": str(inputs["block_table"].shape[1]), "num_pages": str(num_pages)}
+
+
+def make_decode_case(tmp_path, variant, inputs, dtype, case_id="case", **masking):
+    """A decode request as the host sends it (make_decode_tensors' inputs
+    written in the op's order, o [B, q_len, H, D] out) and its input hash."""
+    params = decode_params(inputs, dtype, **masking)
+    return make_op_case(tmp_path, "decode", variant, inputs, [("o", list(inputs["q"].shape), dtype)], params,
+                        case_id)
+
+
+def decode_reference(inputs, causal=True, window_left=-1, softcap=0.0, align="bottom-right", use_table=True,
+                     mask_lengths=True):
+    """The decode output in float64, each sequence's keys read one by one
+    through the block table. The last three arguments compute it wrongly
+    on purpose, as a broken kernel would, to show the checks catch it:
+    align "top-left" puts query i at position i, use_table False reads the
+    pool's pages in order, mask_lengths False reads every slot of the
+    sequence's pages (the poison past its length too)."""
+    q, k_cache, v_cache = (inputs[n].double() for n in ("q", "k_cache", "v_cache"))
+    table, lengths = inputs["block_table"].tolist(), inputs["cache_seqlens"].tolist()
+    batch, q_len, heads, head_dim = q.shape
+    page_size, kv_heads = k_cache.shape[1], k_cache.shape[2]
+    group = heads // kv_heads
+    out = torch.empty_like(q)
+    for b in range(batch):
+        length = lengths[b]
+        slots = length if mask_lengths else -(-length // page_size) * page_size
+        pages = table[b] if use_table else list(range(len(table[b])))
+        keys = torch.stack([k_cache[pages[j // page_size], j % page_size] for j in range(slots)])  # [L, KVH, D]
+        values = torch.stack([v_cache[pages[j // page_size], j % page_size] for j in range(slots)])
+        for i in range(q_len):
+            pos = length - q_len + i if align == "bottom-right" else i
+            seen = [j for j in range(slots)
+                    if (not causal or j <= pos) and (window_left < 0 or j >= pos - window_left)]
+            for h in range(heads):
+                kh, vh = keys[seen, h // group], values[seen, h // group]
+                scores = kh @ q[b, i, h] / math.sqrt(head_dim)
+                if softcap > 0:
+                    scores = softcap * torch.tanh(scores / softcap)
+                out[b, i, h] = torch.softmax(scores, 0) @ vh
+    return out
+
+
+# Decode's tolerance: |got - want| <= tol * (1 + |want|).
+DECODE_TOLERANCE = {"fp16": 1e-2, "bf16": 3e-2, "fp32": 1e-4}
+
+
+def decode_error(got, want):
+    """The largest |got - want| / (1 + |want|)."""
+    return ((got.double() - want).abs() / (1 + want.abs())).max().item()
+
+
+def assert_decode_close(got, want, dtype):
+    assert not torch.isnan(got.double()).any(), "output has NaN (poison read?)"
+    err = decode_error(got, want)
+    assert err <= DECODE_TOLERANCE[dtype], f"max error {err:.3g} > {DECODE_TOLERANCE[dtype]}"

@@ -18,9 +18,14 @@ import worker_main
 from helpers import (
     DTYPES,
     assert_close,
+    assert_decode_close,
     assert_grads_close,
+    decode_error,
+    decode_reference,
     make_attention_case,
     make_case,
+    make_decode_case,
+    make_decode_tensors,
     make_rmsnorm_case,
     read_output,
     read_outputs,
@@ -636,3 +641,148 @@ def test_the_torch_examples_backward_matches_fp64_autograd(s):
     assert_grads_close(dict(zip(want, got)), want, s.dtype)
     got = f.attention_modes["fwd+bwd"](q, k, v, do, causal=s.causal, scale=s.scale)
     assert_grads_close(dict(zip(["o", *want], got)), {"o": o, **want}, s.dtype)
+
+
+# ---------------------------------------------------------------- decode
+
+DECODE_FILE = """
+import torch
+
+def decode(q, k_cache, v_cache, block_table, cache_seqlens, *, causal, scale):
+    return torch.zeros_like(q)
+"""
+
+
+def decode_inputs(seed=0, q_len=4, page_size=16, lengths=(37, 5, 64), dtype="fp32", heads=8, kv_heads=2,
+                  head_dim=32):
+    return make_decode_tensors(seed, len(lengths), heads, kv_heads, q_len, head_dim, page_size, list(lengths), dtype)
+
+
+@pytest.mark.parametrize("sources, ops", [
+    ((DECODE_FILE,), ["decode"]),
+    ((SDPA_FILE, DECODE_FILE), ["attention", "decode"]),
+    ((RMSNORM_FILE, DECODE_FILE), ["rmsnorm", "decode"]),
+])
+def test_a_file_that_defines_decode_offers_it(tmp_path, monkeypatch, sources, ops):
+    (variant,) = served(monkeypatch, write(tmp_path, "".join(sources), "k.py")).describe({})["variants"]
+    assert variant["ops"] == ops and "decode()" in variant["description"]
+    assert variant["op_capabilities"] == {"decode": core.op_capabilities(
+        ("fp16", "bf16", "fp32"), grouped_query_heads=True, causal=True, non_causal=True)}
+    assert "masks" not in variant["op_capabilities"]["decode"]  # no window_left=, no softcap=
+
+
+@pytest.mark.parametrize("signature, masks", [
+    ("causal, scale, window_left=-1", ["window"]),
+    ("causal, scale, softcap=0.0", ["softcap"]),
+    ("causal, scale, softcap=0.0, window_left=-1", ["window", "softcap"]),
+    ("causal, scale, **options", ["window", "softcap"]),
+])
+def test_decodes_optional_keywords_are_its_masks(tmp_path, monkeypatch, signature, masks):
+    path = write(tmp_path, f"def decode(q, k_cache, v_cache, block_table, cache_seqlens, *, {signature}):\n"
+                           f"    return q\n\ndef capabilities():\n    return {{'gqa': False, 'head_dims': [64]}}\n")
+    (variant,) = served(monkeypatch, path).describe({})["variants"]
+    caps = variant["op_capabilities"]["decode"]
+    assert caps["masks"] == masks and caps["head_dims"] == [64] and "grouped_query_heads" not in caps
+
+
+@pytest.mark.parametrize("spec", [
+    dict(q_len=1, page_size=16, lengths=(37, 5, 64), dtype="fp32"),
+    dict(q_len=4, page_size=16, lengths=(37, 5, 64, 16), dtype="fp16"),
+    dict(q_len=4, page_size=64, lengths=(100, 4, 129), dtype="fp32", causal=False),
+    dict(q_len=4, page_size=16, lengths=(50, 9, 33), dtype="bf16", window_left=7),
+    dict(q_len=1, page_size=64, lengths=(70, 130), dtype="fp16", window_left=3, softcap=2.0),
+    dict(q_len=4, page_size=16, lengths=(40, 17), dtype="fp32", causal=False, window_left=5, softcap=0.5),
+], ids=str)
+def test_the_torch_decode_example_runs_through_the_worker_core(tmp_path, monkeypatch, spec):
+    masking = {k: spec.pop(k) for k in ("causal", "window_left", "softcap") if k in spec}
+    inputs = decode_inputs(seed=2, **spec)
+    worker = served(monkeypatch, str(EXAMPLES / "decode_torch.py"))
+    (variant,) = worker.describe({})["variants"]
+    assert variant["ops"] == ["decode"] and variant["op_capabilities"]["decode"]["masks"] == ["window", "softcap"]
+    request, digest = make_decode_case(tmp_path, "my-kernel", inputs, spec["dtype"], **masking)
+    prepared = worker.prepare(request)
+    assert prepared["loaded_sha256"] == digest and "diagnostics" not in prepared
+    assert prepared["facts"]["output_poison"] == ("not applied: decode() allocates its output; "
+                                                  "the returned tensor is written")
+    worker.fetch({"case_id": "case"})
+    got = read_outputs(request)["o"]
+    want = decode_reference(inputs, **masking)
+    assert_decode_close(got, want, spec["dtype"])
+    if masking.get("causal", True) and spec["q_len"] > 1:
+        assert decode_error(got, decode_reference(inputs, **masking, align="top-left")) > 0.1
+    timed = tmp_path / "timed.bin"
+    samples = worker.run({"case_id": "case", "measurement": QUICK, "output": str(timed)})
+    assert samples["method"] == "wall-clock" and len(samples["kernel_times"]) >= 3
+    assert_decode_close(read_tensor(timed, list(inputs["q"].shape), spec["dtype"]), want, spec["dtype"])
+
+
+def test_decode_gets_the_cases_keywords_and_config(tmp_path, monkeypatch):
+    seen = tmp_path / "seen.txt"
+    path = write(tmp_path, f"""
+def decode(q, k_cache, v_cache, block_table, cache_seqlens, *, causal, scale, window_left, softcap, config):
+    open({str(seen)!r}, "w").write(repr((causal, scale, window_left, softcap, config, block_table.dtype)))
+    return q.clone()
+TUNABLES = {{"BLOCK": [32, 64]}}
+""")
+    worker = served(monkeypatch, path)
+    inputs = decode_inputs(head_dim=64)
+    request, _ = make_decode_case(tmp_path, "my-kernel", inputs, "fp32", causal=False, window_left=12, softcap=30.0)
+    prepared = worker.prepare({**request, "tunables": {"BLOCK": "64"}})
+    assert seen.read_text() == "(False, 0.125, 12, 30.0, {'BLOCK': 64}, torch.int32)"
+    assert prepared["facts"]["keywords"] == "causal=False, scale=0.125, window_left=12, softcap=30.0"
+
+
+@pytest.mark.parametrize("masking, reason", [
+    (dict(window_left=16), "my-kernel: decode() takes no window_left= (window mask), and the case sets window_left 16"),
+    (dict(softcap=30.0), "my-kernel: decode() takes no softcap= (softcap mask), and the case sets softcap 30"),
+])
+def test_a_mask_decode_does_not_take_is_a_skip(tmp_path, monkeypatch, masking, reason):
+    worker = served(monkeypatch, write(tmp_path, DECODE_FILE))
+    request, _ = make_decode_case(tmp_path, "my-kernel", decode_inputs(), "fp32", **masking)
+    (diagnostic,) = worker.prepare(request)["diagnostics"]
+    assert (diagnostic["severity"], diagnostic["summary"]) == ("unsupported", reason)
+    request, _ = make_decode_case(tmp_path, "my-kernel", decode_inputs(), "fp32")  # the defaults run
+    assert "diagnostics" not in worker.prepare(request)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("return (q,)", "returned tuple, want a torch.Tensor [B, q_len, H, D]"),
+    ("return q.half()", "returned torch.float16, want torch.float32 (q's dtype)"),
+    ("return q.transpose(1, 2)", "returned shape (3, 8, 4, 32), want (3, 4, 8, 32) ([B, q_len, H, D], as q)"),
+])
+def test_a_decode_result_the_host_cannot_check_is_an_error_naming_the_file(tmp_path, monkeypatch, body, message):
+    path = write(tmp_path, f"def decode(q, k_cache, v_cache, block_table, cache_seqlens, *, causal, scale):\n"
+                           f"    {body}\n")
+    worker = served(monkeypatch, path)
+    request, _ = make_decode_case(tmp_path, "my-kernel", decode_inputs(), "fp32")
+    with pytest.raises((TypeError, ValueError)) as caught:
+        worker.prepare(request)
+    assert f"decode() in {path}" in str(caught.value) and message in str(caught.value)
+
+
+def test_a_decode_out_parameter_gets_a_buffer_the_core_poisons(tmp_path, monkeypatch):
+    path = write(tmp_path, "def decode(q, k_cache, v_cache, block_table, cache_seqlens, *, causal, scale, out):\n"
+                           "    out[1:] = 0\n    return out\n")
+    worker = served(monkeypatch, path)
+    inputs = decode_inputs()
+    request, _ = make_decode_case(tmp_path, "my-kernel", inputs, "fp32")
+    assert worker.prepare(request)["facts"]["output_poison"] == ("applied: decode(out=) writes the buffer "
+                                                                 "the harness poisons")
+    worker.fetch({"case_id": "case"})
+    raw = read_outputs(request)["o"]
+    assert bool((raw[0].contiguous().view(torch.uint8) == core.POISON_BYTE).all()) and not raw[1:].any()
+
+
+def test_a_decode_without_its_keywords_is_unavailable(tmp_path):
+    path = write(tmp_path, "def decode(q, k_cache, v_cache, block_table, cache_seqlens, *, causal):\n    return q\n")
+    reason = unavailable(path)
+    assert reason.startswith(path) and ("takes no keyword 'scale': define decode(q, k_cache, v_cache, block_table, "
+                                        "cache_seqlens, *, causal, scale)") in reason, reason
+
+
+def test_the_decode_example_parses_and_defines_decode():
+    tree = ast.parse((EXAMPLES / "decode_torch.py").read_text(), filename="decode_torch.py")
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    decode = functions["decode"]
+    assert [a.arg for a in decode.args.args] == ["q", "k_cache", "v_cache", "block_table", "cache_seqlens"]
+    assert [a.arg for a in decode.args.kwonlyargs] == ["causal", "scale", "window_left", "softcap"]

@@ -59,7 +59,8 @@ def test_gpu_only_variants_are_refused_by_pytorch_on_cpu(worker, tmp_path, varia
 
 def test_capabilities_are_those_of_the_cpu(worker):
     caps = {v["name"]: v["capabilities"] for v in worker.handle("describe", {})["variants"]}
-    assert list(caps) == ["sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "torch-rmsnorm"]
+    assert list(caps) == ["sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "torch-rmsnorm",
+                          "sdpa-paged", "flex-attention"]
     assert not caps["sdpa"]["needs_gpu"] and not caps["sdpa-flash"]["needs_gpu"]
     assert caps["sdpa-efficient"]["needs_gpu"] and caps["sdpa-cudnn"]["needs_gpu"]
 
@@ -92,7 +93,7 @@ def test_torch_rmsnorm_matches_the_reference(worker, tmp_path, dtype):
 def test_torch_rmsnorm_offers_only_rmsnorm(worker):
     (variant,) = [v for v in worker.handle("describe", {})["variants"] if v["name"] == "torch-rmsnorm"]
     assert variant["ops"] == ["rmsnorm"] and not variant["capabilities"]["needs_gpu"]
-    assert all("ops" not in v for v in worker.handle("describe", {})["variants"] if v["name"].startswith("sdpa"))
+    assert all("ops" not in v for v in worker.handle("describe", {})["variants"] if v["name"] in sdpa_backend.VARIANTS)
 
 
 # ---------------------------------------------------------------- attention's backward modes
@@ -184,7 +185,7 @@ def test_backward_refusal_carries_pytorch_reason(tmp_path):
 
 def test_every_sdpa_variant_runs_every_mode(worker):
     for v in worker.handle("describe", {})["variants"]:
-        want = ["fwd", "bwd", "fwd+bwd"] if v["name"].startswith("sdpa") else None
+        want = ["fwd", "bwd", "fwd+bwd"] if v["name"] in sdpa_backend.VARIANTS else None
         assert v["capabilities"].get("modes") == want, v["name"]
 
 

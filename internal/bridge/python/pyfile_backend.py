@@ -9,10 +9,16 @@ one variant named $FLASHCORE_BACKEND_NAME. The file defines one or more of
     def attention_backward(q, k, v, o, do, lse, *, causal: bool, scale: float) -> (dq, dk, dv)
     def attention_forward_backward(q, k, v, do, *, causal: bool, scale: float) -> (o, dq, dk, dv)
     def rmsnorm(x, weight, *, eps: float) -> torch.Tensor
+    def decode(q, k_cache, v_cache, block_table, cache_seqlens, *, causal: bool, scale: float) -> torch.Tensor
 
 attention with q [B, H, Sq, D] and k, v [B, H_kv, Sk, D], rmsnorm with x
-[rows, cols] and weight [cols], on the worker's device; the variant offers
-the ops whose functions the file defines. The three attention functions
+[rows, cols] and weight [cols], decode (a paged KV cache) with q [B, q_len,
+H, D], k_cache and v_cache [num_pages, page_size, H_kv, D], block_table [B,
+max_pages] and cache_seqlens [B] (int32), on the worker's device; the
+variant offers the ops whose functions the file defines. decode's causal
+masking is bottom-right aligned, and it may take the keywords
+``window_left=`` and ``softcap=`` (DECODE_OPTIONS): a case that sets one away
+from its default is a skip for a decode() without it. The three attention functions
 are its modes (ATTENTION_FUNCTIONS): ``attention`` the forward (mode fwd),
 ``attention_backward`` the backward alone (mode bwd: o and do [B, H, Sq,
 D] in q's dtype, lse [B, H, Sq] fp32, the natural log of each query row's
@@ -35,6 +41,7 @@ reports it as is.
 import hashlib
 import importlib.util
 import inspect
+import math
 import os
 import platform
 import sys
@@ -51,6 +58,7 @@ SIGNATURE = "attention(q, k, v, *, causal, scale)"
 BACKWARD_SIGNATURE = "attention_backward(q, k, v, o, do, lse, *, causal, scale)"
 FORWARD_BACKWARD_SIGNATURE = "attention_forward_backward(q, k, v, do, *, causal, scale)"
 RMSNORM_SIGNATURE = "rmsnorm(x, weight, *, eps)"
+DECODE_SIGNATURE = "decode(q, k_cache, v_cache, block_table, cache_seqlens, *, causal, scale)"
 
 # The functions a file may define, by op (ops/ in Go; `flashcore list
 # --ops` prints each op's contract): the signature and the keywords the
@@ -58,6 +66,19 @@ RMSNORM_SIGNATURE = "rmsnorm(x, weight, *, eps)"
 OP_FUNCTIONS = {
     "attention": (SIGNATURE, ("causal", "scale")),
     "rmsnorm": (RMSNORM_SIGNATURE, ("eps",)),
+    "decode": (DECODE_SIGNATURE, ("causal", "scale")),
+}
+
+# decode's inputs, in the op's order (ops/decode in Go).
+DECODE_INPUTS = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens")
+# The keywords decode() may take besides causal and scale: keyword -> (the
+# mask it applies, as capabilities name it (core.MASKS), the case's axis
+# value that means none, and the type it is passed as). A file whose
+# decode() takes one declares the mask; a case that sets the axis away
+# from that value is a skip for one that does not.
+DECODE_OPTIONS = {
+    "window_left": ("window", "-1", int),
+    "softcap": ("softcap", "0", float),
 }
 
 # Attention's functions by mode (core.MODES): the function's name, its
@@ -79,8 +100,9 @@ _OUTPUT_LIKE = {"o": ("q", "[B, H, Sq, D]"), "dq": ("q", "[B, H, Sq, D]"), "dk":
 # What a file that defines no capabilities() is assumed to run: everything.
 # The harness checks every output, so a shape the kernel gets wrong is a
 # FAIL row that says so; declare the limits and those cases become skips.
-# dtypes and needs_gpu apply to every op the file defines; the other keys
-# are attention's.
+# dtypes and needs_gpu apply to every op the file defines; head_dims,
+# causal, non_causal and gqa to attention and decode; the other keys are
+# attention's.
 CAPABILITY_DEFAULTS = {
     "dtypes": ("fp16", "bf16", "fp32"),
     "head_dims": (),  # any
@@ -186,6 +208,7 @@ class KernelFile:
                     if op in self.functions or (op == "attention" and self.attention_modes)]
         self.attention = self.functions.get("attention")
         self.rmsnorm = self.functions.get("rmsnorm")
+        self.decode = self.functions.get("decode")
         self.setup = module_function(module, path, "setup")
         self.tunables = parse_tunables(getattr(module, "TUNABLES", None), path)
         self.takes_out_by_op = {op: self._check_keywords(op, fn) for op, fn in self.functions.items()}
@@ -194,6 +217,11 @@ class KernelFile:
                 name, signature, keywords, _, _ = ATTENTION_FUNCTIONS[mode]
                 self._check_keywords(name, fn, signature, keywords)
         self.takes_out = self.takes_out_by_op.get("attention", False)
+        # The optional keywords decode() takes (DECODE_OPTIONS), in order.
+        self.decode_options = ()
+        if self.decode is not None:
+            params = self._parameters(self.decode, "decode")
+            self.decode_options = tuple(k for k in DECODE_OPTIONS if accepts(params, k))
         self.setup_takes_config = self.setup is not None and accepts(self._parameters(self.setup, "setup"), "config")
         self.capabilities = parse_capabilities(self._call_capabilities(), path)
 
@@ -429,9 +457,21 @@ class Backend:
         ops = list(self.file.ops)
         if ops != ["attention"]:  # no list means attention alone, as before ops
             variant["ops"] = ops
+        if self.file.decode is not None:
+            variant["op_capabilities"] = {"decode": self._decode_capabilities()}
         if tunables:
             variant["tunables"] = tunables
         return [variant]
+
+    def _decode_capabilities(self):
+        """decode's capabilities: the file's dtypes, head dims, grouped-query
+        heads, causal and non-causal, and GPU need, and the masks of the
+        optional keywords its decode() takes."""
+        caps = self.file.capabilities
+        masks = [DECODE_OPTIONS[k][0] for k in self.file.decode_options]
+        return core.op_capabilities(caps["dtypes"], needs_gpu=caps["needs_gpu"], head_dims=caps["head_dims"],
+                                    grouped_query_heads=caps["gqa"], causal=caps["causal"],
+                                    non_causal=caps["non_causal"], masks=masks)
 
     def _description(self):
         doc = inspect.getdoc(self.file.module) or ""
@@ -463,11 +503,14 @@ class Backend:
         return core.Kernel(run, facts=self._facts(config, out, "attention"), output=out)
 
     def prepare_op(self, case):
-        """Attention's backward modes (prepare_backward), or rmsnorm: the
-        file's rmsnorm(x, weight, eps=) on the case, into an output the
-        harness allocates when the function takes out=."""
+        """Attention's backward modes (prepare_backward), decode
+        (prepare_decode), or rmsnorm: the file's rmsnorm(x, weight, eps=)
+        on the case, into an output the harness allocates when the
+        function takes out=."""
         if case.op == core.ATTENTION:
             return self.prepare_backward(case)
+        if case.op == "decode":
+            return self.prepare_decode(case)
         fn = self.file.functions.get(case.op)
         if case.op != "rmsnorm" or fn is None:
             raise ValueError(f"{self.path} defines no function for op {case.op}")  # the bridge refuses it first
@@ -482,6 +525,40 @@ class Backend:
         first = self._first_call(run, case.op)
         check_result(first, f"rmsnorm() in {self.path}", case.outputs[0].dims, "[rows, cols]", x, "x", out)
         return core.Kernel(run, facts=self._facts(config, out, case.op), output=out)
+
+    def prepare_decode(self, case):
+        """decode: the file's decode(q, k_cache, v_cache, block_table,
+        cache_seqlens, causal=, scale=) on the case, with window_left= and
+        softcap= where it takes them, into an output the harness allocates
+        when it takes out=. A case that sets window_left or softcap away
+        from its default is Unsupported for a decode() that does not take
+        it (the bridge skips it first, from the capabilities' masks)."""
+        fn = self.file.decode
+        if fn is None:
+            raise ValueError(f"{self.path} defines no {DECODE_SIGNATURE}")  # the bridge refuses the op first
+        q = case.inputs["q"]
+        kwargs = {"causal": str(case.params.get("causal", "true")).lower() == "true",
+                  "scale": 1 / math.sqrt(q.shape[-1])}
+        for keyword, (mask, none, kind) in DECODE_OPTIONS.items():
+            text = str(case.params.get(keyword, none))
+            value = kind(text)
+            if keyword in self.file.decode_options:
+                kwargs[keyword] = value
+            elif value != kind(none):
+                raise core.Unsupported(f"{self.name}: decode() takes no {keyword}= ({mask} mask), and the case sets "
+                                       f"{keyword} {text}", f"define decode(..., {keyword}={none}) to run such cases")
+        config = self._config(case.tunables)
+        out = None
+        if self.file.takes_out_by_op["decode"]:
+            import torch
+
+            out = torch.empty(case.outputs[0].dims, dtype=q.dtype, device=case.device)
+        run = self._runner(fn, tuple(case.inputs[n] for n in DECODE_INPUTS), kwargs, config, out)
+        first = self._first_call(run, "decode")
+        check_result(first, f"decode() in {self.path}", case.outputs[0].dims, "[B, q_len, H, D]", q, "q", out)
+        facts = self._facts(config, out, "decode")
+        facts["keywords"] = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        return core.Kernel(run, facts=facts, output=out)
 
     def prepare_backward(self, case):
         """Attention in mode bwd (attention_backward on q, k, v, o, do and
