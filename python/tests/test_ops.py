@@ -58,8 +58,10 @@ def test_load_tensors_names_a_file_of_the_wrong_size(tmp_path):
 def test_load_tensors_refuses_an_unknown_dtype_and_a_name_given_twice(tmp_path):
     path = tmp_path / "i.bin"
     path.write_bytes(b"\0" * 8)
-    with pytest.raises(ValueError, match="dtype 'int32' is not one the worker reads"):
-        core.load_tensors([core.TensorFile("i", str(path), "int32", (2,))], CPU)
+    with pytest.raises(ValueError, match="dtype 'int64' is not one the worker reads"):
+        core.load_tensors([core.TensorFile("i", str(path), "int64", (1,))], CPU)
+    index, _ = core.load_tensors([core.TensorFile("i", str(path), "int32", (2,))], CPU)
+    assert index["i"].dtype == torch.int32 and index["i"].tolist() == [0, 0]
     twice = core.TensorFile("x", str(path), "fp32", (2,))
     with pytest.raises(ValueError, match="input 'x' is named twice"):
         core.load_tensors([twice, twice], CPU)
