@@ -62,7 +62,8 @@ def tensor_file(name, path, dims, dtype):
     return {"name": name, "path": str(path), "dtype": dtype, "dims": list(dims)}
 
 
-DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+# The index tensors of the paged-cache ops (block tables, sequence lengths) are int32.
+DTYPE_NAMES = {**{dtype: name for name, dtype in DTYPES.items()}, torch.int32: "int32"}
 
 
 def make_rmsnorm_case(tmp_path, rows, cols, dtype, variant, seed=0, case_id="case"):
