@@ -1,6 +1,7 @@
 """The triton backend: FlashCore bench's own FlashAttention forward kernel
 (triton_attention.py) and backward pass (triton_attention_bwd.py),
-autotuned on a GPU.
+autotuned on a GPU, and its split-KV paged decode kernel (triton_decode.py)
+for the op "decode".
 
 Where to start: Backend.prepare allocates the output buffer the forward
 kernel writes into (the core poisons it before the checked run) and runs the
@@ -8,7 +9,9 @@ case once, which autotunes it; the chosen tile configuration goes into the
 facts. Backend.prepare_op does the same for attention's modes "bwd" (dQ, dK
 and dV from Q, K, V, O, dO and the forward's log-sum-exp: only the backward
 kernels run) and "fwd+bwd" (the forward, storing its log-sum-exp, then the
-backward), which the core hands over as an OpCase.
+backward), which the core hands over as an OpCase, and for the op "decode"
+(q against a paged KV cache through a block table; the number of splits
+comes from triton_decode's heuristic).
 
 Without a GPU, Triton's interpreter runs the kernel on the CPU with NumPy,
 one program at a time: correct but slow, so the variant declares small
@@ -19,6 +22,7 @@ a too-new NumPy makes the backend unavailable with that reason.
 """
 
 import inspect
+import math
 import os
 import platform
 
@@ -33,6 +37,7 @@ import triton  # noqa: E402
 import flashcore_worker as core  # noqa: E402
 import triton_attention  # noqa: E402
 import triton_attention_bwd  # noqa: E402
+import triton_decode  # noqa: E402
 
 # Interpreter limits: a case of this size takes seconds, not minutes.
 INTERPRETER_MAX_SEQ_LEN = 256
@@ -42,6 +47,18 @@ MODES = ("fwd", "bwd", "fwd+bwd")
 # Each mode's inputs and outputs by name, in the op's order.
 MODE_INPUTS = {"fwd": ("q", "k", "v"), "bwd": ("q", "k", "v", "o", "do", "lse"), "fwd+bwd": ("q", "k", "v", "do")}
 MODE_OUTPUTS = {"fwd": ("o",), "bwd": ("dq", "dk", "dv"), "fwd+bwd": ("o", "dq", "dk", "dv")}
+# The decode op (triton_decode.py): its inputs and output, in the op's order.
+DECODE = "decode"
+DECODE_INPUTS = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens")
+DECODE_OUTPUTS = ("o",)
+# The head dims decode declares (the kernel takes any power of two from 16)
+# and the masks it applies besides causal.
+DECODE_HEAD_DIMS = (64, 128)
+DECODE_MASKS = ("window", "softcap")
+# Under the interpreter decode's time grows with the cache it walks and the
+# rows it combines: 2^18 elements per tensor (e.g. 32 pages of 16 slots,
+# 4 kv heads, head dim 128) take about a second.
+INTERPRETER_DECODE_MAX_ELEMENTS = 1 << 18
 
 
 def check_interpreter_numpy():
@@ -66,10 +83,24 @@ def attention_capabilities(dtypes, **limits):
     return caps
 
 
+def decode_capabilities(dtypes, **limits):
+    """core.op_capabilities for decode: head dims, grouped-query heads, both
+    masking modes and the masks besides causal, through op_capabilities'
+    keyword arguments where the core has them, else added by hand."""
+    wanted = {"head_dims": list(DECODE_HEAD_DIMS), "grouped_query_heads": True, "causal": True, "non_causal": True,
+              "masks": list(DECODE_MASKS)}
+    accepted = inspect.signature(core.op_capabilities).parameters
+    caps = core.op_capabilities(dtypes, **{k: v for k, v in wanted.items() if k in accepted}, **limits)
+    for key, value in wanted.items():
+        caps.setdefault(key, value)
+    return caps
+
+
 def tunables():
-    """The kernel's launch parameters as the variant's tunables (see
-    triton_attention.TUNABLES): "auto" is the default, the autotuner."""
-    return [{"name": name, "values": list(values), "default": "auto",
+    """The forward kernel's launch parameters as the variant's tunables (see
+    triton_attention.TUNABLES): "auto" is the default, the autotuner. They
+    apply to attention alone: decode picks its own launch."""
+    return [{"name": name, "values": list(values), "default": "auto", "ops": [core.ATTENTION],
              "description": TUNABLE_DESCRIPTIONS[name]} for name, values in triton_attention.TUNABLES.items()]
 
 
@@ -101,21 +132,30 @@ class Backend:
             self.build += ", TRITON_INTERPRET=1"
 
     def variants(self):
+        """One variant, "triton": attention in every mode (its capabilities)
+        and decode (its op_capabilities entry)."""
+        ops = [core.ATTENTION, DECODE]
         if self.interpreted:
-            description = (f"own FlashAttention forward and backward under Triton's CPU interpreter (no GPU here): "
-                           f"slow, so limited to seq len {INTERPRETER_MAX_SEQ_LEN} and "
-                           f"{INTERPRETER_MAX_ELEMENTS} elements per tensor, one fixed {self._interpreter_config()} "
-                           f"forward and {triton_attention_bwd.interpreter_config()} backward; "
-                           f"no bf16 (the interpreter misreads it)")
+            description = (f"own FlashAttention forward and backward and split-KV paged decode under Triton's CPU "
+                           f"interpreter (no GPU here): slow, so limited to seq len {INTERPRETER_MAX_SEQ_LEN} and "
+                           f"{INTERPRETER_MAX_ELEMENTS} elements per tensor ({INTERPRETER_DECODE_MAX_ELEMENTS} for "
+                           f"decode), one fixed {self._interpreter_config()} forward and "
+                           f"{triton_attention_bwd.interpreter_config()} backward, decode BLOCK_N="
+                           f"{triton_decode.INTERPRETER_BLOCK_N}; no bf16 (the interpreter misreads it)")
             caps = attention_capabilities(("fp16", "fp32"), head_dims=(64, 128),
                                           max_seq_len=INTERPRETER_MAX_SEQ_LEN, max_elements=INTERPRETER_MAX_ELEMENTS)
+            decode = decode_capabilities(("fp16", "fp32"), max_elements=INTERPRETER_DECODE_MAX_ELEMENTS)
             # No tunables: the interpreter ignores num_warps and num_stages,
             # and checking every tile choice in it would take many minutes.
-            return [{"name": "triton", "description": description, "capabilities": caps}]
+            return [{"name": "triton", "description": description, "ops": ops, "capabilities": caps,
+                     "op_capabilities": {DECODE: decode}}]
         description = ("own FlashAttention forward (online softmax) and FlashAttention-2-style backward in Triton, "
-                       "autotuned per shape; the tunables set the forward's launch (a bwd case refuses fixed ones)")
+                       "autotuned per shape, and split-KV paged decode (flash-decoding); the tunables set the "
+                       "forward's launch (a bwd case refuses fixed ones)")
         caps = attention_capabilities(("fp16", "bf16", "fp32"), head_dims=(64, 128), needs_gpu=True)
-        return [{"name": "triton", "description": description, "capabilities": caps, "tunables": tunables()}]
+        decode = decode_capabilities(("fp16", "bf16", "fp32"), needs_gpu=True)
+        return [{"name": "triton", "description": description, "ops": ops, "capabilities": caps,
+                 "op_capabilities": {DECODE: decode}, "tunables": tunables()}]
 
     def prepare(self, case):
         out = torch.empty(case.shape.q_shape, dtype=case.q.dtype, device=case.device)
@@ -144,8 +184,10 @@ class Backend:
         allocates the outputs and the scratch (log-sum-exp, Delta), runs the
         case once (compiling and, on a GPU, autotuning it) and returns a
         Kernel whose run() returns the outputs in the op's order."""
+        if case.op == DECODE:
+            return self._prepare_decode(case)
         if case.op != core.ATTENTION:
-            raise ValueError(f"the triton backend runs attention only, not {case.op}")
+            raise ValueError(f"the triton backend runs attention and decode only, not {case.op}")
         mode = case.params.get("mode") or "fwd"
         if mode not in MODES:
             raise core.Unsupported(f"attention mode {mode!r} is not one of {', '.join(MODES)}")
@@ -223,6 +265,53 @@ class Backend:
             configs.append(backward_config)
         facts["config"] = "; ".join(configs)
         return core.Kernel(run, facts=facts, output=result)
+
+    def _prepare_decode(self, case):
+        """The decode op: q [B, q_len, H, D] against the paged k_cache and
+        v_cache [num_pages, page_size, KVH, D] through block_table [B,
+        max_pages] and cache_seqlens [B] (int32). Allocates the output and
+        the splits' scratch, runs the case once (compiling it; the number of
+        splits is triton_decode's heuristic, fixed from then on) and returns
+        a Kernel whose run() returns the output."""
+        inputs = {name.lower(): tensor for name, tensor in case.inputs.items()}
+        missing = [name for name in DECODE_INPUTS if name not in inputs]
+        if missing:
+            raise ValueError(f"decode: inputs {', '.join(missing)} missing (have {', '.join(case.inputs)})")
+        if len(case.outputs) != len(DECODE_OUTPUTS):
+            raise ValueError(f"decode has {len(DECODE_OUTPUTS)} output ({', '.join(DECODE_OUTPUTS)}); "
+                             f"the case names {len(case.outputs)}")
+        q, k_cache, v_cache = (inputs[name].contiguous() for name in ("q", "k_cache", "v_cache"))
+        block_table, cache_seqlens = (inputs[name].to(torch.int32).contiguous()
+                                      for name in ("block_table", "cache_seqlens"))
+        dtype = case.params.get("dtype")
+        if dtype and q.dtype != core.torch_dtype(dtype):
+            raise ValueError(f"q is {q.dtype}, the case's dtype is {dtype}")
+        head_dim = q.shape[-1]
+        if head_dim < 16 or head_dim & (head_dim - 1):
+            raise core.Unsupported(f"head dim {head_dim}: the decode kernel takes powers of two from 16")
+        params = {"causal": case.params.get("causal", "true") == "true",
+                  "scale": float(case.params.get("scale") or 1 / math.sqrt(head_dim)),
+                  "window_left": int(case.params.get("window_left") or -1),
+                  "softcap": float(case.params.get("softcap") or 0)}
+        out = torch.empty_like(q)
+        tensors = (q, k_cache, v_cache, block_table, cache_seqlens, out)
+        # Compiles and picks the launch; later calls reuse it and the scratch.
+        config = triton_decode.decode(*tensors, **params)
+        launch = {name: config[key] for name, key in (("num_splits", "num_splits"), ("block_n", "BLOCK_N"),
+                                                       ("num_warps", "num_warps"), ("num_stages", "num_stages"))}
+        buffers = triton_decode.workspace(q, config["num_splits"]) if config["num_splits"] > 1 else None
+
+        def run():
+            triton_decode.decode(*tensors, **params, **launch, workspace_buffers=buffers)
+            return out
+
+        kernels = triton_decode.KERNELS if config["num_splits"] > 1 else triton_decode.KERNELS[:1]
+        facts = {"triton": triton.__version__, "interpreter": str(self.interpreted).lower(), "op": DECODE,
+                 "function": "triton_decode.decode", "kernels": ", ".join(kernels),
+                 "config": triton_decode.describe_config(config), "num_splits": str(config["num_splits"]),
+                 "block_m": str(config["BLOCK_M"]), "block_n": str(config["BLOCK_N"]),
+                 "row_tiles": str(config["row_tiles"]), "precision": config["precision"]}
+        return core.Kernel(run, facts=facts, output=out)
 
     @staticmethod
     def _output_order(case, mode):

@@ -62,6 +62,7 @@ def tensor_file(name, path, dims, dtype):
     return {"name": name, "path": str(path), "dtype": dtype, "dims": list(dims)}
 
 
+# The index tensors of the paged-cache ops (block tables, sequence lengths) are int32.
 DTYPE_NAMES = {**{dtype: name for name, dtype in DTYPES.items()}, torch.int32: "int32"}
 
 
