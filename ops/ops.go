@@ -23,6 +23,7 @@ import (
 	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/ops/decode"
 	"github.com/flashcore/bench/ops/rmsnorm"
+	"github.com/flashcore/bench/ops/varlen"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -93,6 +94,7 @@ func init() {
 	register(attentionOp{})
 	register(rmsnorm.Op{})
 	register(decode.Op{})
+	register(varlen.Op{})
 }
 
 // Lookup returns the op of that name.

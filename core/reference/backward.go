@@ -27,7 +27,7 @@ func ComputeForward(t *inputs.Tensors) Forward {
 	d := s.HeadDim
 	f := Forward{O: make([]float64, s.Batch*s.Heads*s.SeqQ*d), LSE: make([]float64, s.Batch*s.Heads*s.SeqQ)}
 	blocks := (s.SeqQ + forwardBlock - 1) / forwardBlock
-	parallel(s.Batch*s.Heads*blocks, func() func(int) {
+	Parallel(s.Batch*s.Heads*blocks, func() func(int) {
 		w := newWorker(t)
 		q := make([]float64, forwardBlock*d)
 		scores := make([]float64, forwardBlock*s.SeqK)
@@ -121,7 +121,7 @@ func keyShape(s sdk.Shape) sdk.Shape {
 func (g *Gradients) DQ(rows []RowIndex) [][]float64 {
 	s := g.T.Shape
 	out := make([][]float64, len(rows))
-	parallel(len(rows), func() func(int) {
+	Parallel(len(rows), func() func(int) {
 		w := newWorker(g.T)
 		doRow := make([]float64, s.HeadDim)
 		return func(i int) {
@@ -158,7 +158,7 @@ func (g *Gradients) DQ(rows []RowIndex) [][]float64 {
 func (g *Gradients) DKV(rows []KVRowIndex) (dk, dv [][]float64) {
 	s := g.T.Shape
 	dk, dv = make([][]float64, len(rows)), make([][]float64, len(rows))
-	parallel(len(rows), func() func(int) {
+	Parallel(len(rows), func() func(int) {
 		w := newGroupWorker(g)
 		return func(i int) {
 			r := rows[i]
@@ -230,10 +230,10 @@ func (w *groupWorker) load(batch, kvHead int) {
 	}
 }
 
-// parallel runs task(i) for i in [0, n) over every CPU, in contiguous
+// Parallel runs task(i) for i in [0, n) over every CPU, in contiguous
 // runs so that consecutive rows reuse a worker's decoded head. newTask
 // makes one worker's task, with its own buffers.
-func parallel(n int, newTask func() func(int)) {
+func Parallel(n int, newTask func() func(int)) {
 	workers := runtime.GOMAXPROCS(0)
 	run := max((n+4*workers-1)/(4*workers), 1)
 	next := make(chan int, (n+run-1)/run)

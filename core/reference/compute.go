@@ -22,7 +22,7 @@ import (
 // the arithmetic.
 func Compute(t *inputs.Tensors, rows []RowIndex) [][]float64 {
 	out := make([][]float64, len(rows))
-	parallel(len(rows), func() func(int) {
+	Parallel(len(rows), func() func(int) {
 		w := newWorker(t)
 		return func(i int) { out[i] = w.row(rows[i]) }
 	})

@@ -27,6 +27,7 @@ import (
 
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/reference"
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops/mask"
 	"github.com/flashcore/bench/ops/seqlens"
@@ -365,7 +366,7 @@ func (Op) Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op.CheckSet
 		checked = withEverySequence(checked, s, seed)
 	}
 	want := make([][]float64, len(checked))
-	parallelRows(len(checked), func(i int) { want[i] = ref.row(checked[i]) })
+	reference.Parallel(len(checked), func() func(int) { return func(i int) { want[i] = ref.row(checked[i]) } })
 	m := check.Matrix{DType: s.DType, Rows: rows, Cols: s.HeadDim, Checked: checked, RowSeed: seed, Want: want,
 		Where: func(row, col int) string {
 			h := row % s.Heads

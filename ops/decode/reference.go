@@ -2,8 +2,6 @@ package decode
 
 import (
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/op"
@@ -12,7 +10,7 @@ import (
 // reference computes rows of o in fp64 from the inputs as stored, finding
 // every key through the block table and the lengths the backend received:
 // the paging is done here, independently of any backend.
-type reference struct {
+type pagedReference struct {
 	s        Shape
 	q, k, v  []byte
 	table    []int
@@ -20,15 +18,15 @@ type reference struct {
 	maxPages int
 }
 
-func newReference(s Shape, in *op.Inputs) *reference {
-	return &reference{s: s, q: in.Tensor("q").Data, k: in.Tensor("k_cache").Data, v: in.Tensor("v_cache").Data,
+func newReference(s Shape, in *op.Inputs) *pagedReference {
+	return &pagedReference{s: s, q: in.Tensor("q").Data, k: in.Tensor("k_cache").Data, v: in.Tensor("v_cache").Data,
 		table: ReadInt32s(in.Tensor("block_table").Data), lengths: ReadInt32s(in.Tensor("cache_seqlens").Data),
 		maxPages: in.Tensor("block_table").Dims[1]}
 }
 
 // row is output row r of o [batch, q_len, heads, head_dim], seen as
 // batch·q_len·heads rows of head_dim.
-func (r *reference) row(row int) []float64 {
+func (r *pagedReference) row(row int) []float64 {
 	s := r.s
 	d, size := s.HeadDim, s.DType.Size()
 	h := row % s.Heads
@@ -72,24 +70,4 @@ func (r *reference) row(row int) []float64 {
 		out[e] /= sum
 	}
 	return out
-}
-
-// parallelRows calls f(0), ..., f(n-1) on every core.
-func parallelRows(n int, f func(i int)) {
-	next := make(chan int, n)
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), max(n, 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -25,6 +25,9 @@ const (
 	// reads all of it at most, which at 2^24 elements is about a second
 	// on a small CPU.
 	decodeMaxElements = 1 << 24
+	// varlenMaxElements bounds varlen's packed tensors: 2^22 elements is
+	// 16k rows of 8 heads of 32.
+	varlenMaxElements = 1 << 22
 )
 
 // Backend is the cpu-reference backend: FlashAttention's tiled forward pass
@@ -97,8 +100,8 @@ func cpuReferenceVariant() sdk.Variant {
 	return sdk.Variant{
 		Name: variantName,
 		Description: fmt.Sprintf("tiled online-softmax attention in pure Go, forward and backward, float32 accumulation; "+
-			"sequences up to %d because the work grows as SeqQ·SeqK (O(S²)) on a CPU; rmsnorm; and decode over a paged KV cache", maxSeqLen),
-		Ops: []string{"attention", rmsnormOp, decodeOp},
+			"sequences up to %d because the work grows as SeqQ·SeqK (O(S²)) on a CPU; rmsnorm; decode over a paged KV cache; and varlen over packed sequences", maxSeqLen),
+		Ops: []string{"attention", rmsnormOp, decodeOp, varlenOp},
 		Capabilities: sdk.Capabilities{
 			DTypes:            []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32},
 			HeadDims:          nil, // any head dim
@@ -117,6 +120,11 @@ func cpuReferenceVariant() sdk.Variant {
 			// bound on the pool keeps a CPU row to seconds.
 			decodeOp: {DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}, GroupedQueryHeads: true, Causal: true, NonCausal: true,
 				Masks: []string{sdk.MaskWindow, sdk.MaskSoftcap}, MaxElements: decodeMaxElements},
+			// varlen's cost grows as each sequence's length squared, like
+			// attention's: the same bound on the longest sequence, and one
+			// on the packed batch.
+			varlenOp: {DTypes: []sdk.DType{sdk.FP16, sdk.BF16, sdk.FP32}, GroupedQueryHeads: true, Causal: true, NonCausal: true,
+				Masks: []string{sdk.MaskWindow, sdk.MaskSoftcap}, MaxSeqLen: maxSeqLen, MaxElements: varlenMaxElements},
 		},
 		Tunables: tunables,
 	}
@@ -162,6 +170,8 @@ func (b *Backend) Prepare(ctx context.Context, req sdk.PrepareRequest) (sdk.Prep
 		loaded, hash, err = loadRMSNorm(req)
 	case decodeOp:
 		loaded, hash, err = loadDecode(req)
+	case varlenOp:
+		loaded, hash, err = loadVarlen(req)
 	default:
 		loaded, hash, err = b.loadAttention(req, tiles)
 		facts = tiles.facts()
@@ -197,7 +207,7 @@ func checkRequest(req sdk.PrepareRequest) []sdk.Diagnostic {
 		if reason := v.CapabilitiesOf("attention").Unsupported(req.Shape); reason != "" {
 			unsupported("%s", reason)
 		}
-	case rmsnormOp, decodeOp:
+	case rmsnormOp, decodeOp, varlenOp:
 		if len(req.Inputs) > 0 {
 			if reason := v.CapabilitiesOf(req.Op).UnsupportedDType(req.Inputs[0].DType); reason != "" {
 				unsupported("%s", reason)
