@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,6 +203,14 @@ func loadSuite(path string) (*suite.Suite, error) {
 		return suite.Default(), nil
 	}
 	s, err := suite.Load(path)
+	if _, statErr := os.Stat(path); errors.Is(statErr, fs.ErrNotExist) {
+		// No such file: a suite that ships in the binary, by name.
+		if embedded, ok, embeddedErr := suite.Embedded(path); ok {
+			s, err = embedded, embeddedErr
+		} else if err != nil {
+			err = fmt.Errorf("%w (the suites built in are %s)", err, strings.Join(suite.EmbeddedNames(), ", "))
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

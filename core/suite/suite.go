@@ -137,6 +137,30 @@ func Parse(name string, data []byte) (*Suite, error) {
 // DefaultName is the file name of the suite built into the binary.
 const DefaultName = "default.toml"
 
+// Embedded returns the suite that ships in the binary under that name
+// (suites/<name>.toml, such as "serving"); ok is false when none does.
+func Embedded(name string) (s *Suite, ok bool, err error) {
+	file := name + ".toml"
+	data, err := suites.FS.ReadFile(file)
+	if err != nil || strings.ContainsAny(name, "/.") {
+		return nil, false, nil
+	}
+	s, err = Parse("suites/"+file, data)
+	return s, true, err
+}
+
+// EmbeddedNames lists the suites that ship in the binary, by name.
+func EmbeddedNames() []string {
+	entries, _ := suites.FS.ReadDir(".")
+	var out []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".toml"); ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // Default returns the suite built into the binary (suites/default.toml).
 func Default() *Suite {
 	data, err := suites.FS.ReadFile(DefaultName)
