@@ -123,8 +123,9 @@ func Cases(v sdk.Variant) []Case {
 			add(edges[gqaEdge], mode, dtype, headDims[0], nil)
 		}
 	}
-	for _, combo := range coveringCombinations(v.Tunables) {
-		if isDefault(v.Tunables, combo) {
+	tunables := TunablesOf(v.Tunables, "attention")
+	for _, combo := range coveringCombinations(tunables) {
+		if isDefault(tunables, combo) {
 			continue
 		}
 		for i, e := range edges {
@@ -226,6 +227,19 @@ func coveringCombinations(tunables []sdk.Tunable) []map[string]string {
 			m := maps.Clone(defaults)
 			m[t.Name] = v
 			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TunablesOf are the tunables that apply to the op of that name
+// (sdk.Tunable.Ops): those a case of the op is swept over. A case of
+// another op's tunable would be refused (sdk.ResolveTunables).
+func TunablesOf(tunables []sdk.Tunable, op string) []sdk.Tunable {
+	var out []sdk.Tunable
+	for _, t := range tunables {
+		if t.AppliesTo(op) {
+			out = append(out, t)
 		}
 	}
 	return out

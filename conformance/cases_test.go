@@ -204,6 +204,33 @@ func TestCombinations(t *testing.T) {
 	}
 }
 
+// A tunable of another op is not swept over attention's cases: a request
+// naming it would be refused (sdk.ResolveTunables). Attention's own still
+// is.
+func TestCasesSweepOnlyAttentionsTunables(t *testing.T) {
+	v := cudaLike
+	v.Ops = []string{"attention", "rmsnorm"}
+	v.Tunables = []sdk.Tunable{
+		{Name: "tile_n", Values: []string{"32", "64"}, Default: "32", Ops: []string{"attention"}},
+		{Name: "vec", Values: []string{"1", "4", "8"}, Default: "8", Ops: []string{"rmsnorm"}},
+	}
+	swept := 0
+	for _, c := range Cases(v) {
+		if _, ok := c.Tunables["vec"]; ok {
+			t.Errorf("%s: an attention case with rmsnorm's tunable", c.Name())
+		}
+		if c.Tunables["tile_n"] == "64" {
+			swept++
+		}
+	}
+	if swept == 0 {
+		t.Error("attention's own tunable is not swept")
+	}
+	if got := TunablesOf(v.Tunables, "rmsnorm"); len(got) != 1 || got[0].Name != "vec" {
+		t.Errorf("TunablesOf(rmsnorm) = %v, want vec alone", got)
+	}
+}
+
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)

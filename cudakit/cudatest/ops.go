@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashcore/bench/conformance"
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/suite"
@@ -88,8 +89,9 @@ func tensorNames(c cudakit.OpCase) []string {
 
 // CheckOpPlans checks, without a GPU, that spec plans each of cases (of an
 // op other than attention, with the tensor files the host would name for
-// it) to a kernel that kernelSource instantiates, with a launch that is
-// well formed and names only the case's tensors, and that each kernel the
+// it), with every combination of the tunables that apply to the op, to
+// kernels that kernelSource instantiates, with a launch that is well
+// formed and names only the case's tensors, and that each kernel the
 // source instantiates for the op is reached by some case. The plan is
 // called directly: cases outside the declared capabilities (a dtype the
 // variant does not declare for all its ops) check it too.
@@ -108,19 +110,25 @@ func CheckOpPlans(t *testing.T, spec cudakit.Spec, kernelSource []byte, cases []
 		}
 		opsSeen[c.Op] = true
 		oc := OpCaseOf(c)
-		l, err := plan(oc, nil)
-		if err != nil {
-			t.Errorf("plan %s: %v", c.ID, err)
-			continue
-		}
 		defined := InstantiatedOpKernels(kernelSource, c.Op)
-		for _, step := range l.Steps() {
-			if !slices.Contains(defined, step.Function) {
-				t.Errorf("plan %s: kernel %s is not instantiated in kernel.cu", c.ID, step.Function)
+		for _, combo := range conformance.Combinations(conformance.TunablesOf(spec.Variant.Tunables, c.Op)) {
+			what := c.ID
+			if len(combo) > 0 {
+				what += fmt.Sprint(" ", combo)
 			}
-			used[step.Function] = true
+			l, err := plan(oc, combo)
+			if err != nil {
+				t.Errorf("plan %s: %v", what, err)
+				continue
+			}
+			for _, step := range l.Steps() {
+				if !slices.Contains(defined, step.Function) {
+					t.Errorf("plan %s: kernel %s is not instantiated in kernel.cu", what, step.Function)
+				}
+				used[step.Function] = true
+			}
+			checkLaunch(t, what, l, tensorNames(oc))
 		}
-		checkLaunch(t, c.ID, l, tensorNames(oc))
 	}
 	for name := range opsSeen {
 		defined := InstantiatedOpKernels(kernelSource, name)

@@ -67,6 +67,38 @@ func TestCheckOpPlansReachEveryOpKernel(t *testing.T) {
 	}
 }
 
+// The op's own tunables are swept, every combination, and each kernel they
+// reach counts as planned; a tunable of another op is never passed to the
+// op's plan.
+func TestCheckOpPlansSweepTheOpsTunables(t *testing.T) {
+	var combos []string
+	spec := cudakit.Spec{
+		Name: "tuned",
+		Variant: sdk.Variant{Name: "tuned", Ops: []string{"attention", "rmsnorm"}, Capabilities: sdk.Capabilities{DTypes: []sdk.DType{sdk.FP16}},
+			Tunables: []sdk.Tunable{
+				{Name: "rows", Values: []string{"4", "8"}, Default: "4", Ops: []string{"attention"}},
+				{Name: "vec", Values: []string{"1", "8"}, Default: "8", Ops: []string{"rmsnorm"}},
+				{Name: "unroll", Values: []string{"1", "2"}, Default: "1", Ops: []string{"rmsnorm"}},
+			}},
+		Plan: func(sdk.Shape, map[string]string) (cudakit.Launch, error) { return cudakit.Launch{}, nil },
+		Ops: map[string]cudakit.OpPlan{"rmsnorm": func(c cudakit.OpCase, tun map[string]string) (cudakit.Launch, error) {
+			if _, ok := tun["rows"]; ok {
+				t.Errorf("the rmsnorm plan got attention's tunable: %v", tun)
+			}
+			combos = append(combos, tun["vec"]+"/"+tun["unroll"])
+			x, _ := c.Tensor("x")
+			return cudakit.Launch{Function: cudakit.OpKernelName(c.Op, x.DType, "v"+tun["vec"]), Grid: gpu.Dim3{X: x.Dims[0], Y: 1, Z: 1},
+				Block: gpu.Dim3{X: 64, Y: 1, Z: 1}, Params: cudakit.TensorParams(c, gpu.Int32(int32(x.Dims[1])))}, nil
+		}},
+	}
+	source := []byte("RMSNORM_KERNEL(rmsnorm_fp16_v8, half, 8)\nRMSNORM_KERNEL(rmsnorm_fp16_v1, half, 1)\n")
+	CheckOpPlans(t, spec, source, OpCases(t, "rmsnorm", rmsnormParams(3, 64, sdk.FP16)))
+	slices.Sort(combos)
+	if want := []string{"1/1", "1/2", "8/1", "8/2"}; !slices.Equal(combos, want) {
+		t.Errorf("planned with %v, want every combination %v", combos, want)
+	}
+}
+
 // fakeRMSNorm is an in-process rmsnorm backend that computes in fp64 on
 // the host: what CheckOp drives a CUDA plugin through, checked here
 // without a GPU.

@@ -88,7 +88,7 @@ func CheckPlans(t *testing.T, spec cudakit.Spec, kernelSource []byte) {
 	}
 	used := map[string]bool{}
 	for _, c := range conformance.Cases(spec.Variant) {
-		for _, combo := range conformance.Combinations(spec.Variant.Tunables) {
+		for _, combo := range conformance.Combinations(conformance.TunablesOf(spec.Variant.Tunables, attention.Name)) {
 			l, err := spec.Plan(attention.ShapeOf(c.Case), combo)
 			if err != nil {
 				t.Errorf("plan %s %v: %v", attention.ShapeOf(c.Case), combo, err)
@@ -134,7 +134,7 @@ func checkModePlans(t *testing.T, spec cudakit.Spec, kernelSource []byte, m sdk.
 	used := map[string]bool{}
 	for _, c := range cases {
 		oc := OpCaseOf(c)
-		for _, combo := range conformance.Combinations(spec.Variant.Tunables) {
+		for _, combo := range conformance.Combinations(conformance.TunablesOf(spec.Variant.Tunables, attention.Name)) {
 			l, err := plan(oc, combo)
 			if err != nil {
 				t.Errorf("plan %s %v: %v", c.ID, combo, err)

@@ -3,10 +3,13 @@ package cudahopper
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/flashcore/bench/cudakit"
 	"github.com/flashcore/bench/cudakit/gpu"
+	"github.com/flashcore/bench/ops"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -38,16 +41,19 @@ var kernelSource []byte
 func New() sdk.Backend { return cudakit.New(spec()) }
 
 func spec() cudakit.Spec {
-	return cudakit.Spec{
+	s := cudakit.Spec{
 		Name:    name,
 		Version: version,
 		Variant: sdk.Variant{
 			Name: name,
 			Description: "sm_90a: wgmma for Q·Kᵀ and P·V, producer/consumer warpgroups with setmaxnreg, " +
 				"cp.async K/V ring on mbarriers, consumers taking turns at the tensor cores, " +
-				"128-byte swizzled shared memory, 128-row tiles",
-			Capabilities: capabilities,
-			Tunables:     tunables,
+				"128-byte swizzled shared memory, 128-row tiles; " +
+				"decode: split-KV paged flash-decoding with mma.sync, GQA rows packed per KV head, and a combine kernel",
+			Ops:            []string{attention.Name, decodeOp},
+			Capabilities:   capabilities,
+			OpCapabilities: map[string]sdk.Capabilities{decodeOp: decodeCapabilities},
+			Tunables:       slices.Concat(tunables, decodeTunables),
 		},
 		Kernel: cudakit.KernelFiles{
 			Fatbin:   fatbin,
@@ -55,8 +61,31 @@ func spec() cudakit.Spec {
 			Sources:  cudakit.Sources(kernelPath, kernelSource),
 		},
 		Plan:   plan,
+		Ops:    map[string]cudakit.OpPlan{decodeOp: planDecode},
 		Device: requireHopper,
 	}
+	if !decodeRegistered() {
+		s = withoutDecode(s)
+	}
+	return s
+}
+
+// decodeRegistered says whether this build's ops registry knows decode.
+// TODO: drop it and withoutDecode once package ops/decode is registered
+// everywhere this plugin is built.
+func decodeRegistered() bool {
+	_, err := ops.Lookup(decodeOp)
+	return err == nil
+}
+
+// withoutDecode is s running attention alone: what the plugin offers where
+// the op is not known, so that CheckOps does not make it unavailable.
+func withoutDecode(s cudakit.Spec) cudakit.Spec {
+	s.Variant.Ops = nil
+	s.Variant.OpCapabilities = nil
+	s.Variant.Tunables = slices.Clone(tunables)
+	s.Ops = nil
+	return s
 }
 
 // capabilities: fp16 and bf16 at head dims 64 and 128, with every masking
@@ -78,12 +107,14 @@ var tunables = []sdk.Tunable{
 		Values:      []string{"64", "128"},
 		Default:     "128",
 		Description: "keys per K/V tile (the N of the Q·Kᵀ wgmma)",
+		Ops:         []string{attention.Name},
 	},
 	{
 		Name:        kvStages,
 		Values:      []string{"2", "3"},
 		Default:     "3",
 		Description: "K/V stages in the shared-memory ring between the producer and the consumers",
+		Ops:         []string{attention.Name},
 	},
 	{
 		Name:    overlap,
@@ -91,6 +122,7 @@ var tunables = []sdk.Tunable{
 		Default: "2",
 		Description: "1: softmax of tile t runs while P·V of tile t-1 is on the tensor cores; " +
 			"2: as 1, and the two consumer warpgroups take turns issuing their MMAs; 0: each tile in order",
+		Ops: []string{attention.Name},
 	},
 	{
 		Name:    producer,
@@ -98,6 +130,7 @@ var tunables = []sdk.Tunable{
 		Default: "ahead",
 		Description: "wait: the producer waits for each tile's copies before the next (one tile in flight); " +
 			"ahead: the copies arrive on the stage's mbarrier as they land (up to kv_stages tiles in flight)",
+		Ops: []string{attention.Name},
 	},
 }
 

@@ -32,6 +32,9 @@
 // other's MMAs hold the tensor cores.
 // Rows past seq_k (and Q rows past seq_q) are zero-filled and masked; rows
 // past seq_q are never written.
+//
+// The op decode's kernels (split-KV paged flash-decoding, mma.sync) follow
+// the attention kernels: see "decode" below.
 #include "attention.cuh"
 
 using namespace flashcore;
@@ -712,3 +715,568 @@ HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o1_wait, __nv_bfloat16, 128, 128, 3, 1,
 HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o1_ahead, __nv_bfloat16, 128, 128, 3, 1, true)
 HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o2_wait, __nv_bfloat16, 128, 128, 3, 2, false)
 HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o2_ahead, __nv_bfloat16, 128, 128, 3, 2, true)
+
+// ---- decode: split-KV attention over a paged KV cache (flash-decoding) -------
+//
+// The op `decode` (package ops/decode; FlashAttention's flash_attn_with_kvcache
+// layout): q [B, q_len, H, D], k_cache and v_cache [num_pages, page_size,
+// KVH, D], block_table [B, max_pages] int32, cache_seqlens [B] int32, o [B,
+// q_len, H, D]. Key j of sequence b is slot j % page_size of page
+// block_table[b, j / page_size]. Query i of sequence b (length L) sits at
+// p = L - q_len + i: causal rows see keys j <= p (bottom-right aligned),
+// window_left W >= 0 adds j >= p - W, softcap c > 0 replaces the score s by
+// c·tanh(s / c).
+//
+// decode_<dtype>_d<D>_n<TILE_N>_s<STAGES>, the split kernel. Grid (row blocks
+// × splits, KV heads, batch), 128 threads (four warps). A block owns the
+// query rows that share one KV head, packed GQA-style: packed row
+// r = i·(H/KVH) + hh is query i of head kvh·(H/KVH) + hh, sixteen rows a
+// block (one m16 tile; more rows take more row blocks, adjacent in the grid so
+// that they read the same keys out of L2). It walks one contiguous key range
+// (its split: split_keys keys from the first key any query of the sequence
+// sees, the last split taking whatever is left) in tiles of TILE_N keys that a
+// STAGES-deep cp.async ring brings into shared memory, 16 bytes a copy, each
+// key row looked up in the block table; keys past the range are zero-filled,
+// never read. Each warp takes a quarter of every tile: S = Q·Kᵀ and O += P·V
+// as mma.sync m16n8k16 with fp32 accumulators (ldmatrix from 16-byte chunks
+// XOR-swizzled by row), masking, softcap and an online softmax in exp2 in
+// registers. At the end the four warps merge their (max, sum, O) through
+// shared memory. With one split the block writes O in the dtype itself;
+// otherwise it writes its normalised partial O (fp32) and the rows' log2-sum-
+// exp2 (LSE; -inf where a row sees no key of the split) to the scratch
+// buffers o_part [B·q_len·H, splits, D] and lse_part [B·q_len·H, splits].
+//
+// decode_<dtype>_d<D>_combine, the second kernel when there are several
+// splits: one warp per output row merges the splits by their LSEs (a split
+// whose LSE is -inf is skipped, its partial never read) and writes O.
+//
+// The Go side (decode.go, decodeSharedBytes) computes the same shared memory
+// size; the kernel traps if launched with less.
+
+namespace paged_decode {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRows = 16;  // packed query rows a block: one m16 tile
+// At least three blocks' registers per SM (168 a thread): what the ptxas gate
+// allows every kernel of the plugin, and room for two or three blocks where
+// their shared memory fits.
+constexpr int kMinBlocks = 3;
+// The combine's: 64 registers a thread. Left to itself ptxas gave one
+// instantiation 32 registers and a 4-byte spill.
+constexpr int kCombineMinBlocks = 8;
+
+template <typename T, int D, int TILE_N, int STAGES>
+struct Layout {
+  static constexpr int kTileBytes = TILE_N * D * static_cast<int>(sizeof(T));
+  static constexpr int kQ = 0;
+  static constexpr int kK = kRows * D * static_cast<int>(sizeof(T));
+  static constexpr int kV = kK + STAGES * kTileBytes;
+  static constexpr int kBytes = kV + STAGES * kTileBytes;
+  // The merge at the end reuses the K/V stages: each warp's O (rows padded
+  // by 8 floats against bank conflicts), then its row maxima and sums.
+  static constexpr int kMergeLd = D + 8;
+  static constexpr int kMergeO = kK;
+  static constexpr int kMergeM = kMergeO + kWarps * kRows * kMergeLd * 4;
+  static constexpr int kMergeL = kMergeM + kWarps * kRows * 4;
+  static_assert(kMergeL + kWarps * kRows * 4 <= kBytes, "the merge fits in the K/V stages");
+  static_assert(kTileBytes % 128 == 0, "stages stay 128-byte aligned");
+};
+
+// swz is the element offset of 16-byte chunk c of row r in a [rows][D] tile
+// whose chunks are XOR-swizzled by r % 8: the eight rows one ldmatrix matrix
+// reads then sit in eight different bank groups.
+template <int D>
+__device__ __forceinline__ int swz(int r, int c) {
+  return r * D + ((c ^ (r & 7)) << 3);
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+// Mma<T> is mma.sync m16n8k16 with fp32 accumulators (d += a·b) and the
+// packing of two floats into one register of its A operand.
+template <typename T> struct Mma;
+
+template <> struct Mma<half> {
+  static __device__ __forceinline__ void run(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+};
+
+template <> struct Mma<__nv_bfloat16> {
+  static __device__ __forceinline__ void run(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+};
+
+// store4 writes four floats as four elements of T (one 8-byte store).
+template <typename T>
+__device__ __forceinline__ void store4(T* dst, float4 v) {
+  uint2 raw;
+  raw.x = Mma<T>::pack(v.x, v.y);
+  raw.y = Mma<T>::pack(v.z, v.w);
+  *reinterpret_cast<uint2*>(dst) = raw;
+}
+
+// Decode is one block's view of the problem: where its rows and keys are.
+struct Decode {
+  int heads, kv_heads, q_len, group, rows_total;
+  int b, kvh, row0, split, num_splits;
+  int seqlen;      // L, clamped to the block table's reach
+  int start, end;  // the split's keys [start, end)
+  int causal, window_left;
+
+  // global_row is the row of q and o (of [B·q_len·H, D]) of packed row r.
+  __device__ __forceinline__ size_t global_row(int r) const {
+    const int i = r / group;
+    const int h = kvh * group + r % group;
+    return (static_cast<size_t>(b) * q_len + i) * heads + h;
+  }
+  // position is where query i sits among the keys (bottom-right aligned).
+  __device__ __forceinline__ int position(int i) const { return seqlen - q_len + i; }
+  // key_end is one past the last key query i sees within the split.
+  __device__ __forceinline__ int key_end(int i) const { return min(causal ? position(i) + 1 : seqlen, end); }
+  // key_begin is the first key query i sees (the split's start bounds it too).
+  __device__ __forceinline__ int key_begin(int i) const {
+    return window_left >= 0 ? max(start, position(i) - window_left) : start;
+  }
+};
+
+template <typename T, int D, int TILE_N, int STAGES>
+__device__ __forceinline__ void split_kernel(const T* __restrict__ q, const T* __restrict__ k_cache,
+                                             const T* __restrict__ v_cache, const int* __restrict__ block_table,
+                                             const int* __restrict__ cache_seqlens, T* __restrict__ o,
+                                             float* __restrict__ o_part, float* __restrict__ lse_part, int heads,
+                                             int kv_heads, int q_len, int page_size, int max_pages, int split_keys,
+                                             int causal, int window_left, float score_scale, float softcap_log2,
+                                             unsigned char* smem) {
+  using L = Layout<T, D, TILE_N, STAGES>;
+  constexpr int kChunks = D / 8;                // 16-byte chunks of a row
+  constexpr int kWarpKeys = TILE_N / kWarps;    // keys of a tile one warp takes
+  constexpr int kNB = kWarpKeys / 8;            // its n8 blocks of scores
+  constexpr int kPasses = TILE_N * kChunks / kThreads;  // copies per thread per tile (of K, and of V)
+  static_assert(kWarpKeys % 16 == 0 && kPasses * kThreads == TILE_N * kChunks && kThreads % kChunks == 0, "tile shape");
+  require_dynamic_smem(L::kBytes);
+
+  Decode p;
+  p.heads = heads;
+  p.kv_heads = kv_heads;
+  p.q_len = q_len;
+  p.group = heads / kv_heads;
+  p.rows_total = q_len * p.group;
+  const int row_blocks = (p.rows_total + kRows - 1) / kRows;
+  p.num_splits = gridDim.x / row_blocks;
+  p.row0 = (blockIdx.x % row_blocks) * kRows;
+  p.split = blockIdx.x / row_blocks;
+  p.kvh = blockIdx.y;
+  p.b = blockIdx.z;
+  p.causal = causal;
+  p.window_left = window_left;
+  p.seqlen = max(0, min(cache_seqlens[p.b], max_pages * page_size));
+  // The split's keys, counted from the first key any query of the sequence sees.
+  const int range_begin = window_left >= 0 ? max(0, p.seqlen - q_len - window_left) : 0;
+  p.start = range_begin + p.split * split_keys;
+  p.end = p.split == p.num_splits - 1 ? p.seqlen : min(p.seqlen, p.start + split_keys);
+  const bool direct = p.num_splits == 1;  // write O itself: no partials, no combine
+
+  if (p.start >= p.end) {
+    // No key in this split: its rows' LSE is -inf (the combine skips it);
+    // with a single split (an empty sequence) O is zero.
+    for (int r = threadIdx.x; r < kRows; r += kThreads) {
+      if (p.row0 + r < p.rows_total && !direct) lse_part[p.global_row(p.row0 + r) * p.num_splits + p.split] = kNegInf;
+    }
+    if (direct) {
+      for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
+        const int r = p.row0 + c / kChunks;
+        if (r < p.rows_total) *reinterpret_cast<uint4*>(o + p.global_row(r) * D + (c % kChunks) * 8) = make_uint4(0, 0, 0, 0);
+      }
+    }
+    return;
+  }
+
+  const uint32_t base = smem_addr(smem);
+  T* s_q = reinterpret_cast<T*>(smem + L::kQ);
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4;   // this thread's rows of the m16 tile: g and g + 8
+  const int qd = lane % 4;  // and its pair of columns in each n8 block: 2·qd, 2·qd + 1
+
+  // Q: the block's 16 packed rows, zeros past the last (group·q_len) row.
+  for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
+    const int r = c / kChunks;
+    const int ch = c % kChunks;
+    const bool valid = p.row0 + r < p.rows_total;
+    const T* src = valid ? q + p.global_row(p.row0 + r) * D + ch * 8 : q;
+    cp_async_16(s_q + swz<D>(r, ch), src, valid);
+  }
+
+  // load_tile copies keys [start + t·TILE_N, +TILE_N) of K and V into stage
+  // `stage`, each key row from its page; keys at or past the split's end are
+  // zero-filled and their block-table entries never read. Tiles are loaded
+  // in order, t = 0, 1, ...: each thread keeps the (page index, slot) of its
+  // first row of the next tile and steps it, one division a tile instead of
+  // one a row.
+  const int ch = threadIdx.x % kChunks;  // the chunk of each row this thread copies
+  const int r_first = threadIdx.x / kChunks;
+  constexpr int kRowStep = kThreads / kChunks;  // rows between a thread's copies
+  const size_t head_offset = static_cast<size_t>(p.kvh) * D + ch * 8;
+  const size_t slot_stride = static_cast<size_t>(kv_heads) * D;  // elements from one slot to the next
+  const int* table = block_table + static_cast<size_t>(p.b) * max_pages;
+  int cursor_page = (p.start + r_first) / page_size;
+  int cursor_slot = (p.start + r_first) - cursor_page * page_size;
+  auto load_tile = [&](int t, int stage) {
+    const int j0 = p.start + t * TILE_N;
+    T* s_k = reinterpret_cast<T*>(smem + L::kK + stage * L::kTileBytes);
+    T* s_v = reinterpret_cast<T*>(smem + L::kV + stage * L::kTileBytes);
+    int page_index = cursor_page;
+    int slot = cursor_slot;
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const int r = r_first + pass * kRowStep;
+      const bool valid = j0 + r < p.end;
+      size_t at = 0;
+      if (valid) at = (static_cast<size_t>(table[page_index]) * page_size + slot) * slot_stride + head_offset;
+      cp_async_16(s_k + swz<D>(r, ch), k_cache + at, valid);
+      cp_async_16(s_v + swz<D>(r, ch), v_cache + at, valid);
+      slot += kRowStep;
+      while (slot >= page_size) {  // at most once where page_size >= kRowStep (8 or 16)
+        slot -= page_size;
+        ++page_index;
+      }
+    }
+    cursor_slot += TILE_N;
+    const int pages = cursor_slot / page_size;
+    cursor_page += pages;
+    cursor_slot -= pages * page_size;
+  };
+
+  const int n_tiles = (p.end - p.start + TILE_N - 1) / TILE_N;
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < n_tiles) load_tile(s, s);
+    cp_async_commit();  // one group per stage, empty or not, so the waits count alike
+  }
+
+  // Row bounds: this thread's two rows, and the block's (for tiles every row
+  // sees whole, which skip the masking). A padding row (past rows_total)
+  // takes the last real row's bounds; its Q is zero and it is never written.
+  int lo[2], hi[2];
+#pragma unroll
+  for (int rho = 0; rho < 2; ++rho) {
+    const int i = min(p.row0 + g + 8 * rho, p.rows_total - 1) / p.group;
+    lo[rho] = p.key_begin(i);
+    hi[rho] = p.key_end(i);
+  }
+  const int i_first = p.row0 / p.group;
+  const int i_last = (min(p.row0 + kRows, p.rows_total) - 1) / p.group;
+  const int block_lo = p.key_begin(i_last);  // the largest first key of the block's rows
+  const int block_hi = p.key_end(i_first);   // the smallest end
+
+  float acc[D / 8][4];
+#pragma unroll
+  for (int db = 0; db < D / 8; ++db) acc[db][0] = acc[db][1] = acc[db][2] = acc[db][3] = 0.f;
+  float m[2] = {kNegInf, kNegInf};
+  float l[2] = {0.f, 0.f};
+  const int wk0 = warp * kWarpKeys;  // this warp's first key row in each tile
+
+  for (int t = 0; t < n_tiles; ++t) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile t has landed; every warp is done with tile t-1's stage
+    {
+      const int next = t + STAGES - 1;
+      if (next < n_tiles) load_tile(next, next % STAGES);
+      cp_async_commit();
+    }
+    const int stage = t % STAGES;
+    const uint32_t k_base = base + L::kK + stage * L::kTileBytes;
+    const uint32_t v_base = base + L::kV + stage * L::kTileBytes;
+    const int j0 = p.start + t * TILE_N;
+
+    // S = Q·Kᵀ over this warp's kWarpKeys keys.
+    float s[kNB][4];
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      // Q's fragment (the A operand) comes from shared memory every tile:
+      // kept in registers it would cost D/4 of them for little.
+      uint32_t qf[4];
+      ldmatrix_x4(qf, base + L::kQ + swz<D>(lane % 16, 2 * ks + lane / 16) * static_cast<int>(sizeof(T)));
+#pragma unroll
+      for (int np = 0; np < kNB / 2; ++np) {
+        const int key = wk0 + np * 16 + (lane / 16) * 8 + lane % 8;
+        uint32_t bk[4];
+        ldmatrix_x4(bk, k_base + swz<D>(key, 2 * ks + (lane / 8) % 2) * static_cast<int>(sizeof(T)));
+        Mma<T>::run(s[2 * np], qf, bk[0], bk[1]);
+        Mma<T>::run(s[2 * np + 1], qf, bk[2], bk[3]);
+      }
+    }
+
+    // Scale (log2 units), softcap, mask.
+    const bool whole = j0 >= block_lo && j0 + TILE_N <= block_hi;
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s[nb][e] * score_scale;
+        if (softcap_log2 > 0.f) x = tanhf(x) * softcap_log2;
+        if (!whole) {
+          const int j = j0 + wk0 + nb * 8 + 2 * qd + (e & 1);
+          if (j < lo[e >> 1] || j >= hi[e >> 1]) x = kNegInf;
+        }
+        s[nb][e] = x;
+      }
+    }
+
+    // Online softmax, per row: the quad of lanes that holds it reduces.
+#pragma unroll
+    for (int rho = 0; rho < 2; ++rho) {
+      float mx = kNegInf;
+#pragma unroll
+      for (int nb = 0; nb < kNB; ++nb) mx = fmaxf(mx, fmaxf(s[nb][2 * rho], s[nb][2 * rho + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m[rho], mx);
+      const float shift = m_new == kNegInf ? 0.f : m_new;  // no key yet: exp2(-inf - 0) = 0, not NaN
+      const float alpha = fast_exp2(m[rho] - shift);
+      m[rho] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int nb = 0; nb < kNB; ++nb) {
+        s[nb][2 * rho] = fast_exp2(s[nb][2 * rho] - shift);
+        s[nb][2 * rho + 1] = fast_exp2(s[nb][2 * rho + 1] - shift);
+        sum += s[nb][2 * rho] + s[nb][2 * rho + 1];
+      }
+      l[rho] = l[rho] * alpha + sum;
+#pragma unroll
+      for (int db = 0; db < D / 8; ++db) {
+        acc[db][2 * rho] *= alpha;
+        acc[db][2 * rho + 1] *= alpha;
+      }
+    }
+
+    // O += P·V: P's accumulator layout is the A operand's, 16 keys a step.
+#pragma unroll
+    for (int kb = 0; kb < kNB / 2; ++kb) {
+      const uint32_t pa[4] = {Mma<T>::pack(s[2 * kb][0], s[2 * kb][1]), Mma<T>::pack(s[2 * kb][2], s[2 * kb][3]),
+                              Mma<T>::pack(s[2 * kb + 1][0], s[2 * kb + 1][1]),
+                              Mma<T>::pack(s[2 * kb + 1][2], s[2 * kb + 1][3])};
+      const int key = wk0 + kb * 16 + lane % 8 + ((lane / 8) % 2) * 8;
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        uint32_t bv[4];
+        ldmatrix_x4_trans(bv, v_base + swz<D>(key, 2 * dp + lane / 16) * static_cast<int>(sizeof(T)));
+        Mma<T>::run(acc[2 * dp], pa, bv[0], bv[1]);
+        Mma<T>::run(acc[2 * dp + 1], pa, bv[2], bv[3]);
+      }
+    }
+  }
+
+  // Merge the four warps: every warp is done with the stages, which the
+  // merge buffers reuse.
+  cp_async_wait<0>();
+  __syncthreads();
+  float* s_o = reinterpret_cast<float*>(smem + L::kMergeO);
+  float* s_m = reinterpret_cast<float*>(smem + L::kMergeM);
+  float* s_l = reinterpret_cast<float*>(smem + L::kMergeL);
+#pragma unroll
+  for (int rho = 0; rho < 2; ++rho) {
+    l[rho] += __shfl_xor_sync(0xffffffffu, l[rho], 1);
+    l[rho] += __shfl_xor_sync(0xffffffffu, l[rho], 2);
+    if (qd == 0) {
+      s_m[warp * kRows + g + 8 * rho] = m[rho];
+      s_l[warp * kRows + g + 8 * rho] = l[rho];
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int rho = 0; rho < 2; ++rho) {
+    const int r = g + 8 * rho;
+    float row_max = kNegInf;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) row_max = fmaxf(row_max, s_m[w * kRows + r]);
+    float row_sum = 0.f;
+    if (row_max != kNegInf) {
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) row_sum += s_l[w * kRows + r] * fast_exp2(s_m[w * kRows + r] - row_max);
+    }
+    // This warp's share of the row, normalised; 0 where the row saw no key.
+    const float scale = row_sum > 0.f ? fast_exp2(m[rho] - row_max) / row_sum : 0.f;
+#pragma unroll
+    for (int db = 0; db < D / 8; ++db) {
+      *reinterpret_cast<float2*>(s_o + (warp * kRows + r) * L::kMergeLd + db * 8 + 2 * qd) =
+          make_float2(acc[db][2 * rho] * scale, acc[db][2 * rho + 1] * scale);
+    }
+    if (!direct && warp == 0 && qd == 0 && p.row0 + r < p.rows_total) {
+      lse_part[p.global_row(p.row0 + r) * p.num_splits + p.split] = row_sum > 0.f ? row_max + log2f(row_sum) : kNegInf;
+    }
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < kRows * D / 4; c += kThreads) {
+    const int r = c / (D / 4);
+    const int d = (c % (D / 4)) * 4;
+    if (p.row0 + r >= p.rows_total) continue;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float4 x = *reinterpret_cast<const float4*>(s_o + (w * kRows + r) * L::kMergeLd + d);
+      v.x += x.x;
+      v.y += x.y;
+      v.z += x.z;
+      v.w += x.w;
+    }
+    const size_t row = p.global_row(p.row0 + r);
+    if (direct) {
+      store4<T>(o + row * D + d, v);
+    } else {
+      *reinterpret_cast<float4*>(o_part + (row * p.num_splits + p.split) * D + d) = v;
+    }
+  }
+}
+
+// kMaxSplits bounds the splits the combine takes: four LSEs a lane (the
+// plan's decodeMaxSplits).
+constexpr int kMaxSplits = 128;
+
+// combine_kernel merges the splits of one output row a warp: the LSE-weighted
+// mean of the splits' normalised partial outputs, skipping splits whose LSE is
+// -inf (their partials are not written). The LSEs are read at once, one a
+// lane, and the weights shared by shuffles, so the partials' loads do not
+// wait on them one by one.
+template <typename T, int D>
+__device__ __forceinline__ void combine_kernel(const float* __restrict__ o_part, const float* __restrict__ lse_part,
+                                               T* __restrict__ o, int rows, int num_splits) {
+  constexpr int kPer = D / 32;  // output elements a lane
+  constexpr int kLSEs = kMaxSplits / 32;
+  static_assert(kPer == 2 || kPer == 4, "head dim 64 or 128");
+  if (num_splits > kMaxSplits) __trap();
+  const int lane = threadIdx.x % 32;
+  const int row = blockIdx.x * kWarps + threadIdx.x / 32;
+  if (row >= rows) return;
+  const float* lse = lse_part + static_cast<size_t>(row) * num_splits;
+  float w[kLSEs];
+  float row_max = kNegInf;
+#pragma unroll
+  for (int k = 0; k < kLSEs; ++k) {
+    const int s = lane + 32 * k;
+    w[k] = s < num_splits ? lse[s] : kNegInf;
+    row_max = fmaxf(row_max, w[k]);
+  }
+  row_max = group_max<32>(row_max);
+  float sum = 0.f;
+#pragma unroll
+  for (int k = 0; k < kLSEs; ++k) {
+    w[k] = w[k] == kNegInf ? 0.f : fast_exp2(w[k] - row_max);  // all -inf: every weight 0
+    sum += w[k];
+  }
+  sum = group_sum<32>(sum);
+  float acc[kPer] = {};
+  const float* part = o_part + static_cast<size_t>(row) * num_splits * D + lane * kPer;
+#pragma unroll
+  for (int k = 0; k < kLSEs; ++k) {
+    const int n = min(32, num_splits - 32 * k);
+#pragma unroll 8
+    for (int ss = 0; ss < n; ++ss) {
+      const float ws = __shfl_sync(0xffffffffu, w[k], ss);
+      if (ws == 0.f) continue;  // the same in every lane: a split this row has no key in
+      const float* src = part + static_cast<size_t>(32 * k + ss) * D;
+      if constexpr (kPer == 4) {
+        const float4 x = *reinterpret_cast<const float4*>(src);
+        acc[0] += ws * x.x;
+        acc[1] += ws * x.y;
+        acc[2] += ws * x.z;
+        acc[3] += ws * x.w;
+      } else {
+        const float2 x = *reinterpret_cast<const float2*>(src);
+        acc[0] += ws * x.x;
+        acc[1] += ws * x.y;
+      }
+    }
+  }
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  T* dst = o + static_cast<size_t>(row) * D + lane * kPer;
+  if constexpr (kPer == 4) {
+    store4<T>(dst, make_float4(acc[0] * inv, acc[1] * inv, acc[2] * inv, acc[3] * inv));
+  } else {
+    *reinterpret_cast<uint32_t*>(dst) = Mma<T>::pack(acc[0] * inv, acc[1] * inv);
+  }
+}
+
+}  // namespace paged_decode
+
+// DECODE_KERNEL instantiates one split kernel, decode_<dtype>_d<D>_n<TILE_N>_s<STAGES>
+// (cudakit.OpKernelName): the op's tensors in order (q, k_cache, v_cache,
+// block_table, cache_seqlens, o), the scratch (o_part, lse_part; null with
+// one split), then heads, kv_heads, q_len, page_size, max_pages, split_keys,
+// causal, window_left, the score scale (scale·log2(e), or scale / softcap with
+// a softcap) and softcap·log2(e) (0: none).
+#define DECODE_KERNEL(NAME, T, D, TILE_N, STAGES)                                                                     \
+  extern "C" __global__ void __launch_bounds__(paged_decode::kThreads, paged_decode::kMinBlocks)                    \
+      NAME(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __restrict__ v_cache,                    \
+           const int* __restrict__ block_table, const int* __restrict__ cache_seqlens, T* __restrict__ o,            \
+           float* __restrict__ o_part, float* __restrict__ lse_part, int heads, int kv_heads, int q_len,              \
+           int page_size, int max_pages, int split_keys, int causal, int window_left, float score_scale,              \
+           float softcap_log2) {                                                                                      \
+    extern __shared__ __align__(128) unsigned char decode_smem[];                                                   \
+    paged_decode::split_kernel<T, D, TILE_N, STAGES>(q, k_cache, v_cache, block_table, cache_seqlens, o, o_part,    \
+                                                     lse_part, heads, kv_heads, q_len, page_size, max_pages,          \
+                                                     split_keys, causal, window_left, score_scale, softcap_log2,      \
+                                                     decode_smem);                                                    \
+  }
+
+// DECODE_COMBINE_KERNEL instantiates decode_<dtype>_d<D>_combine: o_part,
+// lse_part, o, the output rows (B·q_len·H) and the splits; four rows a block.
+#define DECODE_COMBINE_KERNEL(NAME, T, D)                                                                            \
+  extern "C" __global__ void __launch_bounds__(paged_decode::kThreads, paged_decode::kCombineMinBlocks)             \
+      NAME(const float* __restrict__ o_part, const float* __restrict__ lse_part, T* __restrict__ o, int rows,         \
+           int num_splits) {                                                                                          \
+    paged_decode::combine_kernel<T, D>(o_part, lse_part, o, rows, num_splits);                                        \
+  }
+
+DECODE_KERNEL(decode_fp16_d64_n64_s2, half, 64, 64, 2)
+DECODE_KERNEL(decode_fp16_d64_n64_s3, half, 64, 64, 3)
+DECODE_KERNEL(decode_fp16_d64_n128_s2, half, 64, 128, 2)
+DECODE_KERNEL(decode_fp16_d64_n128_s3, half, 64, 128, 3)
+DECODE_KERNEL(decode_fp16_d128_n64_s2, half, 128, 64, 2)
+DECODE_KERNEL(decode_fp16_d128_n64_s3, half, 128, 64, 3)
+DECODE_KERNEL(decode_fp16_d128_n128_s2, half, 128, 128, 2)
+DECODE_KERNEL(decode_fp16_d128_n128_s3, half, 128, 128, 3)
+DECODE_KERNEL(decode_bf16_d64_n64_s2, __nv_bfloat16, 64, 64, 2)
+DECODE_KERNEL(decode_bf16_d64_n64_s3, __nv_bfloat16, 64, 64, 3)
+DECODE_KERNEL(decode_bf16_d64_n128_s2, __nv_bfloat16, 64, 128, 2)
+DECODE_KERNEL(decode_bf16_d64_n128_s3, __nv_bfloat16, 64, 128, 3)
+DECODE_KERNEL(decode_bf16_d128_n64_s2, __nv_bfloat16, 128, 64, 2)
+DECODE_KERNEL(decode_bf16_d128_n64_s3, __nv_bfloat16, 128, 64, 3)
+DECODE_KERNEL(decode_bf16_d128_n128_s2, __nv_bfloat16, 128, 128, 2)
+DECODE_KERNEL(decode_bf16_d128_n128_s3, __nv_bfloat16, 128, 128, 3)
+
+DECODE_COMBINE_KERNEL(decode_fp16_d64_combine, half, 64)
+DECODE_COMBINE_KERNEL(decode_fp16_d128_combine, half, 128)
+DECODE_COMBINE_KERNEL(decode_bf16_d64_combine, __nv_bfloat16, 64)
+DECODE_COMBINE_KERNEL(decode_bf16_d128_combine, __nv_bfloat16, 128)
