@@ -8,7 +8,6 @@ import (
 
 	"github.com/flashcore/bench/cudakit"
 	"github.com/flashcore/bench/cudakit/gpu"
-	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
@@ -64,27 +63,6 @@ func spec() cudakit.Spec {
 		Ops:    map[string]cudakit.OpPlan{decodeOp: planDecode},
 		Device: requireHopper,
 	}
-	if !decodeRegistered() {
-		s = withoutDecode(s)
-	}
-	return s
-}
-
-// decodeRegistered says whether this build's ops registry knows decode.
-// TODO: drop it and withoutDecode once package ops/decode is registered
-// everywhere this plugin is built.
-func decodeRegistered() bool {
-	_, err := ops.Lookup(decodeOp)
-	return err == nil
-}
-
-// withoutDecode is s running attention alone: what the plugin offers where
-// the op is not known, so that CheckOps does not make it unavailable.
-func withoutDecode(s cudakit.Spec) cudakit.Spec {
-	s.Variant.Ops = nil
-	s.Variant.OpCapabilities = nil
-	s.Variant.Tunables = slices.Clone(tunables)
-	s.Ops = nil
 	return s
 }
 

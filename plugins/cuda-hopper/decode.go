@@ -31,8 +31,7 @@ const (
 )
 
 // int32DType is the element type of block_table and cache_seqlens.
-// TODO: sdk.Int32 once the SDK has it.
-const int32DType = sdk.DType("int32")
+const int32DType = sdk.INT32
 
 // decode's tunables (they apply to decode alone).
 const (
@@ -76,8 +75,8 @@ var decodeCapabilities = sdk.Capabilities{
 	NonCausal:         true,
 	GroupedQueryHeads: true,
 	NeedsGPU:          true,
-	// TODO: Masks: []string{"window", "softcap"} once sdk.Capabilities has
-	// the field: the kernels take window_left and softcap.
+	// The kernels take window_left and softcap.
+	Masks: []string{sdk.MaskWindow, sdk.MaskSoftcap},
 }
 
 var decodeTunables = []sdk.Tunable{

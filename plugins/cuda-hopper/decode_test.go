@@ -369,10 +369,6 @@ func TestDecodePlansReachEveryInstantiatedKernel(t *testing.T) {
 			t.Errorf("kernel.cu instantiates %s, which no plan uses", k)
 		}
 	}
-	if !decodeRegistered() {
-		t.Log("the ops registry has no decode op here: cudatest.CheckOpPlans not run")
-		return
-	}
 	var params []op.Params
 	for _, dtype := range []sdk.DType{sdk.FP16, sdk.BF16} {
 		for _, dim := range []int{64, 128} {
@@ -384,25 +380,19 @@ func TestDecodePlansReachEveryInstantiatedKernel(t *testing.T) {
 	cudatest.CheckOpPlans(t, spec(), kernelSource, cudatest.OpCases(t, decodeOp, params...))
 }
 
-// The variant lists decode with its own capabilities, plan and tunables
-// where the registry knows the op, and runs attention alone otherwise; the
-// spec passes CheckOps either way.
+// The variant lists decode with its own capabilities, masks, plan and
+// tunables, and the spec passes CheckOps.
 func TestDeclaresDecode(t *testing.T) {
 	s := spec()
 	if err := s.CheckOps(); err != nil {
 		t.Fatal(err)
 	}
-	if !decodeRegistered() {
-		if len(s.Variant.Ops) != 0 || s.Ops != nil || len(s.Variant.Tunables) != len(tunables) {
-			t.Errorf("without the op the variant is attention alone; got ops %v, %d tunables", s.Variant.Ops, len(s.Variant.Tunables))
-		}
-		s = withDecodeForTest()
-	}
 	v := s.Variant
 	caps := v.CapabilitiesOf(decodeOp)
 	if !slices.Equal(v.Ops, []string{attention.Name, decodeOp}) || s.Ops[decodeOp] == nil ||
 		!slices.Equal(caps.DTypes, []sdk.DType{sdk.FP16, sdk.BF16}) || !slices.Equal(caps.HeadDims, []int{64, 128}) ||
-		!caps.Causal || !caps.NonCausal || !caps.GroupedQueryHeads || !caps.NeedsGPU {
+		!caps.Causal || !caps.NonCausal || !caps.GroupedQueryHeads || !caps.NeedsGPU ||
+		!caps.Applies(sdk.MaskWindow) || !caps.Applies(sdk.MaskSoftcap) {
 		t.Errorf("variant %+v", v)
 	}
 	if !slices.Equal(v.CapabilitiesOf(attention.Name).DTypes, capabilities.DTypes) {
@@ -413,17 +403,6 @@ func TestDeclaresDecode(t *testing.T) {
 			t.Errorf("no tunable %s", name)
 		}
 	}
-}
-
-// withDecodeForTest is the spec with decode, whatever the registry: what
-// spec() returns once ops/decode is registered.
-func withDecodeForTest() cudakit.Spec {
-	s := spec()
-	s.Variant.Ops = []string{attention.Name, decodeOp}
-	s.Variant.OpCapabilities = map[string]sdk.Capabilities{decodeOp: decodeCapabilities}
-	s.Variant.Tunables = slices.Concat(tunables, decodeTunables)
-	s.Ops = map[string]cudakit.OpPlan{decodeOp: planDecode}
-	return s
 }
 
 func names(files []sdk.TensorFile) []string {

@@ -76,6 +76,8 @@ OP_VARIANTS = {
 _REFUSALS = ("No available kernel", "No viable backend")
 
 _ALL_DTYPES = ("fp16", "bf16", "fp32")
+# The largest decode page pool (elements per cache) a variant takes on a CPU.
+CPU_DECODE_MAX_ELEMENTS = 1 << 24
 _HALF_DTYPES = ("fp16", "bf16")
 # The head dims flex-attention declares on a GPU.
 _FLEX_GPU_HEAD_DIMS = (16, 32, 64, 128, 256)
@@ -109,15 +111,18 @@ class Backend:
         op, _ = OP_VARIANTS[name]
         if op != DECODE:
             return core.op_capabilities(_ALL_DTYPES)
+        # A CPU runs a decode step over a pool of 2^24 elements in about a
+        # second; larger pools are GPU work, skipped there with the reason.
+        limit = 0 if self.device.type == "cuda" else CPU_DECODE_MAX_ELEMENTS
         if name == "sdpa-paged":
             return core.op_capabilities(_ALL_DTYPES, grouped_query_heads=True, causal=True, non_causal=True,
-                                        masks=["window"])
+                                        masks=["window"], max_elements=limit)
         # FlexAttention's GPU kernels round the head dim up to a power of
         # two; the powers of two are what its documentation names. The
         # CPU runs it eagerly, any head dim.
         head_dims = _FLEX_GPU_HEAD_DIMS if self.device.type == "cuda" else ()
         return core.op_capabilities(_ALL_DTYPES, head_dims=head_dims, grouped_query_heads=True, causal=True,
-                                    non_causal=True, masks=["window", "softcap"])
+                                    non_causal=True, masks=["window", "softcap"], max_elements=limit)
 
     def _variant(self, name):
         _, description = VARIANTS[name]
