@@ -2,11 +2,12 @@
 GPU that decode's check FAILs each way a paged kernel goes wrong (the CPU
 twin is the wrongpage test plugin, run by `make test`).
 
-The fault is the file's own name, so one file copied under several names
-gives one backend per fault:
+The fault is the file's own name after "planted_", so one file copied
+under several names gives one backend per fault (scripts/gpu-serving.sh
+does this):
 
-    cp scripts/planted_decode.py /tmp/planted/past_context.py
-    flashcore run --suite serving --backends py:/tmp/planted/honest.py,py:/tmp/planted/past_context.py,...
+    cp scripts/planted_decode.py planted/planted_past_context.py
+    flashcore run --suite serving --backends py:planted/planted_honest.py,py:planted/planted_past_context.py,...
 
     honest        gathers each sequence's pages through the block table: the control, which must PASS
     past_context  reads the keys up to the end of the page after each sequence's length (poison)
@@ -20,10 +21,10 @@ import os
 
 import torch
 
-FAULT = os.path.splitext(os.path.basename(__file__))[0]
+FAULT = os.path.splitext(os.path.basename(__file__))[0].removeprefix("planted_")
 FAULTS = ("honest", "past_context", "in_order", "top_left")
 if FAULT not in FAULTS:
-    raise ImportError(f"planted_decode: copy this file as one of {', '.join(f + '.py' for f in FAULTS)}")
+    raise ImportError(f"planted_decode: copy this file as planted_<fault>.py, <fault> one of {', '.join(FAULTS)}")
 
 
 def decode(q, k_cache, v_cache, block_table, cache_seqlens, *, causal, scale):
