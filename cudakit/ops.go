@@ -325,10 +325,10 @@ func opTensors(declared []op.Tensor, files []sdk.TensorFile, params op.Params, k
 // tensorBytes is the size of a tensor file: its elements times the size
 // of its element type.
 func tensorBytes(f sdk.TensorFile) (int64, error) {
-	if !f.DType.Valid() {
+	n := int64(f.DType.Size())
+	if n == 0 {
 		return 0, fmt.Errorf("unknown dtype %q", f.DType)
 	}
-	n := int64(f.DType.Size())
 	for _, d := range f.Dims {
 		if d <= 0 {
 			return 0, fmt.Errorf("dims %v: a size that is not positive", f.Dims)

@@ -85,10 +85,10 @@ EOF
 for step in $STEPS; do
   case $step in
   kernel)
-    # cuda-hopper's decode kernels on odd cases, in process, against an
-    # fp64 reference that gathers the pages itself.
+    # cuda-hopper's conformance kit through dist's plugin binary: decode's
+    # example cases (odd lengths, scattered pages, poison) among them.
     if [ -x "$DIST/tests/cuda-hopper.test" ]; then
-      timed kernel-cuda-hopper "$DIST/tests/cuda-hopper.test" -test.run 'Decode' -test.v -test.timeout 10m
+      timed kernel-cuda-hopper "$DIST/tests/cuda-hopper.test" -test.run 'Conformance|Decode' -test.v -test.timeout 10m
       grep -E -- '^(--- |ok|FAIL|PASS)|GB/s' "$OUT_DIR/kernel-cuda-hopper.txt" | tail -30
     fi
     ;;

@@ -82,7 +82,12 @@ var Spec = op.Spec{
 		{Name: "cache_seqlens", DType: string(sdk.INT32), Dims: []string{"batch"}},
 	},
 	Outputs: []op.Tensor{
-		{Name: "o", DType: "dtype", Dims: []string{"batch", "q_len", "heads", "head_dim"}},
+		// o may differ between runs in its last bits: split-KV kernels
+		// may merge their splits with atomics, and PyTorch's SDPA over
+		// the gathered cache differs in a few elements between runs on a
+		// H200. A repeated checked run that differs is checked again and
+		// the difference recorded as a finding (op.Tensor.MayDiffer).
+		{Name: "o", DType: "dtype", Dims: []string{"batch", "q_len", "heads", "head_dim"}, MayDiffer: true},
 	},
 	Roof:     op.BandwidthRoof,
 	Contract: "decode(q, k_cache, v_cache, block_table, cache_seqlens, *, causal, scale) -> o (and window_left=, softcap= where a case sets them)",
