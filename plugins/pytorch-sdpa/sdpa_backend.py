@@ -34,6 +34,13 @@ sequence's pages into dense K and V (outside the timed region, and the
 facts say so with the gather's own time), then the timed call is SDPA with
 an explicit additive mask (sdpa-paged) or FlexAttention with a block mask
 and, for softcap, a score_mod (flex-attention), compiled on a GPU.
+
+Variants ``sdpa-varlen`` and ``flex-attention`` run the varlen op (sequences
+of different lengths packed end to end, FlashAttention's
+flash_attn_varlen_func layout), built by ``prepare_varlen``: sdpa-varlen
+calls torch.nn.attention.varlen.varlen_attn (FlashAttention-2 on CUDA; it
+has no CPU kernel), flex-attention runs the pack as one sequence under a
+document mask built from the cu_seqlens in Prepare.
 """
 
 import contextlib
@@ -61,23 +68,34 @@ VARIANTS = {
 
 # The decode op: paged KV cache decode (ops/decode in Go).
 DECODE = "decode"
+# The varlen op: packed variable-length prefill (ops/varlen in Go).
+VARLEN = "varlen"
 
-# Variants of ops other than attention: name -> (op, description).
+# Variants of ops other than attention: name -> (their ops, description).
+# The first op's capabilities are the variant's "capabilities"; a variant
+# of several ops lists each op's in "op_capabilities" too.
 OP_VARIANTS = {
-    "torch-rmsnorm": ("rmsnorm", "torch.nn.functional.rms_norm(x, (cols,), weight, eps=1e-6)"),
-    "sdpa-paged": (DECODE, "scaled_dot_product_attention over K/V gathered from the pages, with an explicit "
-                           "length/causal/window mask; the gather runs in Prepare, excluded from the time"),
-    "flex-attention": (DECODE, "torch.compile(flex_attention) over K/V gathered from the pages (eager on the CPU), "
-                               "block mask for length/causal/window, score_mod for softcap; the gather and the "
-                               "block mask are built in Prepare, excluded from the time"),
+    "torch-rmsnorm": (("rmsnorm",), "torch.nn.functional.rms_norm(x, (cols,), weight, eps=1e-6)"),
+    "sdpa-paged": ((DECODE,), "scaled_dot_product_attention over K/V gathered from the pages, with an explicit "
+                              "length/causal/window mask; the gather runs in Prepare, excluded from the time"),
+    "flex-attention": ((DECODE, VARLEN),
+                       "torch.compile(flex_attention) (eager on the CPU): decode over K/V gathered from the pages, "
+                       "block mask for length/causal/window, score_mod for softcap, the gather and the block mask "
+                       "built in Prepare, excluded from the time; varlen as one packed sequence under a document "
+                       "mask (cu_seqlens, bottom-right causal, windows) built in Prepare, score_mod for softcap"),
+    "sdpa-varlen": ((VARLEN,), "torch.nn.attention.varlen.varlen_attn(q, k, v, cu_seq_q, cu_seq_k, max_q, max_k, "
+                               "scale=, window_size=(left, right)): FlashAttention-2's varlen forward on CUDA "
+                               "(no CPU kernel); no softcap, fp16 and bf16 only"),
 }
 
 # Messages with which PyTorch refuses a pinned backend (CUDA, then CPU).
 _REFUSALS = ("No available kernel", "No viable backend")
 
 _ALL_DTYPES = ("fp16", "bf16", "fp32")
-# The largest decode page pool (elements per cache) a variant takes on a CPU.
+# The largest decode page pool (elements per cache), and varlen tensor, a
+# variant takes on a CPU.
 CPU_DECODE_MAX_ELEMENTS = 1 << 24
+CPU_VARLEN_MAX_ELEMENTS = 1 << 22
 _HALF_DTYPES = ("fp16", "bf16")
 # The head dims flex-attention declares on a GPU.
 _FLEX_GPU_HEAD_DIMS = (16, 32, 64, 128, 256)
@@ -97,23 +115,35 @@ class Backend:
             self.build += f", CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}"
 
     def variants(self):
-        # A variant of one op that is not attention: its capabilities are
-        # that op's, the fields every op reads.
-        ops = [{"name": name, "description": description, "ops": [op], "capabilities": self._op_capabilities(name)}
-               for name, (op, description) in OP_VARIANTS.items()]
+        # A variant of ops that are not attention: its capabilities are its
+        # first op's, the fields every op reads; one of several ops lists
+        # each op's in op_capabilities.
+        ops = []
+        for name, (names, description) in OP_VARIANTS.items():
+            variant = {"name": name, "description": description, "ops": list(names),
+                       "capabilities": self._op_capabilities(name, names[0])}
+            if len(names) > 1:
+                variant["op_capabilities"] = {op: self._op_capabilities(name, op) for op in names}
+            ops.append(variant)
         return [self._variant(name) for name in VARIANTS] + ops
 
-    def _op_capabilities(self, name):
-        """What a variant of an op other than attention runs. torch-rmsnorm
-        takes every dtype anywhere; the decode variants take every dtype,
+    def _op_capabilities(self, name, op):
+        """What a variant runs of an op other than attention. torch-rmsnorm
+        takes every dtype anywhere; the decode and varlen variants take
         grouped-query heads, causal (bottom-right) and not, and the masks
-        their call can express: SDPA has no softcap."""
-        op, _ = OP_VARIANTS[name]
-        if op != DECODE:
+        their call can express: SDPA and varlen_attn have no softcap, and
+        varlen_attn (FlashAttention-2) runs fp16 and bf16 on CUDA alone."""
+        if op not in (DECODE, VARLEN):
             return core.op_capabilities(_ALL_DTYPES)
-        # A CPU runs a decode step over a pool of 2^24 elements in about a
-        # second; larger pools are GPU work, skipped there with the reason.
-        limit = 0 if self.device.type == "cuda" else CPU_DECODE_MAX_ELEMENTS
+        if name == "sdpa-varlen":
+            return core.op_capabilities(_HALF_DTYPES, head_dims=_FUSED_HEAD_DIMS, grouped_query_heads=True,
+                                        causal=True, non_causal=True, masks=["window"], needs_gpu=True)
+        # A CPU runs a decode step over a pool of 2^24 elements, or a varlen
+        # batch of 2^22 elements a tensor, in about a second; larger cases
+        # are GPU work, skipped there with the reason.
+        limit = CPU_DECODE_MAX_ELEMENTS if op == DECODE else CPU_VARLEN_MAX_ELEMENTS
+        if self.device.type == "cuda":
+            limit = 0
         if name == "sdpa-paged":
             return core.op_capabilities(_ALL_DTYPES, grouped_query_heads=True, causal=True, non_causal=True,
                                         masks=["window"], max_elements=limit)
@@ -160,6 +190,8 @@ class Backend:
             return self.prepare_backward(case)
         if case.op == DECODE:
             return self.prepare_decode(case)
+        if case.op == VARLEN:
+            return self.prepare_varlen(case)
         return self.prepare_rmsnorm(case)
 
     def prepare_backward(self, case):
@@ -171,8 +203,8 @@ class Backend:
         runs once here, as a forward case does, so that PyTorch's refusal
         (of the forward or of the backward) is an Unsupported row."""
         if case.variant not in VARIANTS:
-            op, _ = OP_VARIANTS[case.variant]
-            raise ValueError(f"{case.variant} runs {op} alone, not attention")
+            ops, _ = OP_VARIANTS[case.variant]
+            raise ValueError(f"{case.variant} runs {' and '.join(ops)} alone, not attention")
         pinned, _ = VARIANTS[case.variant]
         s = case.shape
         q, k, v = (case.inputs[name].detach().requires_grad_() for name in ("q", "k", "v"))
@@ -215,9 +247,9 @@ class Backend:
         here so that a first call's costs (and errors) fall in Prepare."""
         if case.variant not in OP_VARIANTS:
             raise ValueError(f"{case.variant} runs attention, not {case.op}")
-        op, _ = OP_VARIANTS[case.variant]
-        if case.op != op:
-            raise ValueError(f"{case.variant} runs {op}, not {case.op}")
+        ops, _ = OP_VARIANTS[case.variant]
+        if case.op not in ops:
+            raise ValueError(f"{case.variant} runs {' and '.join(ops)}, not {case.op}")
         x, weight = case.inputs["x"], case.inputs["weight"]
         run = functools.partial(F.rms_norm, x, (x.shape[-1],), weight, eps=core.RMSNORM_EPS)
         kernel = core.Kernel(run, facts={
@@ -235,9 +267,9 @@ class Backend:
         timed call is the attention over the gathered tensors alone. The
         case runs once here, so that a first call's costs (FlexAttention's
         compilation) and refusals fall in Prepare."""
-        op, _ = OP_VARIANTS.get(case.variant, (core.ATTENTION, ""))
-        if op != DECODE:
-            raise ValueError(f"{case.variant} runs {op}, not {DECODE}")
+        ops, _ = OP_VARIANTS.get(case.variant, ((core.ATTENTION,), ""))
+        if DECODE not in ops:
+            raise ValueError(f"{case.variant} runs {' and '.join(ops)}, not {DECODE}")
         d = Decode.of(case)
         if case.variant == "sdpa-paged":
             return self._prepare_sdpa_paged(case, d)
@@ -314,6 +346,25 @@ class Backend:
         def run():
             return call(q, k, v).transpose(1, 2)
 
+        compiled_fact = self._first_flex_call(run, compiled)
+        return core.Kernel(run, facts={
+            "torch": torch.__version__,
+            "function": "torch.nn.attention.flex_attention over K/V gathered from the pages",
+            "timed": "flex_attention alone, over the dense K/V gathered and the block mask built in Prepare",
+            "compiled": compiled_fact,
+            "gather": gathered,
+            "block_mask": (f"create_block_mask in Prepare, {block_mask.BLOCK_SIZE[0]}x{block_mask.BLOCK_SIZE[1]} "
+                           f"blocks: lengths, {'bottom-right causal' if d.causal else 'no causal cut'}"
+                           f"{f', window_left {d.window_left}' if d.window_left >= 0 else ''}"),
+            "score_mod": f"softcap: {d.softcap:g} * tanh(s / {d.softcap:g})" if d.softcap else "none",
+            "gqa": "enable_gqa=True" if grouped else "none (H = KVH)",
+            "output_poison": "not applied: flex_attention allocates its output; the returned tensor is written",
+        })
+
+    def _first_flex_call(self, run, compiled):
+        """Runs a flex-attention case's first call (its compilation, where
+        compiled) and returns the fact "compiled" that says how it runs and
+        what the first call took."""
         start = time.perf_counter()
         with warnings.catch_warnings():
             # Eager flex_attention warns once that it is not compiled; the
@@ -324,21 +375,98 @@ class Backend:
             torch.cuda.synchronize()
         first = time.perf_counter() - start
         if compiled:
-            compiled_fact = (f"yes: torch.compile(flex_attention, dynamic=False, fullgraph=True); first call "
-                             f"{first:.1f} s (compilation included), in Prepare and kept out of the time")
-        else:
-            compiled_fact = (f"no: eager on the {self.device.type.upper()}, FlexAttention's unfused path (it "
-                             f"materialises the scores); first call {first * 1e3:.1f} ms. torch.compile of "
-                             f"flex_attention on the CPU takes 10-30 s a new case (torch 2.11)")
+            return (f"yes: torch.compile(flex_attention, dynamic=False, fullgraph=True); first call "
+                    f"{first:.1f} s (compilation included), in Prepare and kept out of the time")
+        return (f"no: eager on the {self.device.type.upper()}, FlexAttention's unfused path (it "
+                f"materialises the scores); first call {first * 1e3:.1f} ms. torch.compile of "
+                f"flex_attention on the CPU takes 10-30 s a new case (torch 2.11)")
+
+    def prepare_varlen(self, case):
+        """sdpa-varlen or flex-attention on a varlen case (Varlen.of). The
+        case runs once here, so that a first call's costs (FlexAttention's
+        compilation) and refusals fall in Prepare."""
+        ops, _ = OP_VARIANTS.get(case.variant, ((core.ATTENTION,), ""))
+        if VARLEN not in ops:
+            raise ValueError(f"{case.variant} runs {' and '.join(ops)}, not {VARLEN}")
+        d = Varlen.of(case)
+        if case.variant == "sdpa-varlen":
+            return self._prepare_varlen_attn(case, d)
+        return self._prepare_flex_varlen(case, d)
+
+    def _prepare_varlen_attn(self, case, d):
+        """sdpa-varlen: torch.nn.attention.varlen.varlen_attn on the packed
+        tensors as they are. Its masking is window_size = (left, right):
+        (-1, 0) is causal (FlashAttention's, bottom-right aligned), (W, 0)
+        causal with a window of W, (left, right) a window without causal,
+        -1 unbounded."""
+        if self.device.type not in VARLEN_ATTN_DEVICES:
+            raise core.Unsupported(f"sdpa-varlen: varlen_attn runs on CUDA only, not on the "
+                                   f"{self.device.type.upper()}",
+                                   f"it calls aten::_flash_attention_forward, which has no "
+                                   f"{self.device.type.upper()} kernel in torch {torch.__version__}")
+        if d.softcap:
+            raise core.Unsupported(f"sdpa-varlen: varlen_attn has no softcap ({d})",
+                                   "it takes window_size and scale, no function of the scores")
+        if d.q.dtype not in (torch.float16, torch.bfloat16):
+            raise core.Unsupported(f"sdpa-varlen: varlen_attn runs fp16 and bf16 only, not {d.q.dtype} ({d})",
+                                   "FlashAttention-2 has no fp32 kernel")
+        window = d.window_size
+        varlen_attn = varlen_attn_function()
+        call = functools.partial(varlen_attn, d.q, d.k, d.v, d.cu_seqlens_q, d.cu_seqlens_k, d.max_seqlen_q,
+                                 d.max_seqlen_k, scale=d.scale, window_size=window)
+        facts = {
+            "torch": torch.__version__,
+            "function": (f"torch.nn.attention.varlen.varlen_attn(q, k, v, cu_seq_q, cu_seq_k, {d.max_seqlen_q}, "
+                         f"{d.max_seqlen_k}, scale={d.scale:.6g}, window_size={window})"),
+            "timed": "varlen_attn alone, on the packed tensors as the host wrote them",
+            "window_size": (f"{window}: {'causal (bottom-right aligned)' if d.causal else 'no causal cut'}"
+                            f"{f', window_left {d.window_left}' if d.window_left >= 0 else ''}"
+                            f"{f', window_right {d.window_right}' if d.window_right >= 0 and not d.causal else ''}"),
+            "varlen_backend": varlen_backend(self.device),
+            "gqa": (f"native: {d.heads} query heads over {d.kv_heads} K/V heads (FlashAttention-2 takes KVH "
+                    f"dividing H)" if d.heads != d.kv_heads else "none (H = KVH)"),
+            "output_poison": "not applied: varlen_attn allocates its output; the returned tensor is written",
+        }
+        kernel = core.Kernel(call, facts=facts)
+        try:
+            kernel.run()
+        except RuntimeError as exc:
+            text = str(exc).strip()
+            if "FlashAttention" not in text and "only supports" not in text:
+                raise
+            raise core.Unsupported(f"PyTorch refused sdpa-varlen for {d}", text.splitlines()[0]) from exc
+        return kernel
+
+    def _prepare_flex_varlen(self, case, d):
+        """flex-attention on a varlen case: the pack as one sequence, q [1,
+        H, total_q, D] against k and v [1, KVH, total_k, D] (views), under a
+        document mask (varlen_mask_mod) whose block mask is built here, and
+        softcap as a score_mod."""
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        compiled = self.compile_flex
+        grouped = d.heads != d.kv_heads
+        block_mask = create_block_mask(varlen_mask_mod(d), 1, None, d.total_q, d.total_k, device=self.device)
+        score_mod = softcap_score_mod(d.softcap) if d.softcap else None
+        flex = compiled_flex_attention() if compiled else flex_attention
+        call = functools.partial(flex, block_mask=block_mask, score_mod=score_mod, scale=d.scale, enable_gqa=grouped)
+        q, k, v = (t.transpose(0, 1).unsqueeze(0) for t in (d.q, d.k, d.v))  # [1, heads, total, D], views
+
+        def run():
+            return call(q, k, v)[0].transpose(0, 1)  # [total_q, H, D], a view
+
+        compiled_fact = self._first_flex_call(run, compiled)
+        window = "".join([f", window_left {d.window_left}" if d.window_left >= 0 else "",
+                          f", window_right {d.window_right}" if d.window_right >= 0 else ""])
         return core.Kernel(run, facts={
             "torch": torch.__version__,
-            "function": "torch.nn.attention.flex_attention over K/V gathered from the pages",
-            "timed": "flex_attention alone, over the dense K/V gathered and the block mask built in Prepare",
+            "function": "torch.nn.attention.flex_attention over the pack as one sequence, under a document mask",
+            "timed": "flex_attention alone, with the block mask built in Prepare",
             "compiled": compiled_fact,
-            "gather": gathered,
-            "block_mask": (f"create_block_mask in Prepare, {block_mask.BLOCK_SIZE[0]}x{block_mask.BLOCK_SIZE[1]} "
-                           f"blocks: lengths, {'bottom-right causal' if d.causal else 'no causal cut'}"
-                           f"{f', window_left {d.window_left}' if d.window_left >= 0 else ''}"),
+            "block_mask": (f"create_block_mask in Prepare over [{d.total_q}, {d.total_k}], "
+                           f"{block_mask.BLOCK_SIZE[0]}x{block_mask.BLOCK_SIZE[1]} blocks: same document (from "
+                           f"the cu_seqlens), "
+                           f"{'bottom-right causal' if d.causal else 'no causal cut'}{window}"),
             "score_mod": f"softcap: {d.softcap:g} * tanh(s / {d.softcap:g})" if d.softcap else "none",
             "gqa": "enable_gqa=True" if grouped else "none (H = KVH)",
             "output_poison": "not applied: flex_attention allocates its output; the returned tensor is written",
@@ -601,6 +729,158 @@ def compiled_flex_attention():
     config.accumulated_recompile_limit = max(config.accumulated_recompile_limit, 8192)
     config.fail_on_recompile_limit_hit = True
     return torch.compile(flex_attention, dynamic=False, fullgraph=True)
+
+
+# ---------------------------------------------------------------- varlen
+
+# The varlen op's inputs, in its order (ops/varlen in Go).
+VARLEN_INPUTS = ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k")
+# Where torch.nn.attention.varlen.varlen_attn runs: its FlashAttention-2
+# kernel (aten::_flash_attention_forward) is CUDA's alone in torch 2.11.
+VARLEN_ATTN_DEVICES = ("cuda",)
+
+
+def varlen_attn_function():
+    """torch.nn.attention.varlen.varlen_attn (imported when first used:
+    older torch has no such module)."""
+    from torch.nn.attention.varlen import varlen_attn
+
+    return varlen_attn
+
+
+def varlen_backend(device):
+    """Which kernel varlen_attn runs, as its own dispatch decides:
+    FlashAttention-2, or cuDNN where torch's _should_use_cudnn says so."""
+    try:
+        from torch.nn.attention import varlen
+
+        cudnn = device.type == "cuda" and varlen._should_use_cudnn(device.index or 0)
+    except Exception:  # a private function: its absence leaves the choice unknown
+        return "FlashAttention-2 unless torch's varlen._should_use_cudnn picks cuDNN (it did not say)"
+    if cudnn:
+        return "cuDNN (aten::_cudnn_attention_forward), as torch's varlen._should_use_cudnn decides"
+    return "FlashAttention-2 (aten::_flash_attention_forward); torch's varlen._should_use_cudnn said no"
+
+
+@dataclasses.dataclass(frozen=True)
+class Varlen:
+    """A varlen case's tensors and masking: q [total_q, H, D], k and v
+    [total_k, KVH, D], cu_seqlens_q and cu_seqlens_k [B + 1] (int32), the
+    longest query and key sequences (the params' seq_q and seq_k); causal
+    is bottom-right aligned (query i of a sequence with Lq queries and Lk
+    keys sits at key position Lk - Lq + i), window_left and window_right -1
+    are no window, softcap 0 is none."""
+
+    q: object
+    k: object
+    v: object
+    cu_seqlens_q: object
+    cu_seqlens_k: object
+    max_seqlen_q: int
+    max_seqlen_k: int
+    causal: bool = True
+    window_left: int = -1
+    window_right: int = -1
+    softcap: float = 0.0
+
+    @classmethod
+    def of(cls, case):
+        p = case.params
+        window_left, window_right = int(p.get("window_left", "-1")), int(p.get("window_right", "-1"))
+        softcap = float(p.get("softcap", "0"))
+        if window_left < -1 or window_right < -1 or softcap < 0:
+            raise ValueError(f"varlen: window_left {window_left}, window_right {window_right} (want -1 or more), "
+                             f"softcap {softcap:g} (want 0 or more)")
+        q, k, v, cu_q, cu_k = (case.inputs[name] for name in VARLEN_INPUTS)
+        cu_q, cu_k = cu_q.to(torch.int32).contiguous(), cu_k.to(torch.int32).contiguous()
+        longest_q = int((cu_q[1:] - cu_q[:-1]).max())
+        longest_k = int((cu_k[1:] - cu_k[:-1]).max())
+        max_q = int(p.get("seq_q") or longest_q)
+        max_k = int(p.get("seq_k") or max(max_q, longest_k))
+        if longest_q > max_q or longest_k > max_k:
+            raise ValueError(f"varlen: the cu_seqlens hold sequences of up to {longest_q} queries and "
+                             f"{longest_k} keys, longer than seq_q {max_q} and seq_k {max_k}")
+        return cls(q, k, v, cu_q, cu_k, max_q, max_k, causal=str(p.get("causal", "true")).lower() == "true",
+                   window_left=window_left, window_right=window_right, softcap=softcap)
+
+    @property
+    def batch(self):
+        return self.cu_seqlens_q.shape[0] - 1
+
+    @property
+    def total_q(self):
+        return self.q.shape[0]
+
+    @property
+    def total_k(self):
+        return self.k.shape[0]
+
+    @property
+    def heads(self):
+        return self.q.shape[1]
+
+    @property
+    def kv_heads(self):
+        return self.k.shape[1]
+
+    @property
+    def head_dim(self):
+        return self.q.shape[2]
+
+    @property
+    def scale(self):
+        return 1 / math.sqrt(self.head_dim)
+
+    @property
+    def window_size(self):
+        """varlen_attn's window_size (FlashAttention's): (-1, 0) is causal,
+        bottom-right aligned; causal with a left window W is (W, 0) (causal
+        already bounds every row tighter than a right window); without
+        causal, the windows as they are."""
+        if self.causal:
+            return (self.window_left, 0)
+        return (self.window_left, self.window_right)
+
+    def __str__(self):
+        heads = f"H{self.heads}" if self.heads == self.kv_heads else f"H{self.heads}/{self.kv_heads}"
+        text = (f"B{self.batch} {heads} D{self.head_dim} Lq<={self.max_seqlen_q} Lk<={self.max_seqlen_k} "
+                f"{str(self.q.dtype).removeprefix('torch.')}")
+        text += " causal" if self.causal else ""
+        text += f" window_left {self.window_left}" if self.window_left >= 0 else ""
+        text += f" window_right {self.window_right}" if self.window_right >= 0 else ""
+        return text + (f" softcap {self.softcap:g}" if self.softcap else "")
+
+
+def varlen_mask_mod(d):
+    """The varlen mask over the pack as one sequence, as a FlexAttention
+    mask_mod: packed query row i (of document b, its local index i - cu_q[b])
+    sees packed key row j when j belongs to the same document and, at the
+    query's key position p = Lk - Lq + (i - cu_q[b]) and the key's local
+    index j - cu_k[b], causal (bottom-right) and the windows admit it. The
+    per-row tables are built here, once, on the device."""
+    device = d.q.device
+    cu_q, cu_k = d.cu_seqlens_q.to(device).long(), d.cu_seqlens_k.to(device).long()
+    lens_q, lens_k = cu_q[1:] - cu_q[:-1], cu_k[1:] - cu_k[:-1]
+    docs = torch.arange(d.batch, device=device)
+    q_doc = torch.repeat_interleave(docs, lens_q, output_size=d.total_q)
+    k_doc = torch.repeat_interleave(docs, lens_k, output_size=d.total_k)
+    # Each query's key position, and each key's index in its document.
+    q_pos = torch.arange(d.total_q, device=device) - cu_q[q_doc] + (lens_k - lens_q)[q_doc]
+    k_idx = torch.arange(d.total_k, device=device) - cu_k[k_doc]
+    causal, left, right = d.causal, d.window_left, d.window_right
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        pos, key = q_pos[q_idx], k_idx[kv_idx]
+        seen = q_doc[q_idx] == k_doc[kv_idx]
+        if causal:
+            seen = seen & (key <= pos)
+        if left >= 0:
+            seen = seen & (key >= pos - left)
+        if right >= 0:
+            seen = seen & (key <= pos + right)
+        return seen
+
+    return mask_mod
 
 
 def sdp_choice(q, k, v, mask, enable_gqa, scale):

@@ -8,9 +8,9 @@ import (
 )
 
 // scripts is this plugin's side of the Python worker: the backend module
-// and the kernels (forward, backward and decode).
+// and the kernels (forward, backward, decode and varlen).
 //
-//go:embed triton_backend.py triton_attention.py triton_attention_bwd.py triton_decode.py
+//go:embed triton_backend.py triton_attention.py triton_attention_bwd.py triton_decode.py triton_varlen.py
 var scripts embed.FS
 
 // New is the plugin's backend: the shared Python bridge running this

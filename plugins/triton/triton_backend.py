@@ -1,7 +1,8 @@
 """The triton backend: FlashCore bench's own FlashAttention forward kernel
 (triton_attention.py) and backward pass (triton_attention_bwd.py),
-autotuned on a GPU, and its split-KV paged decode kernel (triton_decode.py)
-for the op "decode".
+autotuned on a GPU, its split-KV paged decode kernel (triton_decode.py)
+for the op "decode", and its packed variable-length prefill kernel
+(triton_varlen.py) for the op "varlen".
 
 Where to start: Backend.prepare allocates the output buffer the forward
 kernel writes into (the core poisons it before the checked run) and runs the
@@ -11,7 +12,8 @@ and dV from Q, K, V, O, dO and the forward's log-sum-exp: only the backward
 kernels run) and "fwd+bwd" (the forward, storing its log-sum-exp, then the
 backward), which the core hands over as an OpCase, and for the op "decode"
 (q against a paged KV cache through a block table; the number of splits
-comes from triton_decode's heuristic).
+comes from triton_decode's heuristic) and "varlen" (sequences of different
+lengths packed end to end, read through cu_seqlens).
 
 Without a GPU, Triton's interpreter runs the kernel on the CPU with NumPy,
 one program at a time: correct but slow, so the variant declares small
@@ -38,6 +40,7 @@ import flashcore_worker as core  # noqa: E402
 import triton_attention  # noqa: E402
 import triton_attention_bwd  # noqa: E402
 import triton_decode  # noqa: E402
+import triton_varlen  # noqa: E402
 
 # Interpreter limits: a case of this size takes seconds, not minutes.
 INTERPRETER_MAX_SEQ_LEN = 256
@@ -59,6 +62,19 @@ DECODE_MASKS = ("window", "softcap")
 # rows it combines: 2^18 elements per tensor (e.g. 32 pages of 16 slots,
 # 4 kv heads, head dim 128) take about a second.
 INTERPRETER_DECODE_MAX_ELEMENTS = 1 << 18
+# The varlen op (triton_varlen.py): its inputs and output, in the op's order,
+# the head dims it declares (the kernel takes any power of two from 16) and
+# the masks it applies besides causal (window is window_left and
+# window_right).
+VARLEN = "varlen"
+VARLEN_INPUTS = ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k")
+VARLEN_OUTPUTS = ("o",)
+VARLEN_HEAD_DIMS = (64, 128)
+VARLEN_MASKS = ("window", "softcap")
+# Under the interpreter varlen's time grows with the tokens packed: 2^17
+# elements per tensor (e.g. 512 tokens of 4 heads at head dim 64) take a
+# few seconds causal.
+INTERPRETER_VARLEN_MAX_ELEMENTS = 1 << 17
 
 
 def check_interpreter_numpy():
@@ -83,12 +99,13 @@ def attention_capabilities(dtypes, **limits):
     return caps
 
 
-def decode_capabilities(dtypes, **limits):
-    """core.op_capabilities for decode: head dims, grouped-query heads, both
-    masking modes and the masks besides causal, through op_capabilities'
-    keyword arguments where the core has them, else added by hand."""
-    wanted = {"head_dims": list(DECODE_HEAD_DIMS), "grouped_query_heads": True, "causal": True, "non_causal": True,
-              "masks": list(DECODE_MASKS)}
+def decode_capabilities(dtypes, head_dims=DECODE_HEAD_DIMS, masks=DECODE_MASKS, **limits):
+    """core.op_capabilities for decode (and varlen, with its head dims and
+    masks): head dims, grouped-query heads, both masking modes and the
+    masks besides causal, through op_capabilities' keyword arguments where
+    the core has them, else added by hand."""
+    wanted = {"head_dims": list(head_dims), "grouped_query_heads": True, "causal": True, "non_causal": True,
+              "masks": list(masks)}
     accepted = inspect.signature(core.op_capabilities).parameters
     caps = core.op_capabilities(dtypes, **{k: v for k, v in wanted.items() if k in accepted}, **limits)
     for key, value in wanted.items():
@@ -96,10 +113,16 @@ def decode_capabilities(dtypes, **limits):
     return caps
 
 
+def varlen_capabilities(dtypes, **limits):
+    """core.op_capabilities for varlen: as decode's, with varlen's head dims
+    and masks."""
+    return decode_capabilities(dtypes, head_dims=VARLEN_HEAD_DIMS, masks=VARLEN_MASKS, **limits)
+
+
 def tunables():
     """The forward kernel's launch parameters as the variant's tunables (see
     triton_attention.TUNABLES): "auto" is the default, the autotuner. They
-    apply to attention alone: decode picks its own launch."""
+    apply to attention alone: decode and varlen pick their own launch."""
     return [{"name": name, "values": list(values), "default": "auto", "ops": [core.ATTENTION],
              "description": TUNABLE_DESCRIPTIONS[name]} for name, values in triton_attention.TUNABLES.items()]
 
@@ -132,30 +155,34 @@ class Backend:
             self.build += ", TRITON_INTERPRET=1"
 
     def variants(self):
-        """One variant, "triton": attention in every mode (its capabilities)
-        and decode (its op_capabilities entry)."""
-        ops = [core.ATTENTION, DECODE]
+        """One variant, "triton": attention in every mode (its capabilities),
+        decode and varlen (their op_capabilities entries)."""
+        ops = [core.ATTENTION, DECODE, VARLEN]
         if self.interpreted:
-            description = (f"own FlashAttention forward and backward and split-KV paged decode under Triton's CPU "
-                           f"interpreter (no GPU here): slow, so limited to seq len {INTERPRETER_MAX_SEQ_LEN} and "
-                           f"{INTERPRETER_MAX_ELEMENTS} elements per tensor ({INTERPRETER_DECODE_MAX_ELEMENTS} for "
-                           f"decode), one fixed {self._interpreter_config()} forward and "
+            description = (f"own FlashAttention forward and backward, split-KV paged decode and varlen prefill "
+                           f"under Triton's CPU interpreter (no GPU here): slow, so limited to seq len "
+                           f"{INTERPRETER_MAX_SEQ_LEN} and {INTERPRETER_MAX_ELEMENTS} elements per tensor "
+                           f"({INTERPRETER_DECODE_MAX_ELEMENTS} for decode, {INTERPRETER_VARLEN_MAX_ELEMENTS} for "
+                           f"varlen), one fixed {self._interpreter_config()} forward and "
                            f"{triton_attention_bwd.interpreter_config()} backward, decode BLOCK_N="
-                           f"{triton_decode.INTERPRETER_BLOCK_N}; no bf16 (the interpreter misreads it)")
+                           f"{triton_decode.INTERPRETER_BLOCK_N}, varlen BLOCK_M={triton_varlen.INTERPRETER_BLOCK_M} "
+                           f"BLOCK_N={triton_varlen.INTERPRETER_BLOCK_N}; no bf16 (the interpreter misreads it)")
             caps = attention_capabilities(("fp16", "fp32"), head_dims=(64, 128),
                                           max_seq_len=INTERPRETER_MAX_SEQ_LEN, max_elements=INTERPRETER_MAX_ELEMENTS)
             decode = decode_capabilities(("fp16", "fp32"), max_elements=INTERPRETER_DECODE_MAX_ELEMENTS)
+            varlen = varlen_capabilities(("fp16", "fp32"), max_elements=INTERPRETER_VARLEN_MAX_ELEMENTS)
             # No tunables: the interpreter ignores num_warps and num_stages,
             # and checking every tile choice in it would take many minutes.
             return [{"name": "triton", "description": description, "ops": ops, "capabilities": caps,
-                     "op_capabilities": {DECODE: decode}}]
+                     "op_capabilities": {DECODE: decode, VARLEN: varlen}}]
         description = ("own FlashAttention forward (online softmax) and FlashAttention-2-style backward in Triton, "
-                       "autotuned per shape, and split-KV paged decode (flash-decoding); the tunables set the "
-                       "forward's launch (a bwd case refuses fixed ones)")
+                       "autotuned per shape, split-KV paged decode (flash-decoding) and packed varlen prefill; the "
+                       "tunables set the forward's launch (a bwd case refuses fixed ones)")
         caps = attention_capabilities(("fp16", "bf16", "fp32"), head_dims=(64, 128), needs_gpu=True)
         decode = decode_capabilities(("fp16", "bf16", "fp32"), needs_gpu=True)
+        varlen = varlen_capabilities(("fp16", "bf16", "fp32"), needs_gpu=True)
         return [{"name": "triton", "description": description, "ops": ops, "capabilities": caps,
-                 "op_capabilities": {DECODE: decode}, "tunables": tunables()}]
+                 "op_capabilities": {DECODE: decode, VARLEN: varlen}, "tunables": tunables()}]
 
     def prepare(self, case):
         out = torch.empty(case.shape.q_shape, dtype=case.q.dtype, device=case.device)
@@ -186,8 +213,10 @@ class Backend:
         Kernel whose run() returns the outputs in the op's order."""
         if case.op == DECODE:
             return self._prepare_decode(case)
+        if case.op == VARLEN:
+            return self._prepare_varlen(case)
         if case.op != core.ATTENTION:
-            raise ValueError(f"the triton backend runs attention and decode only, not {case.op}")
+            raise ValueError(f"the triton backend runs attention, decode and varlen only, not {case.op}")
         mode = case.params.get("mode") or "fwd"
         if mode not in MODES:
             raise core.Unsupported(f"attention mode {mode!r} is not one of {', '.join(MODES)}")
@@ -311,6 +340,63 @@ class Backend:
                  "config": triton_decode.describe_config(config), "num_splits": str(config["num_splits"]),
                  "block_m": str(config["BLOCK_M"]), "block_n": str(config["BLOCK_N"]),
                  "row_tiles": str(config["row_tiles"]), "precision": config["precision"]}
+        return core.Kernel(run, facts=facts, output=out)
+
+    def _prepare_varlen(self, case):
+        """The varlen op: q [total_q, H, D] and k, v [total_k, KVH, D],
+        sequences packed end to end and delimited by cu_seqlens_q and
+        cu_seqlens_k [B + 1] (int32); max_seqlen from the params seq_q and
+        seq_k (the longest sequences), checked against the cu_seqlens here,
+        outside the timed region. Allocates the output, runs the case once
+        (compiling it) and returns a Kernel whose run() returns the output
+        [total_q, H, D]."""
+        inputs = {name.lower(): tensor for name, tensor in case.inputs.items()}
+        missing = [name for name in VARLEN_INPUTS if name not in inputs]
+        if missing:
+            raise ValueError(f"varlen: inputs {', '.join(missing)} missing (have {', '.join(case.inputs)})")
+        if len(case.outputs) != len(VARLEN_OUTPUTS):
+            raise ValueError(f"varlen has {len(VARLEN_OUTPUTS)} output ({', '.join(VARLEN_OUTPUTS)}); "
+                             f"the case names {len(case.outputs)}")
+        q, k, v = (inputs[name].contiguous() for name in ("q", "k", "v"))
+        cu_q, cu_k = (inputs[name].to(torch.int32).contiguous() for name in ("cu_seqlens_q", "cu_seqlens_k"))
+        dtype = case.params.get("dtype")
+        if dtype and q.dtype != core.torch_dtype(dtype):
+            raise ValueError(f"q is {q.dtype}, the case's dtype is {dtype}")
+        head_dim = q.shape[-1]
+        if head_dim < 16 or head_dim & (head_dim - 1):
+            raise core.Unsupported(f"head dim {head_dim}: the varlen kernel takes powers of two from 16")
+        # The longest sequences: the params' (the grid is sized by seq_q),
+        # never shorter than the cu_seqlens say (one sync, in Prepare).
+        longest_q = int((cu_q[1:] - cu_q[:-1]).max()) if cu_q.numel() > 1 else 0
+        longest_k = int((cu_k[1:] - cu_k[:-1]).max()) if cu_k.numel() > 1 else 0
+        max_q = int(case.params.get("seq_q") or longest_q)
+        max_k = int(case.params.get("seq_k") or max(max_q, longest_k))
+        if longest_q > max_q or longest_k > max_k:
+            raise ValueError(f"varlen: the cu_seqlens hold sequences of up to {longest_q} queries and "
+                             f"{longest_k} keys, longer than seq_q {max_q} and seq_k {max_k}")
+        params = {"causal": case.params.get("causal", "true") == "true",
+                  "scale": float(case.params.get("scale") or 1 / math.sqrt(head_dim)),
+                  "window_left": int(case.params.get("window_left") or -1),
+                  "window_right": int(case.params.get("window_right") or -1),
+                  "softcap": float(case.params.get("softcap") or 0)}
+        out = torch.empty_like(q)
+        tensors = (q, k, v, cu_q, cu_k, max_q, max_k, out)
+        # Compiles and picks the launch; later calls reuse it.
+        config = triton_varlen.varlen(*tensors, **params)
+        launch = {name: config[key] for name, key in (("block_m", "BLOCK_M"), ("block_n", "BLOCK_N"),
+                                                       ("num_warps", "num_warps"), ("num_stages", "num_stages"))}
+
+        def run():
+            triton_varlen.varlen(*tensors, **params, **launch)
+            return out
+
+        facts = {"triton": triton.__version__, "interpreter": str(self.interpreted).lower(), "op": VARLEN,
+                 "function": "triton_varlen.varlen", "kernels": ", ".join(triton_varlen.KERNELS),
+                 "config": triton_varlen.describe_config(config), "block_m": str(config["BLOCK_M"]),
+                 "block_n": str(config["BLOCK_N"]),
+                 "grid": f"{config['num_tiles']} query tiles x {q.shape[1]} heads x {cu_q.numel() - 1} sequences "
+                         f"(tiles past a sequence's length exit at once)",
+                 "max_seqlen": f"q {max_q}, k {max_k}", "precision": config["precision"]}
         return core.Kernel(run, facts=facts, output=out)
 
     @staticmethod

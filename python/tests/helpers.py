@@ -299,3 +299,99 @@ def assert_decode_close(got, want, dtype):
     assert not torch.isnan(got.double()).any(), "output has NaN (poison read?)"
     err = decode_error(got, want)
     assert err <= DECODE_TOLERANCE[dtype], f"max error {err:.3g} > {DECODE_TOLERANCE[dtype]}"
+
+
+# ---------------------------------------------------------------- varlen (packed variable-length prefill)
+
+
+def make_varlen_tensors(seed, q_lens, heads, kv_heads, head_dim, dtype, prefix=0, k_lens=None):
+    """A varlen case's inputs as the host builds them: the sequences packed
+    end to end, q [total_q, H, D], k and v [total_k, KVH, D] in dtype, and
+    cu_seqlens_q, cu_seqlens_k [B + 1] int32. Sequence b has q_lens[b]
+    queries and q_lens[b] + prefix keys (k_lens, when given, instead)."""
+    gen = torch.Generator().manual_seed(seed)
+    dt = DTYPES[dtype]
+    k_lens = list(k_lens) if k_lens is not None else [n + prefix for n in q_lens]
+    if len(k_lens) != len(q_lens) or any(lk < lq for lq, lk in zip(q_lens, k_lens)):
+        raise ValueError(f"key lengths {k_lens} must match the query lengths {list(q_lens)} and be no shorter")
+    cu_q = torch.tensor([0, *q_lens], dtype=torch.int64).cumsum(0).to(torch.int32)
+    cu_k = torch.tensor([0, *k_lens], dtype=torch.int64).cumsum(0).to(torch.int32)
+    total_q, total_k = int(cu_q[-1]), int(cu_k[-1])
+    q = torch.randn(total_q, heads, head_dim, generator=gen)
+    k = torch.randn(total_k, kv_heads, head_dim, generator=gen)
+    v = torch.randn(total_k, kv_heads, head_dim, generator=gen)
+    return {"q": q.to(dt), "k": k.to(dt), "v": v.to(dt), "cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k}
+
+
+def varlen_lengths(inputs):
+    """The (query, key) lengths of each sequence, from the cu_seqlens."""
+    cu_q, cu_k = inputs["cu_seqlens_q"].tolist(), inputs["cu_seqlens_k"].tolist()
+    return [(cu_q[b + 1] - cu_q[b], cu_k[b + 1] - cu_k[b]) for b in range(len(cu_q) - 1)]
+
+
+def varlen_params(inputs, dtype, causal=True, window_left=-1, window_right=-1, softcap=0.0):
+    """A varlen case's axes as the host sends them: text. seq_q and seq_k
+    are the longest sequences."""
+    total_q, heads, head_dim = inputs["q"].shape
+    total_k, kv_heads, _ = inputs["k"].shape
+    lengths = varlen_lengths(inputs)
+    return {"batch": str(len(lengths)), "heads": str(heads), "kv_heads": str(kv_heads),
+            "seq_q": str(max(lq for lq, _ in lengths)), "seq_k": str(max(lk for _, lk in lengths)),
+            "seq_dist": "uniform", "head_dim": str(head_dim), "dtype": dtype,
+            "causal": "true" if causal else "false", "window_left": str(window_left),
+            "window_right": str(window_right), "softcap": f"{softcap:g}", "total_q": str(total_q),
+            "total_k": str(total_k), "offsets": str(len(lengths) + 1)}
+
+
+def make_varlen_case(tmp_path, variant, inputs, dtype, case_id="case", **masking):
+    """A varlen request as the host sends it (make_varlen_tensors' inputs
+    written in the op's order, o [total_q, H, D] out) and its input hash."""
+    params = varlen_params(inputs, dtype, **masking)
+    return make_op_case(tmp_path, "varlen", variant, inputs, [("o", list(inputs["q"].shape), dtype)], params,
+                        case_id)
+
+
+def varlen_reference(inputs, causal=True, window_left=-1, window_right=-1, softcap=0.0, align="bottom-right",
+                     use_cu_seqlens=True):
+    """The varlen output in float64, sequence by sequence and row by row:
+    query i of a sequence with Lq queries and Lk keys sits at position
+    p = Lk - Lq + i and sees key j when j <= p (causal), p - window_left <=
+    j (window_left >= 0) and j <= p + window_right (window_right >= 0);
+    softcap c turns a scaled score s into c·tanh(s/c). The last two
+    arguments compute it wrongly on purpose, as a broken kernel would, to
+    show the checks catch it: align "top-left" puts query i at position i,
+    use_cu_seqlens False reads the whole pack as one sequence."""
+    q, k, v = (inputs[n].double() for n in ("q", "k", "v"))
+    heads, head_dim = q.shape[1], q.shape[2]
+    group = heads // k.shape[1]
+    if use_cu_seqlens:
+        cu_q, cu_k = inputs["cu_seqlens_q"].tolist(), inputs["cu_seqlens_k"].tolist()
+    else:
+        cu_q, cu_k = [0, q.shape[0]], [0, k.shape[0]]
+    out = torch.empty_like(q)
+    for b in range(len(cu_q) - 1):
+        q0, lq, k0, lk = cu_q[b], cu_q[b + 1] - cu_q[b], cu_k[b], cu_k[b + 1] - cu_k[b]
+        for i in range(lq):
+            pos = lk - lq + i if align == "bottom-right" else i
+            seen = [j for j in range(lk)
+                    if (not causal or j <= pos) and (window_left < 0 or j >= pos - window_left)
+                    and (window_right < 0 or j <= pos + window_right)]
+            keys = k[[k0 + j for j in seen]]  # [n, KVH, D]
+            values = v[[k0 + j for j in seen]]
+            for h in range(heads):
+                scores = keys[:, h // group] @ q[q0 + i, h] / math.sqrt(head_dim)
+                if softcap > 0:
+                    scores = softcap * torch.tanh(scores / softcap)
+                out[q0 + i, h] = torch.softmax(scores, 0) @ values[:, h // group]
+    return out
+
+
+# Varlen's tolerance, as decode's: |got - want| <= tol * (1 + |want|).
+VARLEN_TOLERANCE = DECODE_TOLERANCE
+
+
+def assert_varlen_close(got, want, dtype, tolerance=None):
+    assert not torch.isnan(got.double()).any(), "output has NaN (a row left unwritten?)"
+    tol = (tolerance or VARLEN_TOLERANCE)[dtype]
+    err = decode_error(got, want)
+    assert err <= tol, f"max error {err:.3g} > {tol}"

@@ -27,6 +27,8 @@ from helpers import (
     make_decode_case,
     make_decode_tensors,
     make_rmsnorm_case,
+    make_varlen_case,
+    make_varlen_tensors,
     read_output,
     read_outputs,
     read_tensor,
@@ -35,6 +37,8 @@ from helpers import (
     restore_triton_autotune,
     rmsnorm_reference,
     shape,
+    assert_varlen_close,
+    varlen_reference,
 )
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
@@ -786,3 +790,183 @@ def test_the_decode_example_parses_and_defines_decode():
     decode = functions["decode"]
     assert [a.arg for a in decode.args.args] == ["q", "k_cache", "v_cache", "block_table", "cache_seqlens"]
     assert [a.arg for a in decode.args.kwonlyargs] == ["causal", "scale", "window_left", "softcap"]
+
+
+# ---------------------------------------------------------------- varlen
+
+VARLEN_FILE = """
+import torch
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal, scale):
+    return torch.zeros_like(q)
+"""
+
+
+def varlen_inputs(seed=0, q_lens=(1, 37, 20, 5), prefix=0, dtype="fp32", heads=8, kv_heads=2, head_dim=32):
+    return make_varlen_tensors(seed, list(q_lens), heads, kv_heads, head_dim, dtype, prefix=prefix)
+
+
+@pytest.mark.parametrize("sources, ops", [
+    ((VARLEN_FILE,), ["varlen"]),
+    ((SDPA_FILE, VARLEN_FILE), ["attention", "varlen"]),
+    ((DECODE_FILE, VARLEN_FILE), ["decode", "varlen"]),
+])
+def test_a_file_that_defines_attention_varlen_offers_varlen(tmp_path, monkeypatch, sources, ops):
+    (variant,) = served(monkeypatch, write(tmp_path, "".join(sources), "k.py")).describe({})["variants"]
+    assert variant["ops"] == ops and "attention_varlen()" in variant["description"]
+    caps = core.op_capabilities(("fp16", "bf16", "fp32"), grouped_query_heads=True, causal=True, non_causal=True)
+    assert variant["op_capabilities"]["varlen"] == caps
+    assert "masks" not in variant["op_capabilities"]["varlen"]  # no window_left=, window_right=, softcap=
+
+
+def test_a_file_named_for_the_op_alone_does_not_serve_varlen(tmp_path):
+    """The op is varlen, its function attention_varlen: a function called
+    varlen is not it."""
+    path = write(tmp_path, "def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal, "
+                           "scale):\n    return q\n")
+    assert "defines no function" in unavailable(path)
+
+
+@pytest.mark.parametrize("signature, masks", [
+    ("causal, scale, window_left=-1", ["window"]),
+    ("causal, scale, window_right=-1", ["window"]),
+    ("causal, scale, softcap=0.0", ["softcap"]),
+    ("causal, scale, softcap=0.0, window_right=-1, window_left=-1", ["window", "softcap"]),
+    ("causal, scale, **options", ["window", "softcap"]),
+])
+def test_attention_varlens_optional_keywords_are_its_masks(tmp_path, monkeypatch, signature, masks):
+    path = write(tmp_path, f"def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, "
+                           f"max_seqlen_k, *, {signature}):\n    return q\n\n"
+                           f"def capabilities():\n    return {{'gqa': False, 'head_dims': [64]}}\n")
+    (variant,) = served(monkeypatch, path).describe({})["variants"]
+    caps = variant["op_capabilities"]["varlen"]
+    assert caps["masks"] == masks and caps["head_dims"] == [64] and "grouped_query_heads" not in caps
+
+
+@pytest.mark.parametrize("spec", [
+    dict(q_lens=(1, 37, 20, 5), dtype="fp32"),
+    dict(q_lens=(1, 37, 20, 5), prefix=12, dtype="fp16"),
+    dict(q_lens=(30, 4, 9), prefix=7, dtype="fp32", causal=False),
+    dict(q_lens=(30, 4, 9), prefix=3, dtype="bf16", window_left=5),
+    dict(q_lens=(30, 4, 9), dtype="fp32", causal=False, window_left=4, window_right=2, kv_heads=8),
+    dict(q_lens=(1, 37, 20, 5), prefix=6, dtype="fp16", window_left=9, softcap=2.0, kv_heads=1),
+], ids=str)
+def test_the_torch_varlen_example_runs_through_the_worker_core(tmp_path, monkeypatch, spec):
+    masking = {k: spec.pop(k) for k in ("causal", "window_left", "window_right", "softcap") if k in spec}
+    inputs = varlen_inputs(seed=2, **spec)
+    worker = served(monkeypatch, str(EXAMPLES / "varlen_torch.py"))
+    (variant,) = worker.describe({})["variants"]
+    assert variant["ops"] == ["varlen"] and variant["op_capabilities"]["varlen"]["masks"] == ["window", "softcap"]
+    request, digest = make_varlen_case(tmp_path, "my-kernel", inputs, spec["dtype"], **masking)
+    prepared = worker.prepare(request)
+    assert prepared["loaded_sha256"] == digest and "diagnostics" not in prepared
+    assert prepared["facts"]["output_poison"] == ("not applied: attention_varlen() allocates its output; "
+                                                  "the returned tensor is written")
+    worker.fetch({"case_id": "case"})
+    got = read_outputs(request)["o"]
+    want = varlen_reference(inputs, **masking)
+    assert_varlen_close(got, want, spec["dtype"])
+    assert decode_error(got, varlen_reference(inputs, **masking, use_cu_seqlens=False)) > 0.1
+    if masking.get("causal", True) and spec.get("prefix"):
+        assert decode_error(got, varlen_reference(inputs, **masking, align="top-left")) > 0.1
+    timed = tmp_path / "timed.bin"
+    samples = worker.run({"case_id": "case", "measurement": QUICK, "output": str(timed)})
+    assert samples["method"] == "wall-clock" and len(samples["kernel_times"]) >= 3
+    assert_varlen_close(read_tensor(timed, list(inputs["q"].shape), spec["dtype"]), want, spec["dtype"])
+
+
+def test_attention_varlen_gets_the_cases_arguments_keywords_and_config(tmp_path, monkeypatch):
+    seen = tmp_path / "seen.txt"
+    path = write(tmp_path, f"""
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal, scale,
+                     window_left, window_right, softcap, config):
+    open({str(seen)!r}, "w").write(repr((max_seqlen_q, max_seqlen_k, type(max_seqlen_q).__name__, causal, scale,
+                                         window_left, window_right, softcap, config, cu_seqlens_q.dtype)))
+    return q.clone()
+TUNABLES = {{"BLOCK": [32, 64]}}
+""")
+    worker = served(monkeypatch, path)
+    inputs = varlen_inputs(head_dim=64, prefix=5)
+    request, _ = make_varlen_case(tmp_path, "my-kernel", inputs, "fp32", causal=False, window_left=12,
+                                  window_right=3, softcap=30.0)
+    prepared = worker.prepare({**request, "tunables": {"BLOCK": "64"}})
+    assert seen.read_text() == "(37, 42, 'int', False, 0.125, 12, 3, 30.0, {'BLOCK': 64}, torch.int32)"
+    facts = prepared["facts"]
+    assert facts["keywords"] == "causal=False, scale=0.125, window_left=12, window_right=3, softcap=30.0"
+    assert facts["max_seqlen"] == "q 37, k 42"
+
+
+@pytest.mark.parametrize("masking, reason", [
+    (dict(window_left=16), "my-kernel: attention_varlen() takes no window_left= (window mask), and the case sets "
+                           "window_left 16"),
+    (dict(window_right=2), "my-kernel: attention_varlen() takes no window_right= (window mask), and the case sets "
+                           "window_right 2"),
+    (dict(softcap=30.0), "my-kernel: attention_varlen() takes no softcap= (softcap mask), and the case sets "
+                         "softcap 30"),
+])
+def test_a_mask_attention_varlen_does_not_take_is_a_skip(tmp_path, monkeypatch, masking, reason):
+    worker = served(monkeypatch, write(tmp_path, VARLEN_FILE))
+    request, _ = make_varlen_case(tmp_path, "my-kernel", varlen_inputs(), "fp32", **masking)
+    (diagnostic,) = worker.prepare(request)["diagnostics"]
+    assert (diagnostic["severity"], diagnostic["summary"]) == ("unsupported", reason)
+    request, _ = make_varlen_case(tmp_path, "my-kernel", varlen_inputs(), "fp32")  # the defaults run
+    assert "diagnostics" not in worker.prepare(request)
+
+
+def test_a_left_window_alone_still_skips_a_right_window(tmp_path, monkeypatch):
+    path = write(tmp_path, "def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, "
+                           "*, causal, scale, window_left=-1):\n    return q.clone()\n")
+    worker = served(monkeypatch, path)
+    request, _ = make_varlen_case(tmp_path, "my-kernel", varlen_inputs(), "fp32", window_left=4)
+    assert "diagnostics" not in worker.prepare(request)
+    request, _ = make_varlen_case(tmp_path, "my-kernel", varlen_inputs(), "fp32", window_left=4, window_right=1)
+    (diagnostic,) = worker.prepare(request)["diagnostics"]
+    assert diagnostic["summary"].startswith("my-kernel: attention_varlen() takes no window_right= (window mask)")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("return (q,)", "returned tuple, want a torch.Tensor [total_q, H, D]"),
+    ("return q.half()", "returned torch.float16, want torch.float32 (q's dtype)"),
+    ("return q[1:]", "returned shape (62, 8, 32), want (63, 8, 32) ([total_q, H, D], as q)"),
+])
+def test_an_attention_varlen_result_the_host_cannot_check_is_an_error_naming_the_file(tmp_path, monkeypatch, body,
+                                                                                       message):
+    path = write(tmp_path, f"def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, "
+                           f"*, causal, scale):\n    {body}\n")
+    worker = served(monkeypatch, path)
+    request, _ = make_varlen_case(tmp_path, "my-kernel", varlen_inputs(), "fp32")
+    with pytest.raises((TypeError, ValueError)) as caught:
+        worker.prepare(request)
+    assert f"attention_varlen() in {path}" in str(caught.value) and message in str(caught.value)
+
+
+def test_an_attention_varlen_out_parameter_gets_a_buffer_the_core_poisons(tmp_path, monkeypatch):
+    path = write(tmp_path, "def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, "
+                           "*, causal, scale, out):\n    out[1:] = 0\n    return out\n")
+    worker = served(monkeypatch, path)
+    inputs = varlen_inputs()
+    request, _ = make_varlen_case(tmp_path, "my-kernel", inputs, "fp32")
+    assert worker.prepare(request)["facts"]["output_poison"] == ("applied: attention_varlen(out=) writes the "
+                                                                 "buffer the harness poisons")
+    worker.fetch({"case_id": "case"})
+    raw = read_outputs(request)["o"]
+    assert bool((raw[0].contiguous().view(torch.uint8) == core.POISON_BYTE).all()) and not raw[1:].any()
+
+
+def test_an_attention_varlen_without_its_keywords_is_unavailable(tmp_path):
+    path = write(tmp_path, "def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, "
+                           "*, causal):\n    return q\n")
+    reason = unavailable(path)
+    assert reason.startswith(path) and ("attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, "
+                                        "max_seqlen_k, *, causal) takes no keyword 'scale': define "
+                                        "attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, "
+                                        "max_seqlen_k, *, causal, scale)") in reason, reason
+
+
+def test_the_varlen_example_parses_and_defines_attention_varlen():
+    tree = ast.parse((EXAMPLES / "varlen_torch.py").read_text(), filename="varlen_torch.py")
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    fn = functions["attention_varlen"]
+    assert [a.arg for a in fn.args.args] == ["q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q",
+                                             "max_seqlen_k"]
+    assert [a.arg for a in fn.args.kwonlyargs] == ["causal", "scale", "window_left", "window_right", "softcap"]

@@ -387,7 +387,7 @@ def test_the_variant_lists_decode_with_its_own_capabilities():
     for interpreted in (True, False):
         backend.interpreted = interpreted
         (variant,) = backend.variants()
-        assert variant["ops"] == ["attention", "decode"]
+        assert variant["ops"][:2] == ["attention", "decode"]
         caps = variant["op_capabilities"]["decode"]
         assert caps["head_dims"] == [64, 128] and caps["masks"] == ["window", "softcap"]
         assert caps["grouped_query_heads"] and caps["causal"] and caps["non_causal"]

@@ -10,6 +10,8 @@ one variant named $FLASHCORE_BACKEND_NAME. The file defines one or more of
     def attention_forward_backward(q, k, v, do, *, causal: bool, scale: float) -> (o, dq, dk, dv)
     def rmsnorm(x, weight, *, eps: float) -> torch.Tensor
     def decode(q, k_cache, v_cache, block_table, cache_seqlens, *, causal: bool, scale: float) -> torch.Tensor
+    def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal: bool,
+                         scale: float) -> torch.Tensor
 
 attention with q [B, H, Sq, D] and k, v [B, H_kv, Sk, D], rmsnorm with x
 [rows, cols] and weight [cols], decode (a paged KV cache) with q [B, q_len,
@@ -18,7 +20,12 @@ max_pages] and cache_seqlens [B] (int32), on the worker's device; the
 variant offers the ops whose functions the file defines. decode's causal
 masking is bottom-right aligned, and it may take the keywords
 ``window_left=`` and ``softcap=`` (DECODE_OPTIONS): a case that sets one away
-from its default is a skip for a decode() without it. The three attention functions
+from its default is a skip for a decode() without it. attention_varlen serves
+the op varlen (sequences packed end to end): q [total_q, H, D], k and v
+[total_k, H_kv, D], cu_seqlens_q and cu_seqlens_k [B + 1] (int32), and
+max_seqlen_q, max_seqlen_k the longest sequences (Python ints); causal is
+bottom-right aligned, and it may take ``window_left=``, ``window_right=``
+and ``softcap=`` (VARLEN_OPTIONS), likewise. The three attention functions
 are its modes (ATTENTION_FUNCTIONS): ``attention`` the forward (mode fwd),
 ``attention_backward`` the backward alone (mode bwd: o and do [B, H, Sq,
 D] in q's dtype, lse [B, H, Sq] fp32, the natural log of each query row's
@@ -59,6 +66,8 @@ BACKWARD_SIGNATURE = "attention_backward(q, k, v, o, do, lse, *, causal, scale)"
 FORWARD_BACKWARD_SIGNATURE = "attention_forward_backward(q, k, v, do, *, causal, scale)"
 RMSNORM_SIGNATURE = "rmsnorm(x, weight, *, eps)"
 DECODE_SIGNATURE = "decode(q, k_cache, v_cache, block_table, cache_seqlens, *, causal, scale)"
+VARLEN_SIGNATURE = ("attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, "
+                    "causal, scale)")
 
 # The functions a file may define, by op (ops/ in Go; `flashcore list
 # --ops` prints each op's contract): the signature and the keywords the
@@ -67,7 +76,10 @@ OP_FUNCTIONS = {
     "attention": (SIGNATURE, ("causal", "scale")),
     "rmsnorm": (RMSNORM_SIGNATURE, ("eps",)),
     "decode": (DECODE_SIGNATURE, ("causal", "scale")),
+    "varlen": (VARLEN_SIGNATURE, ("causal", "scale")),
 }
+# The function's name where it is not the op's.
+OP_FUNCTION_NAMES = {"varlen": "attention_varlen"}
 
 # decode's inputs, in the op's order (ops/decode in Go).
 DECODE_INPUTS = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens")
@@ -78,6 +90,17 @@ DECODE_INPUTS = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens")
 # from that value is a skip for one that does not.
 DECODE_OPTIONS = {
     "window_left": ("window", "-1", int),
+    "softcap": ("softcap", "0", float),
+}
+
+# varlen's inputs, in the op's order (ops/varlen in Go), and the keywords
+# attention_varlen() may take besides causal and scale, as DECODE_OPTIONS.
+# window_left and window_right are one mask, "window": a function that
+# takes either declares it, and a case that sets the other is a skip.
+VARLEN_INPUTS = ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k")
+VARLEN_OPTIONS = {
+    "window_left": ("window", "-1", int),
+    "window_right": ("window", "-1", int),
     "softcap": ("softcap", "0", float),
 }
 
@@ -101,8 +124,8 @@ _OUTPUT_LIKE = {"o": ("q", "[B, H, Sq, D]"), "dq": ("q", "[B, H, Sq, D]"), "dk":
 # The harness checks every output, so a shape the kernel gets wrong is a
 # FAIL row that says so; declare the limits and those cases become skips.
 # dtypes and needs_gpu apply to every op the file defines; head_dims,
-# causal, non_causal and gqa to attention and decode; the other keys are
-# attention's.
+# causal, non_causal and gqa to attention, decode and varlen; the other keys
+# are attention's.
 CAPABILITY_DEFAULTS = {
     "dtypes": ("fp16", "bf16", "fp32"),
     "head_dims": (),  # any
@@ -191,7 +214,7 @@ class KernelFile:
         self.module = module
         self.functions = {}
         for op in OP_FUNCTIONS:
-            fn = module_function(module, path, op)
+            fn = module_function(module, path, function_name(op))
             if fn is not None:
                 self.functions[op] = fn
         self.attention_modes = {}
@@ -209,6 +232,7 @@ class KernelFile:
         self.attention = self.functions.get("attention")
         self.rmsnorm = self.functions.get("rmsnorm")
         self.decode = self.functions.get("decode")
+        self.varlen = self.functions.get("varlen")
         self.setup = module_function(module, path, "setup")
         self.tunables = parse_tunables(getattr(module, "TUNABLES", None), path)
         self.takes_out_by_op = {op: self._check_keywords(op, fn) for op, fn in self.functions.items()}
@@ -222,6 +246,11 @@ class KernelFile:
         if self.decode is not None:
             params = self._parameters(self.decode, "decode")
             self.decode_options = tuple(k for k in DECODE_OPTIONS if accepts(params, k))
+        # The optional keywords attention_varlen() takes (VARLEN_OPTIONS), in order.
+        self.varlen_options = ()
+        if self.varlen is not None:
+            params = self._parameters(self.varlen, function_name("varlen"))
+            self.varlen_options = tuple(k for k in VARLEN_OPTIONS if accepts(params, k))
         self.setup_takes_config = self.setup is not None and accepts(self._parameters(self.setup, "setup"), "config")
         self.capabilities = parse_capabilities(self._call_capabilities(), path)
 
@@ -230,13 +259,14 @@ class KernelFile:
         """The names of the functions the file defines, in the order ops
         and modes are listed."""
         names = [ATTENTION_FUNCTIONS[mode][0] for mode in self.attention_modes]
-        return names + [op for op in self.functions if op != "attention"]
+        return names + [function_name(op) for op in self.functions if op != "attention"]
 
     def _check_keywords(self, name, fn, signature=None, keywords=None):
         """Raises unless fn takes the keywords the worker passes to it (an
         op's function by default); returns whether it takes out=."""
         if signature is None:
             signature, keywords = OP_FUNCTIONS[name]
+            name = function_name(name)
         params = self._parameters(fn, name)
         for keyword in keywords + (("config",) if self.tunables else ()):
             if not accepts(params, keyword):
@@ -268,6 +298,11 @@ def load_kernel_file(path):
     if not os.path.isfile(path):
         raise FileUnavailable(f"{path}: no such file")
     return KernelFile(path, load_module(path))
+
+
+def function_name(op):
+    """The name of the function a file defines for op."""
+    return OP_FUNCTION_NAMES.get(op, op)
 
 
 def module_function(module, path, name):
@@ -457,8 +492,13 @@ class Backend:
         ops = list(self.file.ops)
         if ops != ["attention"]:  # no list means attention alone, as before ops
             variant["ops"] = ops
+        op_capabilities = {}
         if self.file.decode is not None:
-            variant["op_capabilities"] = {"decode": self._decode_capabilities()}
+            op_capabilities["decode"] = self._decode_capabilities()
+        if self.file.varlen is not None:
+            op_capabilities["varlen"] = self._varlen_capabilities()
+        if op_capabilities:
+            variant["op_capabilities"] = op_capabilities
         if tunables:
             variant["tunables"] = tunables
         return [variant]
@@ -469,6 +509,16 @@ class Backend:
         optional keywords its decode() takes."""
         caps = self.file.capabilities
         masks = [DECODE_OPTIONS[k][0] for k in self.file.decode_options]
+        return core.op_capabilities(caps["dtypes"], needs_gpu=caps["needs_gpu"], head_dims=caps["head_dims"],
+                                    grouped_query_heads=caps["gqa"], causal=caps["causal"],
+                                    non_causal=caps["non_causal"], masks=masks)
+
+    def _varlen_capabilities(self):
+        """varlen's capabilities: as decode's, with the masks of the optional
+        keywords attention_varlen() takes (window_left= or window_right=:
+        the window)."""
+        caps = self.file.capabilities
+        masks = list(dict.fromkeys(VARLEN_OPTIONS[k][0] for k in self.file.varlen_options))
         return core.op_capabilities(caps["dtypes"], needs_gpu=caps["needs_gpu"], head_dims=caps["head_dims"],
                                     grouped_query_heads=caps["gqa"], causal=caps["causal"],
                                     non_causal=caps["non_causal"], masks=masks)
@@ -511,6 +561,8 @@ class Backend:
             return self.prepare_backward(case)
         if case.op == "decode":
             return self.prepare_decode(case)
+        if case.op == "varlen":
+            return self.prepare_varlen(case)
         fn = self.file.functions.get(case.op)
         if case.op != "rmsnorm" or fn is None:
             raise ValueError(f"{self.path} defines no function for op {case.op}")  # the bridge refuses it first
@@ -558,6 +610,48 @@ class Backend:
         check_result(first, f"decode() in {self.path}", case.outputs[0].dims, "[B, q_len, H, D]", q, "q", out)
         facts = self._facts(config, out, "decode")
         facts["keywords"] = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        return core.Kernel(run, facts=facts, output=out)
+
+    def prepare_varlen(self, case):
+        """varlen: the file's attention_varlen(q, k, v, cu_seqlens_q,
+        cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=, scale=) on the
+        case, with window_left=, window_right= and softcap= where it takes
+        them (a case that sets one it does not take is Unsupported), into
+        an output the harness allocates when it takes out=. max_seqlen_q
+        and max_seqlen_k are the params seq_q and seq_k (the longest
+        sequences), else read from the cu_seqlens."""
+        fn = self.file.varlen
+        if fn is None:
+            raise ValueError(f"{self.path} defines no {VARLEN_SIGNATURE}")  # the bridge refuses the op first
+        q = case.inputs["q"]
+        kwargs = {"causal": str(case.params.get("causal", "true")).lower() == "true",
+                  "scale": 1 / math.sqrt(q.shape[-1])}
+        for keyword, (mask, none, kind) in VARLEN_OPTIONS.items():
+            text = str(case.params.get(keyword, none))
+            value = kind(text)
+            if keyword in self.file.varlen_options:
+                kwargs[keyword] = value
+            elif value != kind(none):
+                raise core.Unsupported(f"{self.name}: attention_varlen() takes no {keyword}= ({mask} mask), and "
+                                       f"the case sets {keyword} {text}",
+                                       f"define attention_varlen(..., {keyword}={none}) to run such cases")
+        cu_q, cu_k = case.inputs["cu_seqlens_q"], case.inputs["cu_seqlens_k"]
+        max_q = int(case.params.get("seq_q") or int((cu_q[1:] - cu_q[:-1]).max()))
+        max_k = int(case.params.get("seq_k") or max(max_q, int((cu_k[1:] - cu_k[:-1]).max())))
+        config = self._config(case.tunables)
+        out = None
+        if self.file.takes_out_by_op["varlen"]:
+            import torch
+
+            out = torch.empty(case.outputs[0].dims, dtype=q.dtype, device=case.device)
+        args = tuple(case.inputs[n] for n in VARLEN_INPUTS) + (max_q, max_k)
+        run = self._runner(fn, args, kwargs, config, out)
+        first = self._first_call(run, "attention_varlen")
+        check_result(first, f"attention_varlen() in {self.path}", case.outputs[0].dims, "[total_q, H, D]", q, "q",
+                     out)
+        facts = self._facts(config, out, "attention_varlen")
+        facts["keywords"] = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        facts["max_seqlen"] = f"q {max_q}, k {max_k}"
         return core.Kernel(run, facts=facts, output=out)
 
     def prepare_backward(self, case):
@@ -651,7 +745,7 @@ class Backend:
             facts["config"] = ", ".join(f"{name}={value}" for name, value in config.items())
         if out is not None:
             facts["output_poison"] = f"applied: {op}(out=) writes the buffer the harness poisons"
-        elif op in OP_FUNCTIONS:
+        elif op in OP_FUNCTIONS or op in OP_FUNCTION_NAMES.values():
             facts["output_poison"] = f"not applied: {op}() allocates its output; the returned tensor is written"
         else:  # a backward function, of several outputs
             facts["output_poison"] = f"not applied: {op}() allocates its outputs; the returned tensors are written"
