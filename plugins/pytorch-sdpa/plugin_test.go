@@ -15,7 +15,7 @@ import (
 )
 
 var variantNames = []string{"sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "torch-rmsnorm",
-	"sdpa-paged", "flex-attention", "sdpa-varlen"}
+	"sdpa-paged", "sdpa-varlen", "flex-attention"}
 
 // rmsnormCases cover each dtype, a row that is not a power of two and a
 // hidden size of a large model.

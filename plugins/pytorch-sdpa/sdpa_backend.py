@@ -74,18 +74,21 @@ VARLEN = "varlen"
 # Variants of ops other than attention: name -> (their ops, description).
 # The first op's capabilities are the variant's "capabilities"; a variant
 # of several ops lists each op's in "op_capabilities" too.
+# Each op's baseline row is its first variant here that runs the case, so
+# the library call a serving stack makes (sdpa-paged, sdpa-varlen) comes
+# before flex-attention.
 OP_VARIANTS = {
     "torch-rmsnorm": (("rmsnorm",), "torch.nn.functional.rms_norm(x, (cols,), weight, eps=1e-6)"),
     "sdpa-paged": ((DECODE,), "scaled_dot_product_attention over K/V gathered from the pages, with an explicit "
                               "length/causal/window mask; the gather runs in Prepare, excluded from the time"),
+    "sdpa-varlen": ((VARLEN,), "torch.nn.attention.varlen.varlen_attn(q, k, v, cu_seq_q, cu_seq_k, max_q, max_k, "
+                               "scale=, window_size=(left, right)): FlashAttention-2's varlen forward on CUDA "
+                               "(no CPU kernel); no softcap, fp16 and bf16 only"),
     "flex-attention": ((DECODE, VARLEN),
                        "torch.compile(flex_attention) (eager on the CPU): decode over K/V gathered from the pages, "
                        "block mask for length/causal/window, score_mod for softcap, the gather and the block mask "
                        "built in Prepare, excluded from the time; varlen as one packed sequence under a document "
                        "mask (cu_seqlens, bottom-right causal, windows) built in Prepare, score_mod for softcap"),
-    "sdpa-varlen": ((VARLEN,), "torch.nn.attention.varlen.varlen_attn(q, k, v, cu_seq_q, cu_seq_k, max_q, max_k, "
-                               "scale=, window_size=(left, right)): FlashAttention-2's varlen forward on CUDA "
-                               "(no CPU kernel); no softcap, fp16 and bf16 only"),
 }
 
 # Messages with which PyTorch refuses a pinned backend (CUDA, then CPU).

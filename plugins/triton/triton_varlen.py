@@ -39,6 +39,8 @@ import triton
 import triton.language as tl
 
 LOG2E = 1.4426950408889634
+# LOG2E as a kernel may read it: a jit'ed function reads constexpr globals alone.
+_LOG2E = tl.constexpr(LOG2E)
 
 # The kernel this op launches (the facts name it).
 KERNELS = ("_varlen_forward",)
@@ -107,7 +109,7 @@ def _varlen_forward(Q, K, V, CU_Q, CU_K, OUT,
                 # c·tanh(scale·qk / c), in base 2: tanh from exp2 of −2|x|,
                 # which cannot overflow.
                 x = qk * softcap_inv
-                e = tl.math.exp2(-2.0 * LOG2E * tl.abs(x))
+                e = tl.math.exp2(-2.0 * _LOG2E * tl.abs(x))
                 t = (1.0 - e) / (1.0 + e)
                 s = tl.where(x < 0, -t, t) * softcap_log2
             else:

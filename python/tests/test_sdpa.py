@@ -60,7 +60,7 @@ def test_gpu_only_variants_are_refused_by_pytorch_on_cpu(worker, tmp_path, varia
 def test_capabilities_are_those_of_the_cpu(worker):
     caps = {v["name"]: v["capabilities"] for v in worker.handle("describe", {})["variants"]}
     assert list(caps) == ["sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "torch-rmsnorm",
-                          "sdpa-paged", "flex-attention", "sdpa-varlen"]
+                          "sdpa-paged", "sdpa-varlen", "flex-attention"]
     assert not caps["sdpa"]["needs_gpu"] and not caps["sdpa-flash"]["needs_gpu"]
     assert caps["sdpa-efficient"]["needs_gpu"] and caps["sdpa-cudnn"]["needs_gpu"]
 
