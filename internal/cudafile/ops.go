@@ -238,16 +238,32 @@ func (t OpTable) vars(c cudakit.OpCase, tunables map[string]string) (map[string]
 	sc := newOpScope(t.spec)
 	vars := map[string]int64{}
 	for _, name := range sc.ints {
-		if s, ok := c.Params[name]; ok && s != "" {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				return nil, nil, fmt.Errorf("axis %s: %q is not an integer", name, s)
+		// An axis left out is its default, or the axis it is the same as
+		// (kv_heads, heads): the suite decoder fills both in, a plan
+		// called directly may not.
+		a, _ := t.spec.Axis(name)
+		s := c.Params[name]
+		for seen := 0; s == "" && seen < 4; seen++ {
+			if a.Default != "" {
+				s = a.Default
+			} else if a.SameAs != "" {
+				s = c.Params[a.SameAs]
+				a, _ = t.spec.Axis(a.SameAs)
+			} else {
+				break
 			}
-			vars[name] = n
 		}
+		if s == "" {
+			continue // a formula that uses it says it has no value
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("axis %s: %q is not an integer", name, s)
+		}
+		vars[name] = n
 	}
 	for _, name := range sc.bools {
-		if c.Params.Bool(name) {
+		if t.boolAxis(c, name) {
 			vars[name] = 1
 		} else {
 			vars[name] = 0
@@ -289,6 +305,16 @@ func (t OpTable) vars(c cudakit.OpCase, tunables map[string]string) (map[string]
 	return vars, floats, nil
 }
 
+// boolAxis is a bool axis of the case, its default where the case
+// leaves it out.
+func (t OpTable) boolAxis(c cudakit.OpCase, name string) bool {
+	if s, ok := c.Params[name]; ok && s != "" {
+		return s == "true"
+	}
+	a, _ := t.spec.Axis(name)
+	return a.Default == "true"
+}
+
 // render fills an op entry's placeholders in: {dtype} as fp16, bf16 or
 // fp32, {T} as the C++ element type, a bool axis as true or false, every
 // other name as its decimal integer.
@@ -302,7 +328,7 @@ func (t OpTable) render(entry string, c cudakit.OpCase, vars map[string]int64) s
 		case name == "T":
 			return cTypes[c.Params.DType(sc.elem)]
 		case slices.Contains(sc.bools, name):
-			return strconv.FormatBool(c.Params.Bool(name))
+			return strconv.FormatBool(t.boolAxis(c, name))
 		}
 		return strconv.FormatInt(vars[name], 10)
 	})

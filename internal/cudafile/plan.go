@@ -130,7 +130,7 @@ func parseParamOf(text string, known map[string]bool, tensors, floats []string) 
 	}
 	f, err := ParseFormula(body, func(n string) bool { return known[n] })
 	if err != nil {
-		return Param{}, fmt.Errorf("param %v (a param is %s, a scratch buffer, %s, or an integer formula)", err, strings.Join(tensors, ", "), strings.Join(floats, ", "))
+		return Param{}, fmt.Errorf("param %v (a param is %s, or an integer formula)", err, strings.Join(slices.Concat(tensors, []string{"a scratch buffer"}, floats), ", "))
 	}
 	p.Int = f
 	return p, nil

@@ -170,6 +170,9 @@ type validator struct {
 func (v *validator) problem(key string, entry int, format string, args ...any) {
 	line := tomlpos.KeyLine(v.doc, key, entry)
 	if entry >= 0 && line == 0 {
+		line = nestedKeyLine(v.doc, key, entry)
+	}
+	if entry >= 0 && line == 0 {
 		line = tomlpos.KeyLine(v.doc, key[:strings.IndexByte(key+".", '.')], entry)
 	}
 	v.problems = append(v.problems, &suite.Error{Path: v.path, Line: line, Key: key, Message: fmt.Sprintf(format, args...)})
@@ -505,3 +508,38 @@ func (v *validator) entry(key string, i int, entry string, instances map[string]
 
 // placeholders are the {name} parts of an entry.
 var placeholders = regexp.MustCompile(`\{([^}]*)\}`)
+
+// nestedKeyLine is the line of key inside the entry-th entry of an array
+// of tables that is not top-level ([[decode.kernels]], [[backward.scratch]]:
+// key "decode.kernels.grid"), which tomlpos does not count: the line of
+// "grid = ..." after the entry's header, else the header's; 0 if none.
+func nestedKeyLine(doc, key string, entry int) int {
+	dot := strings.LastIndexByte(key, '.')
+	if dot < 0 || !strings.Contains(key[:dot], ".") {
+		return 0
+	}
+	array, name := key[:dot], key[dot+1:]
+	seen, header := -1, 0
+	for i, line := range strings.Split(doc, "\n") {
+		text := strings.TrimSpace(line)
+		if strings.HasPrefix(text, "[") {
+			if header > 0 {
+				return header // the entry ends without the key
+			}
+			if inner, ok := strings.CutPrefix(text, "[["); ok {
+				if h, _, ok := strings.Cut(inner, "]]"); ok && strings.TrimSpace(h) == array {
+					if seen++; seen == entry {
+						header = i + 1
+					}
+				}
+			}
+			continue
+		}
+		if header > 0 {
+			if k, _, ok := strings.Cut(text, "="); ok && strings.TrimSpace(k) == name {
+				return i + 1
+			}
+		}
+	}
+	return header
+}
