@@ -92,9 +92,15 @@ type Param struct {
 	Type   string  // ptr, f32, f64, i32 or i64
 }
 
-// parseParam reads one params entry; known are the formula names (true)
-// and scratch buffers (false), tensors the tensors the kernel may take.
+// parseParam reads one params entry of an attention kernel; known are the
+// formula names (true) and scratch buffers (false), tensors the tensors the
+// kernel may take.
 func parseParam(text string, known map[string]bool, tensors []string) (Param, error) {
+	return parseParamOf(text, known, tensors, floatParams)
+}
+
+// parseParamOf reads one params entry whose float params are floats.
+func parseParamOf(text string, known map[string]bool, tensors, floats []string) (Param, error) {
 	body, typ, _ := strings.Cut(text, ":")
 	body = strings.TrimSpace(body)
 	p := Param{Text: text, Type: typ}
@@ -106,7 +112,7 @@ func parseParam(text string, known map[string]bool, tensors []string) (Param, er
 		}
 		p.Type = "ptr"
 		return p, nil
-	case slices.Contains(floatParams, body):
+	case slices.Contains(floats, body):
 		p.Float = body
 		if typ == "" {
 			p.Type = "f32"
@@ -124,7 +130,7 @@ func parseParam(text string, known map[string]bool, tensors []string) (Param, er
 	}
 	f, err := ParseFormula(body, func(n string) bool { return known[n] })
 	if err != nil {
-		return Param{}, fmt.Errorf("param %v (a param is %s, a scratch buffer, scale, scale_log2e, or an integer formula)", err, strings.Join(tensors, ", "))
+		return Param{}, fmt.Errorf("param %v (a param is %s, or an integer formula)", err, strings.Join(slices.Concat(tensors, []string{"a scratch buffer"}, floats), ", "))
 	}
 	p.Int = f
 	return p, nil
@@ -165,6 +171,13 @@ func (s *Spec) passPlan(pass Pass, outputReset *uint32, shape sdk.Shape, tunable
 	if err != nil {
 		return cudakit.Launch{}, err
 	}
+	floats := map[string]float64{"scale": shape.Scale(), "scale_log2e": shape.Scale() * math.Log2E}
+	return pass.plan(outputReset, vars, floats, func(entry string) string { return render(entry, shape, vars) })
+}
+
+// plan maps a case, as the values of its formula names (vars) and float
+// params (floats), to the pass's launches; symbol renders a kernel's entry.
+func (pass Pass) plan(outputReset *uint32, vars map[string]int64, floats map[string]float64, symbol func(string) string) (cudakit.Launch, error) {
 	var scratch []cudakit.Scratch
 	for _, sc := range pass.Scratch {
 		n, err := sc.Bytes.Eval(vars)
@@ -179,7 +192,7 @@ func (s *Spec) passPlan(pass Pass, outputReset *uint32, shape sdk.Shape, tunable
 	}
 	var launches []cudakit.Launch
 	for i, k := range pass.Kernels {
-		l, err := k.launch(shape, tunables, vars)
+		l, err := k.launch(symbol(k.Entry), vars, floats)
 		if err != nil {
 			return cudakit.Launch{}, fmt.Errorf("kernel %d (%s): %w", i+1, k.Entry, err)
 		}
@@ -213,8 +226,8 @@ func (k Kernel) instantiated(vars map[string]int64) string {
 	return ""
 }
 
-func (k Kernel) launch(shape sdk.Shape, tunables map[string]string, vars map[string]int64) (cudakit.Launch, error) {
-	l := cudakit.Launch{Function: render(k.Entry, shape, vars)}
+func (k Kernel) launch(function string, vars map[string]int64, floats map[string]float64) (cudakit.Launch, error) {
+	l := cudakit.Launch{Function: function}
 	if why := k.instantiated(vars); why != "" {
 		return l, errors.New(why)
 	}
@@ -241,7 +254,7 @@ func (k Kernel) launch(shape sdk.Shape, tunables map[string]string, vars map[str
 	l.DynamicSharedBytes = int(shared)
 	l.Params = make([]cudakit.Param, 0, len(k.Params))
 	for _, p := range k.Params {
-		arg, err := p.arg(shape, vars)
+		arg, err := p.value(vars, floats)
 		if err != nil {
 			return l, err
 		}
@@ -250,14 +263,21 @@ func (k Kernel) launch(shape sdk.Shape, tunables map[string]string, vars map[str
 	return l, nil
 }
 
+// arg is the param's value for an attention case.
 func (p Param) arg(shape sdk.Shape, vars map[string]int64) (cudakit.Param, error) {
+	return p.value(vars, map[string]float64{"scale": shape.Scale(), "scale_log2e": shape.Scale() * math.Log2E})
+}
+
+// value is the param's value where the formula names have vars and the
+// float params floats.
+func (p Param) value(vars map[string]int64, floats map[string]float64) (cudakit.Param, error) {
 	switch {
 	case p.Buffer != "":
 		return cudakit.BufferParam(p.Buffer), nil
 	case p.Float != "":
-		x := shape.Scale()
-		if p.Float == "scale_log2e" {
-			x *= math.Log2E
+		x, ok := floats[p.Float]
+		if !ok {
+			return cudakit.Param{}, fmt.Errorf("param %q: %s has no value", p.Text, p.Float)
 		}
 		if p.Type == "f64" {
 			return cudakit.ValueParam(gpu.Float64(x)), nil
@@ -283,8 +303,28 @@ func (s *Spec) Variant(name string) sdk.Variant {
 	if desc == "" {
 		desc = "CUDA kernel from " + s.kernelFile()
 	}
-	return sdk.Variant{Name: name, Description: desc, Capabilities: s.Capabilities, Tunables: s.Tunables}
+	v := sdk.Variant{Name: name, Description: desc, Capabilities: s.Capabilities, Tunables: s.Tunables}
+	if len(s.Ops) == 0 {
+		return v
+	}
+	// Op tables: the variant lists attention where the spec has its
+	// kernels, and each op with its table's capabilities.
+	v.OpCapabilities = map[string]sdk.Capabilities{}
+	if len(s.Kernels) > 0 {
+		v.Ops = append(v.Ops, attention.Name)
+	} else {
+		v.Capabilities = s.Ops[0].Capabilities
+	}
+	for _, t := range s.Ops {
+		v.Ops = append(v.Ops, t.Op)
+		v.OpCapabilities[t.Op] = t.Capabilities
+	}
+	return v
 }
+
+// RunsAttention says whether the spec has attention's kernels: a spec of
+// op tables alone has none.
+func (s *Spec) RunsAttention() bool { return len(s.Kernels) > 0 }
 
 func (s *Spec) kernelFile() string {
 	if s.Source != "" {

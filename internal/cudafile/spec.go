@@ -38,6 +38,9 @@ type Spec struct {
 	// [backward] table declares it: its own scratch and kernels, whose
 	// params may name the backward's tensors too (backwardTensors).
 	Backward *Pass
+	// Ops are the spec's op tables ([decode], [varlen], ...), sorted by
+	// op name: each op the variant runs besides attention.
+	Ops []OpTable
 }
 
 // Pass is the scratch and kernels of one mode.
@@ -69,22 +72,13 @@ type Kernel struct {
 // file is the schema of a spec file. Values that may be a number or a
 // formula are decoded as any.
 type file struct {
-	Description     string   `toml:"description"`
-	Source          string   `toml:"source"`
-	Binary          string   `toml:"binary"`
-	CompilerOptions []string `toml:"compiler_options"`
-	OutputReset     *string  `toml:"output_reset"`
-	Capabilities    struct {
-		DTypes            []string `toml:"dtypes"`
-		HeadDims          []int    `toml:"head_dims"`
-		Causal            bool     `toml:"causal"`
-		NonCausal         *bool    `toml:"non_causal"`
-		GroupedQueryHeads bool     `toml:"grouped_query_heads"`
-		UnequalSeqLens    bool     `toml:"unequal_seq_lens"`
-		SeqMultiple       int      `toml:"seq_multiple"`
-		MaxSeqLen         int      `toml:"max_seq_len"`
-	} `toml:"capabilities"`
-	Tunables []struct {
+	Description     string            `toml:"description"`
+	Source          string            `toml:"source"`
+	Binary          string            `toml:"binary"`
+	CompilerOptions []string          `toml:"compiler_options"`
+	OutputReset     *string           `toml:"output_reset"`
+	Capabilities    capabilitiesTable `toml:"capabilities"`
+	Tunables        []struct {
 		Name        string   `toml:"name"`
 		Values      []string `toml:"values"`
 		Default     string   `toml:"default"`
@@ -96,6 +90,20 @@ type file struct {
 		Scratch []scratchTable `toml:"scratch"`
 		Kernels []kernelTable  `toml:"kernels"`
 	} `toml:"backward"`
+}
+
+type capabilitiesTable struct {
+	DTypes            []string `toml:"dtypes"`
+	HeadDims          []int    `toml:"head_dims"`
+	Causal            bool     `toml:"causal"`
+	NonCausal         *bool    `toml:"non_causal"`
+	GroupedQueryHeads bool     `toml:"grouped_query_heads"`
+	UnequalSeqLens    bool     `toml:"unequal_seq_lens"`
+	SeqMultiple       int      `toml:"seq_multiple"`
+	MaxSeqLen         int      `toml:"max_seq_len"`
+	// Masks are an op table's (window, softcap): attention's kernels
+	// take none.
+	Masks []string `toml:"masks"`
 }
 
 type scratchTable struct {
@@ -138,9 +146,12 @@ func Parse(path string, data []byte) (*Spec, error) {
 	}
 	v := &validator{path: path, doc: string(data), dir: filepath.Dir(path)}
 	for _, k := range md.Undecoded() {
-		v.problem(k.String(), -1, "unknown key")
+		if isSpecKey(k[0]) {
+			v.problem(k.String(), -1, "unknown key")
+		}
 	}
-	spec := v.spec(&f)
+	tables := v.opTables(data)
+	spec := v.spec(&f, md, tables)
 	if len(v.problems) > 0 {
 		return nil, errors.Join(v.problems...)
 	}
@@ -151,6 +162,7 @@ type validator struct {
 	path, doc, dir string
 	problems       []error
 	known          map[string]bool // names formulas may use
+	scope          *opScope        // the op table being read; nil: attention's kernels
 }
 
 // problem records a problem at key, inside the entry-th entry of its array
@@ -158,16 +170,33 @@ type validator struct {
 func (v *validator) problem(key string, entry int, format string, args ...any) {
 	line := tomlpos.KeyLine(v.doc, key, entry)
 	if entry >= 0 && line == 0 {
+		line = nestedKeyLine(v.doc, key, entry)
+	}
+	if entry >= 0 && line == 0 {
 		line = tomlpos.KeyLine(v.doc, key[:strings.IndexByte(key+".", '.')], entry)
 	}
 	v.problems = append(v.problems, &suite.Error{Path: v.path, Line: line, Key: key, Message: fmt.Sprintf(format, args...)})
 }
 
-func (v *validator) spec(f *file) *Spec {
+func (v *validator) spec(f *file, md toml.MetaData, tables []opTable) *Spec {
 	s := &Spec{Path: v.path, Description: f.Description, Options: f.CompilerOptions}
 	s.OutputReset = v.resetWord("output_reset", -1, f.OutputReset)
 	s.Source, s.Binary = v.kernelFile(f)
-	s.Capabilities = v.capabilities(f)
+	// A spec of op tables alone ([decode], ...) runs no attention: it
+	// needs neither [capabilities] nor [[kernels]].
+	opsAlone := len(tables) > 0 && len(f.Kernels) == 0 && f.Backward == nil && len(f.Scratch) == 0 && f.OutputReset == nil
+	if opsAlone {
+		s.Tunables = v.tunables(f)
+		if md.IsDefined("capabilities") {
+			v.problem("capabilities", -1, "[capabilities] are attention's, and the spec has no [[kernels]] for it: an op's go in its table ([%s.capabilities])", tables[0].name)
+		}
+		s.Ops = v.ops(tables, s)
+		return s
+	}
+	s.Capabilities = v.capabilities("capabilities", f.Capabilities)
+	if len(f.Capabilities.Masks) > 0 {
+		v.problem("capabilities.masks", -1, "masks are for an op table's capabilities ([decode.capabilities]); attention's kernels take none")
+	}
 	s.Tunables = v.tunables(f)
 	v.known = formulaNames(s.Tunables)
 	s.Scratch = v.scratch("scratch", f.Scratch, tensorParams)
@@ -189,6 +218,7 @@ func (v *validator) spec(f *file) *Spec {
 		s.Backward = p
 		s.Capabilities.Modes = []sdk.Mode{sdk.Forward, sdk.Backward}
 	}
+	s.Ops = v.ops(tables, s)
 	return s
 }
 
@@ -241,33 +271,34 @@ func (v *validator) existing(key, rel string) string {
 	return abs
 }
 
-func (v *validator) capabilities(f *file) sdk.Capabilities {
-	in := f.Capabilities
+// capabilities reads the capabilities table at key ("capabilities", or
+// an op table's "decode.capabilities").
+func (v *validator) capabilities(key string, in capabilitiesTable) sdk.Capabilities {
 	c := sdk.Capabilities{
 		HeadDims: in.HeadDims, Causal: in.Causal, NonCausal: in.NonCausal == nil || *in.NonCausal,
 		GroupedQueryHeads: in.GroupedQueryHeads, UnequalSeqLens: in.UnequalSeqLens,
 		SeqMultiple: in.SeqMultiple, MaxSeqLen: in.MaxSeqLen, NeedsGPU: true,
 	}
 	if len(in.DTypes) == 0 {
-		v.problem("capabilities.dtypes", -1, "required: list the dtypes the kernels take (fp16, bf16, fp32)")
+		v.problem(key+".dtypes", -1, "required: list the dtypes the kernels take (fp16, bf16, fp32)")
 	}
 	for _, d := range in.DTypes {
 		dt := sdk.DType(d)
 		if dt != sdk.FP16 && dt != sdk.BF16 && dt != sdk.FP32 {
-			v.problem("capabilities.dtypes", -1, "%q is not a dtype (fp16, bf16, fp32)", d)
+			v.problem(key+".dtypes", -1, "%q is not a dtype (fp16, bf16, fp32)", d)
 		}
 		c.DTypes = append(c.DTypes, dt)
 	}
 	for _, d := range in.HeadDims {
 		if d <= 0 {
-			v.problem("capabilities.head_dims", -1, "%d is not a head dim", d)
+			v.problem(key+".head_dims", -1, "%d is not a head dim", d)
 		}
 	}
 	if !c.Causal && !c.NonCausal {
-		v.problem("capabilities.non_causal", -1, "with causal = false as well, no masking is left to run")
+		v.problem(key+".non_causal", -1, "with causal = false as well, no masking is left to run")
 	}
 	if c.SeqMultiple < 0 || c.MaxSeqLen < 0 {
-		v.problem("capabilities.seq_multiple", -1, "seq_multiple and max_seq_len must not be negative")
+		v.problem(key+".seq_multiple", -1, "seq_multiple and max_seq_len must not be negative")
 	}
 	return c
 }
@@ -311,7 +342,7 @@ func (v *validator) scratch(key string, tables []scratchTable, tensors []string)
 		switch {
 		case !identifier.MatchString(sc.Name):
 			v.problem(key+".name", i, "%q is not an identifier", sc.Name)
-		case slices.Contains(tensors, sc.Name) || isShapeName(sc.Name) || v.known[sc.Name] ||
+		case slices.Contains(tensors, sc.Name) || v.scope == nil && isShapeName(sc.Name) || v.scope != nil && v.scope.taken(sc.Name) || v.known[sc.Name] ||
 			slices.ContainsFunc(out, func(o Scratch) bool { return o.Name == sc.Name }):
 			v.problem(key+".name", i, "%q is taken", sc.Name)
 		}
@@ -402,7 +433,13 @@ func (v *validator) kernels(key string, tables []kernelTable, s *Spec, tensors [
 		if k.Entry == "" {
 			v.problem(key+".entry", i, "required: the kernel's symbol, e.g. \"attn_{dtype}_d{D}\"")
 		}
-		v.entry(key, i, k.Entry, k.Instances, s)
+		floats := floatParams
+		if v.scope != nil {
+			v.scope.entry(v, key, i, k.Entry, k.Instances, s)
+			floats = v.scope.floats
+		} else {
+			v.entry(key, i, k.Entry, k.Instances, s)
+		}
 		kern.Instances = k.Instances
 		kern.Grid = v.dims(key+".grid", i, k.Grid)
 		kern.Block = v.dims(key+".block", i, k.Block)
@@ -411,7 +448,7 @@ func (v *validator) kernels(key string, tables []kernelTable, s *Spec, tensors [
 			v.problem(key+".params", i, "required: the kernel's parameters in order (docs/cuda.md lists the names)")
 		}
 		for _, text := range k.Params {
-			p, err := parseParam(text, v.known, tensors)
+			p, err := parseParamOf(text, v.known, tensors, floats)
 			if err != nil {
 				v.problem(key+".params", i, "%v", err)
 				continue
@@ -471,3 +508,38 @@ func (v *validator) entry(key string, i int, entry string, instances map[string]
 
 // placeholders are the {name} parts of an entry.
 var placeholders = regexp.MustCompile(`\{([^}]*)\}`)
+
+// nestedKeyLine is the line of key inside the entry-th entry of an array
+// of tables that is not top-level ([[decode.kernels]], [[backward.scratch]]:
+// key "decode.kernels.grid"), which tomlpos does not count: the line of
+// "grid = ..." after the entry's header, else the header's; 0 if none.
+func nestedKeyLine(doc, key string, entry int) int {
+	dot := strings.LastIndexByte(key, '.')
+	if dot < 0 || !strings.Contains(key[:dot], ".") {
+		return 0
+	}
+	array, name := key[:dot], key[dot+1:]
+	seen, header := -1, 0
+	for i, line := range strings.Split(doc, "\n") {
+		text := strings.TrimSpace(line)
+		if strings.HasPrefix(text, "[") {
+			if header > 0 {
+				return header // the entry ends without the key
+			}
+			if inner, ok := strings.CutPrefix(text, "[["); ok {
+				if h, _, ok := strings.Cut(inner, "]]"); ok && strings.TrimSpace(h) == array {
+					if seen++; seen == entry {
+						header = i + 1
+					}
+				}
+			}
+			continue
+		}
+		if header > 0 {
+			if k, _, ok := strings.Cut(text, "="); ok && strings.TrimSpace(k) == name {
+				return i + 1
+			}
+		}
+	}
+	return header
+}

@@ -38,7 +38,8 @@ func newBackend(args []string) sdk.Backend {
 }
 
 // backendSpec is what the shared CUDA backend runs for spec: its one
-// variant, its plan, and its kernels compiled (or loaded) at Prepare.
+// variant, its plans (attention's, and one per op table), and its kernels
+// compiled (or loaded) at Prepare.
 func backendSpec(name string, spec *cudafile.Spec, compiler *cudafile.Compiler) cudakit.Spec {
 	build := "compiled at prepare time from " + filepath.Base(spec.Source) + " with nvcc, for the device there"
 	if spec.Binary != "" {
@@ -48,12 +49,17 @@ func backendSpec(name string, spec *cudafile.Spec, compiler *cudafile.Compiler) 
 	if spec.Backward != nil {
 		modes = map[sdk.Mode]cudakit.OpPlan{sdk.Backward: spec.BackwardPlan}
 	}
+	var plan func(sdk.Shape, map[string]string) (cudakit.Launch, error)
+	if spec.RunsAttention() {
+		plan = spec.Plan
+	}
 	return cudakit.Spec{
 		Name:      name,
 		Version:   version,
 		Variant:   spec.Variant(name),
-		Plan:      spec.Plan,
+		Plan:      plan,
 		ModePlans: modes,
+		Ops:       spec.OpPlans(),
 		Image: func(device gpu.DeviceInfo, tunables map[string]string) (cudakit.Image, error) {
 			return compiler.Image(spec, device, tunables)
 		},

@@ -71,3 +71,39 @@ func TestDescriptionCarriesTheSpec(t *testing.T) {
 		t.Errorf("build %q does not name the source", d.Build)
 	}
 }
+
+// decodeExample is the paged-decode example: a [decode] table alone.
+var decodeExample = filepath.Join("..", "..", "examples", "cuda", "decode", "paged_decode.toml")
+
+// A spec's op tables make the variant run their ops, each with a plan, and
+// no attention where the spec has no [[kernels]]: the shared backend's
+// checks of ops and plans pass, and the description lists decode.
+func TestOpTablesArePlannedOps(t *testing.T) {
+	spec, err := cudafile.Load(decodeExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := backendSpec("paged", spec, &cudafile.Compiler{})
+	if err := s.CheckOps(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Plan != nil || s.Ops["decode"] == nil || len(s.Variant.Ops) != 1 || s.Variant.Ops[0] != "decode" {
+		t.Errorf("plan %v, ops %v, variant ops %v", s.Plan != nil, s.Ops, s.Variant.Ops)
+	}
+	d, err := newBackend(host.CUDAFileArgs("paged", decodeExample)).Describe(context.Background())
+	if err != nil || len(d.Variants) != 1 || len(d.Variants[0].Ops) != 1 || d.Variants[0].Ops[0] != "decode" {
+		t.Errorf("Describe = %+v, %v", d, err)
+	}
+	// With attention's kernels too, the variant runs both.
+	mixed, err := cudafile.Load(filepath.Join("..", "..", "internal", "cudafile", "testdata", "mixed.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = backendSpec("mixed", mixed, &cudafile.Compiler{})
+	if err := s.CheckOps(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Plan == nil || s.Ops["varlen"] == nil || strings.Join(s.Variant.Ops, ",") != "attention,varlen" {
+		t.Errorf("mixed: plan %v, ops %v, variant ops %v", s.Plan != nil, s.Ops, s.Variant.Ops)
+	}
+}
