@@ -22,7 +22,8 @@ var builtinRows = map[string]string{
 	"cpu-reference": "cpu-reference",
 	"cuda-scalar":   "cuda-scalar", "cuda-wmma": "cuda-wmma", "cuda-v8": "cuda-v8", "cuda-hopper": "cuda-hopper",
 	"pytorch-sdpa": "pytorch-sdpa", "sdpa": "pytorch-sdpa", "sdpa-flash": "pytorch-sdpa", "sdpa-efficient": "pytorch-sdpa",
-	"sdpa-cudnn": "pytorch-sdpa", "sdpa-math": "pytorch-sdpa",
+	"sdpa-cudnn": "pytorch-sdpa", "sdpa-math": "pytorch-sdpa", "torch-rmsnorm": "pytorch-sdpa",
+	"sdpa-paged": "pytorch-sdpa", "sdpa-varlen": "pytorch-sdpa", "flex-attention": "pytorch-sdpa",
 	"triton": "triton",
 }
 

@@ -103,7 +103,7 @@ func TestUnsupported(t *testing.T) {
 			"tunable tile does not apply to op rmsnorm (it applies to attention)"},
 		{"rmsnorm without attention's tunable", rmsnormRequest("both-tiled", 3, 5, sdk.FP16), ""},
 		{"the capability reason comes first", tuned("tiled", map[string]string{"tile": "48"}, sdk.FP32), "dtype fp32 not supported (supports fp16)"},
-		{"an op this build does not know", sdk.PrepareRequest{Variant: "pair", Op: "pair"}, `unknown op "pair": want attention or rmsnorm`},
+		{"an op this build does not know", sdk.PrepareRequest{Variant: "pair", Op: "pair"}, `unknown op "pair": want attention, decode, rmsnorm or varlen`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
