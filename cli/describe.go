@@ -14,6 +14,7 @@ import (
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/internal/cudafile"
 	"github.com/flashcore/bench/internal/untrusted"
+	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
@@ -128,8 +129,9 @@ func writeDevice(w io.Writer, d sdk.Device) {
 
 // writeVariant shows a variant's capabilities. A variant of attention
 // alone shows them as they always read; a variant of other ops shows each
-// op's under its name, and for ops other than attention only the fields
-// every op reads.
+// op's under its name: for attention-like ops (decode, varlen) head dims,
+// masking, grouped heads and masks too, for the others the fields every
+// op reads.
 func writeVariant(w io.Writer, v sdk.Variant) {
 	fmt.Fprintf(w, "\nvariant %s\n", v.Name)
 	if v.Description != "" {
@@ -183,10 +185,34 @@ func writeCapabilities(w io.Writer, indent, opName string, c sdk.Capabilities) {
 			line("modes:        %s", strings.Join(modes, ", "))
 		}
 	}
+	if opName != attention.Name && attentionLike(opName) {
+		line("head dims:    %s", intsOrAny(c.HeadDims))
+		// The serving ops align the causal mask bottom-right (ops/mask).
+		line("masking:      %s", strings.Replace(masking(c), "top-left", "bottom-right", 1))
+		line("GQA:          %s", yesNo(c.GroupedQueryHeads))
+		if c.MaxSeqLen > 0 {
+			line("max seq len:  %s", limit(c.MaxSeqLen))
+		}
+	}
+	if len(c.Masks) > 0 {
+		line("masks:        %s", strings.Join(c.Masks, ", "))
+	}
 	if c.MaxElements > 0 {
 		line("max elements: %d per tensor", c.MaxElements)
 	}
 	line("needs GPU:    %s", yesNo(c.NeedsGPU))
+}
+
+// attentionLike reports whether an op other than attention reads the
+// capabilities of attention's kind (head dims, masking, grouped heads):
+// decode and varlen, whose axes include kv_heads.
+func attentionLike(opName string) bool {
+	o, err := ops.Lookup(opName)
+	if err != nil {
+		return false
+	}
+	_, ok := o.Spec().Axis("kv_heads")
+	return ok
 }
 
 func intsOrAny(xs []int) string {
