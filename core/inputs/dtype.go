@@ -153,3 +153,22 @@ var fp16Table = sync.OnceValue(func() *[1 << 16]float64 {
 	}
 	return &t
 })
+
+// EncodeInt32s is an int32 index tensor's bytes (little-endian), as a
+// block table, lengths or offsets are written.
+func EncodeInt32s(values []int) []byte {
+	out := make([]byte, 4*len(values))
+	for i, v := range values {
+		binary.LittleEndian.PutUint32(out[4*i:], uint32(int32(v)))
+	}
+	return out
+}
+
+// DecodeInt32s reads an int32 index tensor.
+func DecodeInt32s(data []byte) []int {
+	out := make([]int, len(data)/4)
+	for i := range out {
+		out[i] = int(int32(binary.LittleEndian.Uint32(data[4*i:])))
+	}
+	return out
+}

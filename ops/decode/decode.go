@@ -281,8 +281,8 @@ func (Op) Generate(seed uint64, c op.Case) *op.Inputs {
 		op.TensorData{Name: "q", DType: s.DType, Dims: []int{s.Batch, s.QLen, s.Heads, s.HeadDim}, Data: q},
 		op.TensorData{Name: "k_cache", DType: s.DType, Dims: []int{layout.NumPages, s.PageSize, s.KVHeads, s.HeadDim}, Data: k},
 		op.TensorData{Name: "v_cache", DType: s.DType, Dims: []int{layout.NumPages, s.PageSize, s.KVHeads, s.HeadDim}, Data: v},
-		op.TensorData{Name: "block_table", DType: sdk.INT32, Dims: []int{s.Batch, layout.MaxPages}, Data: int32s(layout.Table)},
-		op.TensorData{Name: "cache_seqlens", DType: sdk.INT32, Dims: []int{s.Batch}, Data: int32s(layout.Lengths)},
+		op.TensorData{Name: "block_table", DType: sdk.INT32, Dims: []int{s.Batch, layout.MaxPages}, Data: inputs.EncodeInt32s(layout.Table)},
+		op.TensorData{Name: "cache_seqlens", DType: sdk.INT32, Dims: []int{s.Batch}, Data: inputs.EncodeInt32s(layout.Lengths)},
 	)
 }
 
@@ -328,24 +328,6 @@ func NewLayout(seed uint64, caseID string, s Shape) Layout {
 		}
 	}
 	return l
-}
-
-func int32s(values []int) []byte {
-	out := make([]byte, 4*len(values))
-	for i, v := range values {
-		u := uint32(int32(v))
-		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-	}
-	return out
-}
-
-// ReadInt32s decodes an int32 tensor.
-func ReadInt32s(data []byte) []int {
-	out := make([]int, len(data)/4)
-	for i := range out {
-		out[i] = int(int32(uint32(data[4*i]) | uint32(data[4*i+1])<<8 | uint32(data[4*i+2])<<16 | uint32(data[4*i+3])<<24))
-	}
-	return out
 }
 
 // Keys is the range of key positions [lo, hi] that new token i of a

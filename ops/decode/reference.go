@@ -20,7 +20,7 @@ type pagedReference struct {
 
 func newReference(s Shape, in *op.Inputs) *pagedReference {
 	return &pagedReference{s: s, q: in.Tensor("q").Data, k: in.Tensor("k_cache").Data, v: in.Tensor("v_cache").Data,
-		table: ReadInt32s(in.Tensor("block_table").Data), lengths: ReadInt32s(in.Tensor("cache_seqlens").Data),
+		table: inputs.DecodeInt32s(in.Tensor("block_table").Data), lengths: inputs.DecodeInt32s(in.Tensor("cache_seqlens").Data),
 		maxPages: in.Tensor("block_table").Dims[1]}
 }
 

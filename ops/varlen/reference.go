@@ -19,7 +19,7 @@ type packedReference struct {
 
 func newReference(s Shape, in *op.Inputs) *packedReference {
 	return &packedReference{s: s, q: in.Tensor("q").Data, k: in.Tensor("k").Data, v: in.Tensor("v").Data,
-		cuQ: readInt32s(in.Tensor("cu_seqlens_q").Data), cuK: readInt32s(in.Tensor("cu_seqlens_k").Data)}
+		cuQ: inputs.DecodeInt32s(in.Tensor("cu_seqlens_q").Data), cuK: inputs.DecodeInt32s(in.Tensor("cu_seqlens_k").Data)}
 }
 
 // sequenceOf is the sequence packed query row t belongs to.

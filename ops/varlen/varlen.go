@@ -217,8 +217,8 @@ func (Op) Generate(seed uint64, c op.Case) *op.Inputs {
 			Data: inputs.Draw(seed, c.ID, 1, c.Distribution, s.DType, totalK*s.KVHeads*s.HeadDim)},
 		op.TensorData{Name: "v", DType: s.DType, Dims: []int{totalK, s.KVHeads, s.HeadDim},
 			Data: inputs.Draw(seed, c.ID, 2, c.Distribution, s.DType, totalK*s.KVHeads*s.HeadDim)},
-		op.TensorData{Name: "cu_seqlens_q", DType: sdk.INT32, Dims: []int{s.Batch + 1}, Data: int32s(offsets(qLens))},
-		op.TensorData{Name: "cu_seqlens_k", DType: sdk.INT32, Dims: []int{s.Batch + 1}, Data: int32s(offsets(kLens))},
+		op.TensorData{Name: "cu_seqlens_q", DType: sdk.INT32, Dims: []int{s.Batch + 1}, Data: inputs.EncodeInt32s(offsets(qLens))},
+		op.TensorData{Name: "cu_seqlens_k", DType: sdk.INT32, Dims: []int{s.Batch + 1}, Data: inputs.EncodeInt32s(offsets(kLens))},
 	)
 }
 
@@ -227,23 +227,6 @@ func offsets(lengths []int) []int {
 	out := make([]int, len(lengths)+1)
 	for i, l := range lengths {
 		out[i+1] = out[i] + l
-	}
-	return out
-}
-
-func int32s(values []int) []byte {
-	out := make([]byte, 4*len(values))
-	for i, v := range values {
-		u := uint32(int32(v))
-		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-	}
-	return out
-}
-
-func readInt32s(data []byte) []int {
-	out := make([]int, len(data)/4)
-	for i := range out {
-		out[i] = int(int32(uint32(data[4*i]) | uint32(data[4*i+1])<<8 | uint32(data[4*i+2])<<16 | uint32(data[4*i+3])<<24))
 	}
 	return out
 }

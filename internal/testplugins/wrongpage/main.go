@@ -25,7 +25,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -184,7 +183,7 @@ func (w *wrong) plant(c *loaded, path string) error {
 	qs := inputs.Decode(q.DType, raw["q"])
 	ks := inputs.Decode(q.DType, raw["k_cache"])
 	vs := inputs.Decode(q.DType, raw["v_cache"])
-	table, lengths := int32s(raw["block_table"]), int32s(raw["cache_seqlens"])
+	table, lengths := inputs.DecodeInt32s(raw["block_table"]), inputs.DecodeInt32s(raw["cache_seqlens"])
 	out := make([]float64, len(qs))
 	scale := 1 / math.Sqrt(float64(dim))
 	for b := range batch {
@@ -243,12 +242,4 @@ func (w *wrong) plant(c *loaded, path string) error {
 		}
 	}
 	return os.WriteFile(path, inputs.Encode(q.DType, out), 0o600)
-}
-
-func int32s(data []byte) []int {
-	out := make([]int, len(data)/4)
-	for i := range out {
-		out[i] = int(int32(binary.LittleEndian.Uint32(data[4*i:])))
-	}
-	return out
 }
