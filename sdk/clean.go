@@ -24,7 +24,11 @@ func cleanDescription(d Description) Description {
 		for j := range v.Ops {
 			v.Ops[j] = untrusted.Line(v.Ops[j])
 		}
+		v.Capabilities = cleanCapabilities(v.Capabilities)
 		v.OpCapabilities = cleanKeys(v.OpCapabilities)
+		for op, c := range v.OpCapabilities {
+			v.OpCapabilities[op] = cleanCapabilities(c)
+		}
 		for j := range v.Tunables {
 			t := &v.Tunables[j]
 			t.Name, t.Default, t.Description = untrusted.Line(t.Name), untrusted.Line(t.Default), untrusted.Text(t.Description)
@@ -37,6 +41,21 @@ func cleanDescription(d Description) Description {
 		}
 	}
 	return d
+}
+
+// cleanCapabilities cleans the names a variant's capabilities list: its
+// dtypes, modes and masks, which `flashcore describe` prints.
+func cleanCapabilities(c Capabilities) Capabilities {
+	for i := range c.DTypes {
+		c.DTypes[i] = DType(untrusted.Line(string(c.DTypes[i])))
+	}
+	for i := range c.Modes {
+		c.Modes[i] = Mode(untrusted.Line(string(c.Modes[i])))
+	}
+	for i := range c.Masks {
+		c.Masks[i] = untrusted.Line(c.Masks[i])
+	}
+	return c
 }
 
 // cleanKeys cleans the keys of m; nil stays nil.

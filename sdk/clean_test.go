@@ -49,3 +49,26 @@ func TestCleanDescriptionCleansTunableOps(t *testing.T) {
 		t.Errorf("tunable ops %q no longer match the cleaned op %q", tu.Ops, v.Ops[0])
 	}
 }
+
+// The names a variant's capabilities list (dtypes, modes, masks), of the
+// variant and of each op, reach the host cleaned, as `describe` prints
+// them.
+func TestCleanDescriptionCleansCapabilityNames(t *testing.T) {
+	dirty := Capabilities{DTypes: []DType{"fp\x1b[2J16"}, Modes: []Mode{"f\u202ewd"}, Masks: []string{"win\x1b]0;xdow"}}
+	clone := func() Capabilities {
+		c := dirty
+		c.DTypes, c.Modes, c.Masks = append([]DType(nil), dirty.DTypes...), append([]Mode(nil), dirty.Modes...), append([]string(nil), dirty.Masks...)
+		return c
+	}
+	d := cleanDescription(Description{Variants: []Variant{{Name: "v", Ops: []string{"decode"}, Capabilities: clone(),
+		OpCapabilities: map[string]Capabilities{"decode": clone()}}}})
+	v := d.Variants[0]
+	for _, c := range []Capabilities{v.Capabilities, v.OpCapabilities["decode"]} {
+		names := []string{string(c.DTypes[0]), string(c.Modes[0]), c.Masks[0]}
+		for _, name := range names {
+			if strings.ContainsAny(name, "\x1b\u202e") {
+				t.Errorf("capability name %q kept a control or bidi character", name)
+			}
+		}
+	}
+}
