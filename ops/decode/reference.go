@@ -1,13 +1,12 @@
 package decode
 
 import (
-	"math"
-
 	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/reference"
 	"github.com/flashcore/bench/op"
 )
 
-// reference computes rows of o in fp64 from the inputs as stored, finding
+// pagedReference computes rows of o in fp64 from the inputs as stored, finding
 // every key through the block table and the lengths the backend received:
 // the paging is done here, independently of any backend.
 type pagedReference struct {
@@ -41,33 +40,5 @@ func (r *pagedReference) row(row int) []float64 {
 		page := r.table[b*r.maxPages+j/s.PageSize]
 		return ((page*s.PageSize+j%s.PageSize)*s.KVHeads + kvh) * d * size
 	}
-	scores := make([]float64, hi-lo+1)
-	kv := make([]float64, d)
-	peak := math.Inf(-1)
-	for j := lo; j <= hi; j++ {
-		off := at(j)
-		inputs.DecodeInto(kv, s.DType, r.k[off:off+d*size])
-		var dot float64
-		for e, x := range q {
-			dot += x * kv[e]
-		}
-		score := s.Mask.Score(dot * s.Scale())
-		scores[j-lo] = score
-		peak = max(peak, score)
-	}
-	out := make([]float64, d)
-	var sum float64
-	for j := lo; j <= hi; j++ {
-		p := math.Exp(scores[j-lo] - peak)
-		sum += p
-		off := at(j)
-		inputs.DecodeInto(kv, s.DType, r.v[off:off+d*size])
-		for e, x := range kv {
-			out[e] += p * x
-		}
-	}
-	for e := range out {
-		out[e] /= sum
-	}
-	return out
+	return reference.AttendRow(s.DType, q, r.k, r.v, lo, hi, at, s.Scale(), s.Mask.Score)
 }

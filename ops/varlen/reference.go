@@ -1,14 +1,14 @@
 package varlen
 
 import (
-	"math"
 	"sort"
 
 	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/reference"
 	"github.com/flashcore/bench/op"
 )
 
-// reference computes rows of o in fp64 from the inputs as stored, finding
+// packedReference computes rows of o in fp64 from the inputs as stored, finding
 // each sequence through the offsets the backend received: the packing is
 // undone here, independently of any backend.
 type packedReference struct {
@@ -38,34 +38,6 @@ func (r *packedReference) row(row int) []float64 {
 	q := make([]float64, d)
 	inputs.DecodeInto(q, s.DType, r.q[row*d*size:(row+1)*d*size])
 	lo, hi := s.Mask.Keys(t-r.cuQ[b], r.cuQ[b+1]-r.cuQ[b], r.cuK[b+1]-r.cuK[b])
-	out := make([]float64, d)
-	if hi < lo {
-		return out
-	}
 	at := func(j int) int { return ((r.cuK[b]+j)*s.KVHeads + kvh) * d * size }
-	scores := make([]float64, hi-lo+1)
-	kv := make([]float64, d)
-	peak := math.Inf(-1)
-	for j := lo; j <= hi; j++ {
-		inputs.DecodeInto(kv, s.DType, r.k[at(j):at(j)+d*size])
-		var dot float64
-		for e, x := range q {
-			dot += x * kv[e]
-		}
-		scores[j-lo] = s.Mask.Score(dot * s.Scale())
-		peak = max(peak, scores[j-lo])
-	}
-	var total float64
-	for j := lo; j <= hi; j++ {
-		p := math.Exp(scores[j-lo] - peak)
-		total += p
-		inputs.DecodeInto(kv, s.DType, r.v[at(j):at(j)+d*size])
-		for e, x := range kv {
-			out[e] += p * x
-		}
-	}
-	for e := range out {
-		out[e] /= total
-	}
-	return out
+	return reference.AttendRow(s.DType, q, r.k, r.v, lo, hi, at, s.Scale(), s.Mask.Score)
 }
