@@ -253,15 +253,18 @@ func (Op) Generate(seed uint64, c op.Case) *op.Inputs {
 	v := inputs.Draw(seed, c.ID, 2, c.Distribution, s.DType, poolElems)
 	poison := inputs.NewStream(seed, c.ID, 3)
 	size := s.DType.Size()
+	// The three poison values, encoded once: +key, -key, value.
+	encoded := inputs.Encode(s.DType, []float64{PoisonKey, -PoisonKey, PoisonValue})
+	plusKey, minusKey, value := encoded[:size], encoded[size:2*size], encoded[2*size:]
 	poisonSlot := func(page, slot int) {
 		at := (page*s.PageSize + slot) * s.KVHeads * s.HeadDim
 		for e := range s.KVHeads * s.HeadDim {
-			key := float64(PoisonKey)
+			key := plusKey
 			if poison.Word(at+e)&1 == 1 {
-				key = -key
+				key = minusKey
 			}
-			copy(k[(at+e)*size:], inputs.Encode(s.DType, []float64{key}))
-			copy(v[(at+e)*size:], inputs.Encode(s.DType, []float64{PoisonValue}))
+			copy(k[(at+e)*size:], key)
+			copy(v[(at+e)*size:], value)
 		}
 	}
 	for _, page := range layout.Poison {
