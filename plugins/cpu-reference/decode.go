@@ -77,22 +77,33 @@ func (p decodeProblem) row(b, i, h, kvh int, scores []float32, acc []float64) []
 	if p.windowLeft >= 0 {
 		first = max(0, pos-p.windowLeft)
 	}
-	scale := float32(1 / math.Sqrt(float64(p.dim)))
-	qRow := p.q[((b*p.qLen+i)*p.heads+h)*p.dim:][:p.dim]
 	keyAt := func(j int) int {
 		page := int(p.table[b*p.maxPages+j/p.pageSize])
 		return ((page*p.pageSize+j%p.pageSize)*p.kvHeads + kvh) * p.dim
 	}
+	row := ((b*p.qLen+i)*p.heads + h) * p.dim
+	return attendRow(p.q[row:][:p.dim], p.k, p.v, first, last, keyAt, p.softcap, scores, acc, p.out[row:][:p.dim])
+}
+
+// attendRow writes to out one query row of softmax attention over keys
+// first..last, key j's row at element keyAt(j) of k and of v: float32
+// scores scaled by 1/sqrt(D) and soft-capped when softcap > 0, float64
+// sums, the row maximum subtracted. decode and varlen find their keys
+// apart (through a block table, through offsets) and attend here. A row
+// that sees no key is zeros. It reuses scores and acc and returns scores.
+func attendRow(q, k, v []float32, first, last int, keyAt func(int) int, softcap float32, scores []float32, acc []float64, out []float32) []float32 {
+	dim := len(q)
+	scale := float32(1 / math.Sqrt(float64(dim)))
 	peak := float32(math.Inf(-1))
 	for j := first; j <= last; j++ {
-		kRow := p.k[keyAt(j):][:p.dim]
+		kRow := k[keyAt(j):][:dim]
 		var dot float32
-		for e, x := range qRow {
+		for e, x := range q {
 			dot += x * kRow[e]
 		}
 		s := dot * scale
-		if p.softcap > 0 {
-			s = p.softcap * float32(math.Tanh(float64(s/p.softcap)))
+		if softcap > 0 {
+			s = softcap * float32(math.Tanh(float64(s/softcap)))
 		}
 		scores = append(scores, s)
 		peak = max(peak, s)
@@ -102,14 +113,15 @@ func (p decodeProblem) row(b, i, h, kvh int, scores []float32, acc []float64) []
 	for j := first; j <= last; j++ {
 		w := math.Exp(float64(scores[j-first] - peak))
 		sum += w
-		vRow := p.v[keyAt(j):][:p.dim]
-		for e, x := range vRow {
+		for e, x := range v[keyAt(j):][:dim] {
 			acc[e] += w * float64(x)
 		}
 	}
-	out := p.out[((b*p.qLen+i)*p.heads+h)*p.dim:][:p.dim]
 	for e := range out {
-		out[e] = float32(acc[e] / sum)
+		out[e] = 0
+		if sum > 0 {
+			out[e] = float32(acc[e] / sum)
+		}
 	}
 	return scores
 }
@@ -117,24 +129,9 @@ func (p decodeProblem) row(b, i, h, kvh int, scores []float32, acc []float64) []
 // loadDecode reads decode's named inputs, hashes their bytes in order,
 // checks the block table and lengths against the pool, and allocates o.
 func loadDecode(req sdk.PrepareRequest) (*preparedCase, string, error) {
-	if len(req.Inputs) != len(decodeInputs) || len(req.Outputs) != 1 {
-		return nil, "", fmt.Errorf("decode wants inputs %v and one output, got %d inputs and %d outputs", decodeInputs, len(req.Inputs), len(req.Outputs))
-	}
-	hash := sha256.New()
-	raw := map[string][]byte{}
-	for i, t := range req.Inputs {
-		if t.Name != decodeInputs[i] {
-			return nil, "", fmt.Errorf("decode input %d is %q, want %q", i, t.Name, decodeInputs[i])
-		}
-		data, err := os.ReadFile(t.Path)
-		if err != nil {
-			return nil, "", fmt.Errorf("read %s: %w", t.Name, err)
-		}
-		if want := t.Bytes(); int64(len(data)) != want {
-			return nil, "", fmt.Errorf("%s file %s has %d bytes, want %d", t.Name, t.Path, len(data), want)
-		}
-		hash.Write(data)
-		raw[t.Name] = data
+	raw, hash, err := readNamedInputs(req, decodeOp, decodeInputs)
+	if err != nil {
+		return nil, "", err
 	}
 	q, k, table := req.Inputs[0], req.Inputs[1], req.Inputs[3]
 	if len(q.Dims) != 4 || len(k.Dims) != 4 || len(table.Dims) != 2 {
@@ -149,7 +146,6 @@ func loadDecode(req sdk.PrepareRequest) (*preparedCase, string, error) {
 	if c, err := strconv.ParseFloat(req.Params["softcap"], 64); err == nil {
 		p.softcap = float32(c)
 	}
-	var err error
 	for _, t := range []struct {
 		name string
 		dst  *[]float32
@@ -166,7 +162,7 @@ func loadDecode(req sdk.PrepareRequest) (*preparedCase, string, error) {
 	return &preparedCase{
 		run:     func() { decodeAttention(p) },
 		outputs: []*output{newOutput(p.out, q.DType, req.Outputs[0].Path)},
-	}, hex.EncodeToString(hash.Sum(nil)), nil
+	}, hash, nil
 }
 
 // checkIndices refuses lengths and table entries that would read outside
@@ -191,4 +187,30 @@ func int32s(data []byte) []int32 {
 		out[i] = int32(binary.LittleEndian.Uint32(data[4*i:]))
 	}
 	return out
+}
+
+// readNamedInputs reads the inputs of a request of op, which must be the
+// names given, in order, and one output, and hashes their bytes in that
+// order: the loading decode and varlen share.
+func readNamedInputs(req sdk.PrepareRequest, op string, names []string) (map[string][]byte, string, error) {
+	if len(req.Inputs) != len(names) || len(req.Outputs) != 1 {
+		return nil, "", fmt.Errorf("%s wants inputs %v and one output, got %d inputs and %d outputs", op, names, len(req.Inputs), len(req.Outputs))
+	}
+	hash := sha256.New()
+	raw := map[string][]byte{}
+	for i, t := range req.Inputs {
+		if t.Name != names[i] {
+			return nil, "", fmt.Errorf("%s input %d is %q, want %q", op, i, t.Name, names[i])
+		}
+		data, err := os.ReadFile(t.Path)
+		if err != nil {
+			return nil, "", fmt.Errorf("read %s: %w", t.Name, err)
+		}
+		if want := t.Bytes(); int64(len(data)) != want {
+			return nil, "", fmt.Errorf("%s file %s has %d bytes, want %d", t.Name, t.Path, len(data), want)
+		}
+		hash.Write(data)
+		raw[t.Name] = data
+	}
+	return raw, hex.EncodeToString(hash.Sum(nil)), nil
 }

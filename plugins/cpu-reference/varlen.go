@@ -1,11 +1,7 @@
 package cpureference
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"math"
-	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -80,60 +76,15 @@ func (p varlenProblem) row(b, i, h int, scores []float32, acc []float64) []float
 	qRow := p.q[((int(p.cuQ[b])+i)*p.heads+h)*p.dim:][:p.dim]
 	out := p.out[((int(p.cuQ[b])+i)*p.heads+h)*p.dim:][:p.dim]
 	keyAt := func(j int) int { return ((int(p.cuK[b])+j)*p.kvHeads + kvh) * p.dim }
-	scale := float32(1 / math.Sqrt(float64(p.dim)))
-	peak := float32(math.Inf(-1))
-	for j := first; j <= last; j++ {
-		kRow := p.k[keyAt(j):][:p.dim]
-		var dot float32
-		for e, x := range qRow {
-			dot += x * kRow[e]
-		}
-		s := dot * scale
-		if p.softcap > 0 {
-			s = p.softcap * float32(math.Tanh(float64(s/p.softcap)))
-		}
-		scores = append(scores, s)
-		peak = max(peak, s)
-	}
-	clear(acc)
-	var sum float64
-	for j := first; j <= last; j++ {
-		w := math.Exp(float64(scores[j-first] - peak))
-		sum += w
-		for e, x := range p.v[keyAt(j):][:p.dim] {
-			acc[e] += w * float64(x)
-		}
-	}
-	for e := range out {
-		out[e] = 0
-		if sum > 0 {
-			out[e] = float32(acc[e] / sum)
-		}
-	}
-	return scores
+	return attendRow(qRow, p.k, p.v, first, last, keyAt, p.softcap, scores, acc, out)
 }
 
 // loadVarlen reads varlen's named inputs, hashes their bytes in order,
 // checks the offsets against the packed tensors, and allocates o.
 func loadVarlen(req sdk.PrepareRequest) (*preparedCase, string, error) {
-	if len(req.Inputs) != len(varlenInputs) || len(req.Outputs) != 1 {
-		return nil, "", fmt.Errorf("varlen wants inputs %v and one output, got %d inputs and %d outputs", varlenInputs, len(req.Inputs), len(req.Outputs))
-	}
-	hash := sha256.New()
-	raw := map[string][]byte{}
-	for i, t := range req.Inputs {
-		if t.Name != varlenInputs[i] {
-			return nil, "", fmt.Errorf("varlen input %d is %q, want %q", i, t.Name, varlenInputs[i])
-		}
-		data, err := os.ReadFile(t.Path)
-		if err != nil {
-			return nil, "", fmt.Errorf("read %s: %w", t.Name, err)
-		}
-		if want := t.Bytes(); int64(len(data)) != want {
-			return nil, "", fmt.Errorf("%s file %s has %d bytes, want %d", t.Name, t.Path, len(data), want)
-		}
-		hash.Write(data)
-		raw[t.Name] = data
+	raw, hash, err := readNamedInputs(req, varlenOp, varlenInputs)
+	if err != nil {
+		return nil, "", err
 	}
 	q, k := req.Inputs[0], req.Inputs[1]
 	if len(q.Dims) != 3 || len(k.Dims) != 3 {
@@ -150,7 +101,6 @@ func loadVarlen(req sdk.PrepareRequest) (*preparedCase, string, error) {
 	if c, err := strconv.ParseFloat(req.Params["softcap"], 64); err == nil {
 		p.softcap = float32(c)
 	}
-	var err error
 	for _, t := range []struct {
 		name string
 		dst  *[]float32
@@ -170,7 +120,7 @@ func loadVarlen(req sdk.PrepareRequest) (*preparedCase, string, error) {
 	return &preparedCase{
 		run:     func() { varlenAttention(p) },
 		outputs: []*output{newOutput(p.out, q.DType, req.Outputs[0].Path)},
-	}, hex.EncodeToString(hash.Sum(nil)), nil
+	}, hash, nil
 }
 
 // checkOffsets refuses offsets that do not start at 0, fall, or end
