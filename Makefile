@@ -68,7 +68,20 @@ doctor:
 # CPU-only torch wheels where one is reachable.
 PIP_FLAGS ?=
 
-setup: $(VENV)/.installed
+#
+# EXTRAS names optional third-party kernel libraries to install besides,
+# for the bridge backends that call them: make setup EXTRAS=fa4,flashinfer
+# (or all). They are pinned with their hashes in
+# python/requirements-extras.txt and installed --no-deps (the list is each
+# extra's whole closure); scripts/extras.py says which lines an extra
+# needs, and installs them on a machine without a package index. Without
+# EXTRAS nothing of theirs is installed, and their backends show in
+# `flashcore list` as unavailable with this command.
+EXTRAS  ?=
+comma   := ,
+EXTRAS_STAMP := $(if $(EXTRAS),$(VENV)/.extras-$(subst $(comma),-,$(EXTRAS)))
+
+setup: $(VENV)/.installed $(EXTRAS_STAMP)
 
 $(VENV)/.installed: python/requirements.txt
 	@echo "setup 1/3: $(VENV) from $(PYTHON)"
@@ -77,6 +90,12 @@ $(VENV)/.installed: python/requirements.txt
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	@echo "setup 3/3: python/requirements.txt (torch with its CUDA wheels, triton: about 2.7 GB to download, minutes)"
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -r python/requirements.txt
+	touch $@
+
+$(VENV)/.extras-%: python/requirements-extras.txt scripts/extras.py $(VENV)/.installed
+	@echo "setup extras $(EXTRAS): the pinned wheels of python/requirements-extras.txt, hash-checked, --no-deps"
+	$(VENV)/bin/python scripts/extras.py requirements --extras $(EXTRAS) > $(VENV)/requirements-extras-selected.txt
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps --require-hashes -r $(VENV)/requirements-extras-selected.txt
 	touch $@
 
 run: setup build
@@ -118,6 +137,8 @@ dist: cuda-kernels
 	cp -r examples dist/
 	@# every top-level script: the GPU check scripts and the probes they run
 	cp scripts/*.sh scripts/*.py plugins/triton/triton_attention.py dist/scripts/
+	@# the extras' pinned list, where scripts/extras.py looks for it
+	mkdir -p dist/python && cp python/requirements-extras.txt dist/python/
 	@du -sh dist
 
 # dist-size measures dist/ as it lies and packed with tar -cJ, the figures
@@ -129,7 +150,7 @@ dist-size: dist
 # need a GPU machine to be checked, and the script that runs them there
 # against dist/'s plugins (scripts/gpu-conformance.sh). Kept out of dist
 # itself: each binary is about 15 MB.
-GPU_TEST_PLUGINS := $(CUDA_PLUGINS) pytorch-sdpa triton
+GPU_TEST_PLUGINS := $(CUDA_PLUGINS) pytorch-sdpa triton flash-attn-4 flashinfer
 
 gpu-tests:
 	mkdir -p dist/tests dist/scripts

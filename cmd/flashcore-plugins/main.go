@@ -12,6 +12,8 @@ package main
 import (
 	"github.com/flashcore/bench/internal/multicall"
 	cpureference "github.com/flashcore/bench/plugins/cpu-reference"
+	flashattn4 "github.com/flashcore/bench/plugins/flash-attn-4"
+	"github.com/flashcore/bench/plugins/flashinfer"
 	pythonfile "github.com/flashcore/bench/plugins/python-file"
 	pytorchsdpa "github.com/flashcore/bench/plugins/pytorch-sdpa"
 	"github.com/flashcore/bench/plugins/triton"
@@ -19,6 +21,8 @@ import (
 
 var plugins = []multicall.Plugin{
 	{Name: "cpu-reference", New: cpureference.New},
+	{Name: "flash-attn-4", New: flashattn4.New},
+	{Name: "flashinfer", New: flashinfer.New},
 	{Name: "python-file", New: pythonfile.New},
 	{Name: "pytorch-sdpa", New: pytorchsdpa.New},
 	{Name: "triton", New: triton.New},

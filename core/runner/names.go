@@ -24,7 +24,7 @@ var builtinRows = map[string]string{
 	"pytorch-sdpa": "pytorch-sdpa", "sdpa": "pytorch-sdpa", "sdpa-flash": "pytorch-sdpa", "sdpa-efficient": "pytorch-sdpa",
 	"sdpa-cudnn": "pytorch-sdpa", "sdpa-math": "pytorch-sdpa", "torch-rmsnorm": "pytorch-sdpa",
 	"sdpa-paged": "pytorch-sdpa", "sdpa-varlen": "pytorch-sdpa", "flex-attention": "pytorch-sdpa",
-	"triton": "triton",
+	"triton": "triton", "flash-attn-4": "flash-attn-4", "flashinfer": "flashinfer",
 }
 
 // refuseImpostors gives each backend the host's name for it and makes

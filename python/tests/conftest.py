@@ -8,7 +8,8 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-for folder in ("internal/bridge/python", "internal/bridge/testdata", "plugins/pytorch-sdpa", "plugins/triton"):
+for folder in ("internal/bridge/python", "internal/bridge/testdata", "plugins/pytorch-sdpa", "plugins/triton",
+               "plugins/flash-attn-4", "plugins/flashinfer"):
     sys.path.insert(0, str(ROOT / folder))
 
 from helpers import restore_triton_autotune  # noqa: E402  (helpers imports the worker core)
