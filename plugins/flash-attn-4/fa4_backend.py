@@ -17,9 +17,10 @@ one Kernel whose run() is exactly one library call:
   (flashcore_extras.autograd_run).
 - decode: ``flash_attn_varlen_func(q, k_cache, v_cache, seqused_k=,
   page_table=, softmax_scale=, causal=, window_size=, softcap=,
-  num_splits=0)`` on the host's tensors as they are (the layouts are
-  flash_attn_with_kvcache's); num_splits 0 is FlashAttention's own split
-  heuristic.
+  num_splits=)`` on the host's tensors as they are (the layouts are
+  flash_attn_with_kvcache's); num_splits is 0, FlashAttention's own
+  split heuristic, on sm100 and later, and 1 on sm90, where it has no
+  split-KV (decode_splits).
 - varlen: ``flash_attn_varlen_func(q, k, v, cu_seqlens_q=, cu_seqlens_k=,
   max_seqlen_q=, max_seqlen_k=, ...)`` on the packed tensors as they are.
 
@@ -60,6 +61,20 @@ def head_dims_for(capability):
     if major in (10, 11):
         return tuple(range(8, 129, 8)) + (256,)
     return ()
+
+
+def decode_splits(capability):
+    """num_splits for decode: 0 (FlashAttention-4's own split heuristic)
+    where it splits the keys, sm100 and later; 1 on sm90 and earlier, where
+    FlashAttention-4 4.0.0b36 asserts "SplitKV not supported on SM 9.0"
+    whenever its heuristic picks more than one split (seen on an H100)."""
+    return 0 if capability[0] >= 10 else 1
+
+
+SPLITS_FACT = {
+    0: "0: FlashAttention-4's own split-KV heuristic (num_splits_heuristic)",
+    1: "1: no split along the keys (FlashAttention-4 has no split-KV on sm90 and earlier)",
+}
 
 
 class Backend:
@@ -146,9 +161,10 @@ class Backend:
         seqlens = d.cache_seqlens.to(torch.int32).contiguous()
         table = d.block_table.to(torch.int32).contiguous()
         window = fa_window(d.window_size)
+        splits = decode_splits(self.capability)
         call = functools.partial(self.fa.flash_attn_varlen_func, d.q, d.k_cache, d.v_cache, seqused_k=seqlens,
                                  page_table=table, softmax_scale=d.scale, causal=d.causal, window_size=window,
-                                 softcap=d.softcap, num_splits=0)
+                                 softcap=d.softcap, num_splits=splits)
 
         def run():
             out, _ = call()
@@ -156,9 +172,9 @@ class Backend:
 
         facts = self._facts(f"flash_attn.cute.flash_attn_varlen_func(q, k_cache, v_cache, seqused_k=cache_seqlens, "
                             f"page_table=block_table, softmax_scale={d.scale:.6g}, causal={d.causal}, "
-                            f"window_size={window}, softcap={d.softcap:g}, num_splits=0)",
+                            f"window_size={window}, softcap={d.softcap:g}, num_splits={splits})",
                             "the call alone, on the pages as the host wrote them (no gather)")
-        facts["num_splits"] = "0: FlashAttention-4's own split heuristic (num_splits_heuristic)"
+        facts["num_splits"] = SPLITS_FACT[splits]
         facts["first_call"] = extras.first_call_fact(self._probe(run, str(d)))
         return core.Kernel(run, facts=facts)
 

@@ -182,12 +182,17 @@ def test_decode_passes_the_pages_as_they_are(fake, worker, tmp_path, spec, windo
     assert call["args"][1]["shape"] == tuple(inputs["k_cache"].shape)  # the pool as it is: no gather
     assert kw["page_table"]["shape"] == tuple(inputs["block_table"].shape)
     assert kw["page_table"]["dtype"] == torch.int32 and kw["seqused_k"]["dtype"] == torch.int32
-    assert kw["cu_seqlens_k"] is None and kw["num_splits"] == 0
+    assert kw["cu_seqlens_k"] is None and kw["num_splits"] == 1  # no GPU: sm90's rule (decode_splits)
     assert kw["causal"] is spec.causal and kw["window_size"] == window and kw["softcap"] == spec.softcap
     assert kw["softmax_scale"] == pytest.approx(1 / 8)
-    assert "num_splits=0" in facts["function"] and "no gather" in facts["timed"]
+    assert "num_splits=1" in facts["function"] and "no gather" in facts["timed"]
     worker.handle("fetch", {"case_id": "case"})
     assert_decode_close(read_outputs(request)["o"], decode_reference(inputs, **spec.masking), spec.dtype)
+
+
+@pytest.mark.parametrize("capability, splits", [((9, 0), 1), ((8, 0), 1), ((10, 0), 0), ((12, 0), 0)])
+def test_decode_splits_the_keys_only_where_the_library_can(capability, splits):
+    assert fa4_backend.decode_splits(capability) == splits
 
 
 # ---------------------------------------------------------------- varlen
