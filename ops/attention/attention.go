@@ -57,7 +57,7 @@ var Spec = op.Spec{
 			ToleranceFactor: GradientToleranceFactor["dv"], MayDiffer: true},
 	},
 	Roof: op.ComputeRoof,
-	Contract: "attention(q, k, v, *, causal, scale[, causal_align, window_left, window_right, softcap]) -> o; " +
+	Contract: "attention(q, k, v, *, causal, scale) -> o (and causal_align=, window_left=, window_right=, softcap= where a case sets them); " +
 		"attention_backward(q, k, v, o, do, lse, *, causal, scale) -> (dq, dk, dv)",
 	Chart: &op.Chart{X: "seq_k", XLabel: "Sequence length (tokens)"},
 }
