@@ -50,6 +50,12 @@ type Axis struct {
 	// and the op fills it in every case (ops.Complete). A tensor's dims
 	// may name it like any other axis.
 	Derived string `json:"derived,omitempty"`
+	// OmitDefault leaves the axis out of a case's params when it takes
+	// its Default (ops.Complete): an axis added to an op after its cases
+	// were first recorded, so that those cases keep their params, and
+	// with them their IDs, inputs, results files and table columns. An
+	// absent axis reads as its default.
+	OmitDefault bool `json:"omit_default,omitempty"`
 }
 
 // Required reports whether an entry must set the axis.
@@ -202,7 +208,8 @@ func (s Spec) Axis(name string) (Axis, bool) {
 }
 
 // Params are the values of a case's axes, each in its canonical text:
-// "64", "true", "fp16". Every axis of the op has an entry.
+// "64", "true", "fp16". Every axis of the op has an entry, but an axis
+// marked OmitDefault that takes its default.
 type Params map[string]string
 
 // Int is the value of an Int axis; 0 when absent or not an integer.

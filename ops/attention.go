@@ -23,14 +23,20 @@ func (attentionOp) Validate(p op.Params) (string, string) {
 	if s.KVHeads > 0 && s.Heads%s.KVHeads != 0 {
 		return "kv_heads", fmt.Sprintf("%d does not divide heads = %d (each key/value head serves heads/kv_heads query heads)", s.KVHeads, s.Heads)
 	}
+	// The reference backward and every backend's backward know top-left
+	// causal alone.
+	if axis := attention.MaskedAxis(p); axis != "" && s.Mode.Or() != sdk.Forward {
+		return axis, fmt.Sprintf("%s = %s applies to mode fwd alone, not %s: the backward modes take causal (top-left) and no other mask",
+			axis, p[axis], s.Mode)
+	}
 	return "", ""
 }
 
 func (attentionOp) CaseID(p op.Params, dist op.Distribution) string {
-	return attention.CaseID(attention.ShapeFrom(p), dist)
+	return attention.CaseIDOf(p, dist)
 }
 
-func (attentionOp) Label(p op.Params) string { return attention.ShapeFrom(p).String() }
+func (attentionOp) Label(p op.Params) string { return attention.LabelOf(p) }
 
 func (attentionOp) Generate(seed uint64, c op.Case) *op.Inputs {
 	t := inputs.Generate(seed, c)
@@ -83,8 +89,9 @@ func tensorsOf(c op.Case, in *op.Inputs) *inputs.Tensors {
 	case *backwardCase:
 		return private.t
 	}
+	m := attention.MaskOf(c.Params)
 	return &inputs.Tensors{Shape: attention.ShapeOf(c), Q: in.Tensor("q").Data, K: in.Tensor("k").Data,
-		V: in.Tensor("v").Data, SHA256: in.SHA256}
+		V: in.Tensor("v").Data, SHA256: in.SHA256, Mask: &m}
 }
 
 // gradientsOf is the reference backward of a backward case's inputs,
@@ -123,11 +130,17 @@ func (attentionOp) Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op
 
 func (attentionOp) Work(c op.Case, _ *op.Inputs) op.Work {
 	s := attention.ShapeOf(c)
-	return op.Work{FLOPs: attention.FLOPs(s), Bytes: attention.Bytes(s)}
+	return op.Work{FLOPs: attention.FLOPs(s, attention.MaskOf(c.Params)), Bytes: attention.Bytes(s)}
 }
 
+// Unsupported holds the shape to the capabilities (sdk.Capabilities.Unsupported),
+// then the masks beyond causal (mask.Mask.UnsupportedDense).
 func (attentionOp) Unsupported(caps sdk.Capabilities, p op.Params) string {
-	return caps.Unsupported(attention.ShapeFrom(p))
+	s := attention.ShapeFrom(p)
+	if reason := caps.Unsupported(s); reason != "" {
+		return reason
+	}
+	return attention.MaskOf(p).UnsupportedDense(caps, s.SeqQ, s.SeqK)
 }
 
 func (attentionOp) shape(c op.Case) sdk.Shape { return attention.ShapeOf(c) }

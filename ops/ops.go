@@ -67,11 +67,18 @@ type deriver interface {
 }
 
 // Complete sets the derived axes of a case's params, in place, and
+// removes each axis marked OmitDefault that takes its default, and
 // returns p: the suite decoder calls it on every case it builds, so that
-// every axis has an entry and tensor dims may name derived axes.
+// every axis has an entry (but those) and tensor dims may name derived
+// axes.
 func Complete(o Op, p op.Params) op.Params {
 	if d, ok := o.(deriver); ok {
 		d.Derive(p)
+	}
+	for _, a := range o.Spec().Axes {
+		if v, set := p[a.Name]; a.OmitDefault && set && v == a.Default {
+			delete(p, a.Name)
+		}
 	}
 	return p
 }

@@ -48,12 +48,15 @@ func WorkNote(opName string, p op.Params) string {
 // ParamColumns are the columns a table of cases gives their params: the
 // axes of attention, always, in their order (every results file had
 // them), then the axes of each other op of opNames that are not listed
-// yet, in the order the ops come.
-func ParamColumns(opNames []string) []string {
+// yet, in the order the ops come. An axis marked OmitDefault has a
+// column only where used says some case sets it, so that a table of
+// cases that leave it out keeps the columns it had before the axis
+// existed.
+func ParamColumns(opNames []string, used func(axis string) bool) []string {
 	var columns []string
 	add := func(spec op.Spec) {
 		for _, a := range spec.Axes {
-			if !slices.Contains(columns, a.Name) {
+			if !slices.Contains(columns, a.Name) && (!a.OmitDefault || used(a.Name)) {
 				columns = append(columns, a.Name)
 			}
 		}

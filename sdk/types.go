@@ -149,7 +149,7 @@ type Capabilities struct {
 	// forward alone, as every variant did before backward existed.
 	Modes []Mode `json:"modes,omitempty"`
 	// Masks lists the masks beyond plain and causal that the variant
-	// applies, by name (MaskWindow, MaskSoftcap): a case of an op that
+	// applies, by name (MaskWindow, MaskSoftcap, MaskBottomRight): a case of an op that
 	// declares such an axis, set away from its default, is skipped by a
 	// variant that does not list it. Empty: none.
 	Masks []string `json:"masks,omitempty"`
@@ -163,6 +163,13 @@ const (
 	// MaskSoftcap is logit soft-capping: a score s becomes c·tanh(s/c)
 	// before the softmax (Gemma 2).
 	MaskSoftcap = "softcap"
+	// MaskBottomRight is dense attention's causal mask and window aligned
+	// to the bottom-right corner (FlashAttention 2.1 and later): query
+	// row i of Sq over Sk keys sits at key position Sk-Sq+i. Causal alone
+	// means the top-left corner (Shape); the two differ only when
+	// Sq != Sk. The serving ops (decode, varlen) are bottom-right by
+	// nature and need no such entry.
+	MaskBottomRight = "bottom-right"
 )
 
 // Applies reports whether the capabilities list mask m.

@@ -13,8 +13,9 @@ import (
 
 // The whole-output bound. Softmax weights are non-negative and sum to one,
 // so every output element o[b,h,i,d] is a convex combination of the values
-// V[b,kvh,j,d] over the keys j that row i sees, and lies between their
-// minimum and their maximum. Checking that costs O(output + B·H·Sk·D), so
+// V[b,kvh,j,d] over the keys j that row i sees (mask.Mask.Keys), and lies
+// between their minimum and their maximum; a row that sees no key is
+// zeros. Checking that costs O(output + B·H·Sk·D), so
 // unlike the comparison with the reference it covers every element, not a
 // sample: a backend that computes only some rows, or only behaves when it
 // is checked, leaves values outside the range somewhere. An element may
@@ -71,52 +72,51 @@ func boundViolations(t *inputs.Tensors, output []byte, tol op.Tolerance) outOfRa
 }
 
 // bounder checks one head at a time, holding buffers for one row of V and
-// the running range.
+// one of the output, and the range of V over the keys the current row
+// sees.
 type bounder struct {
 	t          *inputs.Tensors
 	output     []byte
 	tol        op.Tolerance
-	lo, hi     []float64 // range of V over the keys seen so far
+	keys       slidingRange
 	vRow, oRow []float64
 }
 
 func newBounder(t *inputs.Tensors, output []byte, tol op.Tolerance) *bounder {
 	d := t.Shape.HeadDim
-	return &bounder{t: t, output: output, tol: tol,
-		lo: make([]float64, d), hi: make([]float64, d), vRow: make([]float64, d), oRow: make([]float64, d)}
+	return &bounder{t: t, output: output, tol: tol, keys: newSlidingRange(d),
+		vRow: make([]float64, d), oRow: make([]float64, d)}
 }
 
 // head checks the rows of query head h of batch entry b. Rows are visited
-// in order, so under the causal mask the range grows one key per row.
+// in order; the keys a row sees (mask.Mask.Keys) never start or end
+// before the previous row's, so the range of V is kept over a window that
+// slides forward, each key row decoded once: under top-left causal it
+// grows one key per row. A row that sees no key must be zeros.
 func (b *bounder) head(batch, h int) outOfRange {
 	s := b.t.Shape
+	m := b.t.Masking()
 	d, size := s.HeadDim, s.DType.Size()
 	kvBase := (batch*s.KVHeads + h/(s.Heads/s.KVHeads)) * s.SeqK * d
 	oBase := (batch*s.Heads + h) * s.SeqQ * d
-	for x := range d {
-		b.lo[x], b.hi[x] = math.Inf(1), math.Inf(-1)
-	}
+	b.keys.reset()
 	var found outOfRange
-	seen := 0
+	next := 0 // the first key row not yet in the window
 	for i := range s.SeqQ {
-		visible := s.SeqK
-		if s.Causal {
-			visible = min(i+1, s.SeqK)
-		}
-		for ; seen < visible; seen++ {
-			start := (kvBase + seen*d) * size
+		first, last := m.Keys(i, s.SeqQ, s.SeqK)
+		for next = max(next, first); next <= last; next++ {
+			start := (kvBase + next*d) * size
 			inputs.DecodeInto(b.vRow, s.DType, b.t.V[start:start+d*size])
-			for x, v := range b.vRow {
-				b.lo[x], b.hi[x] = min(b.lo[x], v), max(b.hi[x], v)
-			}
+			b.keys.push(next, b.vRow)
 		}
+		b.keys.dropBefore(first)
 		start := (oBase + i*d) * size
 		inputs.DecodeInto(b.oRow, s.DType, b.output[start:start+d*size])
 		for x, o := range b.oRow {
 			if math.IsNaN(o) || math.IsInf(o, 0) {
 				continue
 			}
-			lo, hi := b.lo[x], b.hi[x]
+			lo, hi := b.keys.bounds(x)
 			slack := b.tol.Atol + b.tol.Rtol*max(math.Abs(lo), math.Abs(hi))
 			if o >= lo-slack && o <= hi+slack {
 				continue
@@ -128,4 +128,65 @@ func (b *bounder) head(batch, h int) outOfRange {
 		}
 	}
 	return found
+}
+
+// slidingRange is the range of each column of V over a window of key rows
+// whose both ends only move forward: per column, the rows that may still
+// be its maximum (values falling from the front) and those that may still
+// be its minimum (values rising), so that pushing a row and dropping rows
+// cost O(1) each, amortised.
+type slidingRange struct {
+	maxima, minima [][]keyValue
+}
+
+type keyValue struct {
+	key   int
+	value float64
+}
+
+func newSlidingRange(columns int) slidingRange {
+	return slidingRange{maxima: make([][]keyValue, columns), minima: make([][]keyValue, columns)}
+}
+
+func (r *slidingRange) reset() {
+	for x := range r.maxima {
+		r.maxima[x], r.minima[x] = r.maxima[x][:0], r.minima[x][:0]
+	}
+}
+
+// push adds key row key, of values row, at the window's end.
+func (r *slidingRange) push(key int, row []float64) {
+	for x, v := range row {
+		q := r.maxima[x]
+		for len(q) > 0 && q[len(q)-1].value <= v {
+			q = q[:len(q)-1]
+		}
+		r.maxima[x] = append(q, keyValue{key, v})
+		q = r.minima[x]
+		for len(q) > 0 && q[len(q)-1].value >= v {
+			q = q[:len(q)-1]
+		}
+		r.minima[x] = append(q, keyValue{key, v})
+	}
+}
+
+// dropBefore removes the key rows before first from the window.
+func (r *slidingRange) dropBefore(first int) {
+	for x := range r.maxima {
+		for len(r.maxima[x]) > 0 && r.maxima[x][0].key < first {
+			r.maxima[x] = r.maxima[x][1:]
+		}
+		for len(r.minima[x]) > 0 && r.minima[x][0].key < first {
+			r.minima[x] = r.minima[x][1:]
+		}
+	}
+}
+
+// bounds is the range of column x over the window: [0, 0] when it holds
+// no key row, since a row that sees no key is zeros.
+func (r *slidingRange) bounds(x int) (lo, hi float64) {
+	if len(r.maxima[x]) == 0 {
+		return 0, 0
+	}
+	return r.minima[x][0].value, r.maxima[x][0].value
 }

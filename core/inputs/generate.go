@@ -8,6 +8,7 @@ import (
 
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops/attention"
+	"github.com/flashcore/bench/ops/mask"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -22,13 +23,27 @@ type Tensors struct {
 	DO []byte
 	// SHA256 is the hex SHA-256 of Q, K and V concatenated.
 	SHA256 string
+	// Mask is the case's mask beyond Shape.Causal (attention.MaskOf):
+	// its alignment, window and soft-capping. nil is Shape.Causal alone,
+	// top-left (Masking).
+	Mask *mask.Mask
+}
+
+// Masking is the mask of the case: Mask, or mask.Plain(Shape.Causal)
+// when it is nil.
+func (t *Tensors) Masking() mask.Mask {
+	if t.Mask != nil {
+		return *t.Mask
+	}
+	return mask.Plain(t.Shape.Causal)
 }
 
 // Generate builds the inputs of case c under the suite's seed. It spreads
 // the work over every CPU; the result does not depend on how.
 func Generate(seed uint64, c op.Case) *Tensors {
 	s := attention.ShapeOf(c)
-	t := &Tensors{Shape: s}
+	m := attention.MaskOf(c.Params)
+	t := &Tensors{Shape: s, Mask: &m}
 	t.Q = generateTensor(NewStream(seed, c.ID, TensorQ), c.Distribution, s.DType, s.QElements())
 	t.K = generateTensor(NewStream(seed, c.ID, TensorK), c.Distribution, s.DType, s.KVElements())
 	t.V = generateTensor(NewStream(seed, c.ID, TensorV), c.Distribution, s.DType, s.KVElements())

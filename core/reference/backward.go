@@ -19,7 +19,8 @@ type Forward struct {
 
 // ComputeForward is the forward pass of every row of t (Compute over all
 // rows), with each row's log-sum-exp: O(B·H·Sq·Sk·D), spread over every
-// CPU. The backward modes need all of it: every row's O and LSE are
+// CPU. It knows top-left causal masking alone, as the backward modes do
+// (masks beyond it are refused there when a suite is read). The backward modes need all of it: every row's O and LSE are
 // inputs of a backward call, and every query row contributes to each
 // key's dK and dV.
 func ComputeForward(t *inputs.Tensors) Forward {

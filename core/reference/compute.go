@@ -12,9 +12,12 @@ import (
 //
 // It follows the contract of sdk.Shape: scores q·k scaled by 1/sqrt(D),
 // query head h reads key/value head h/(H/Hkv), and a causal row i sees keys
-// j <= i (top-left aligned). The softmax subtracts the row maximum before
-// exp, so no input can overflow it. The inputs are the stored, rounded
-// values; everything after is float64.
+// j <= i (top-left aligned). A case with a mask beyond that (t.Mask: the
+// bottom-right alignment, a window, soft-capping) attends row by row over
+// the keys the mask gives it (mask.Mask.Keys), through AttendRow, as the
+// serving ops do; a row that sees no key is zeros. The softmax subtracts
+// the row maximum before exp, so no input can overflow it. The inputs are
+// the stored, rounded values; everything after is float64.
 //
 // Rows are shared among goroutines in contiguous runs. A run decodes the K
 // and V of one key/value head once and reuses them while consecutive rows
@@ -53,10 +56,16 @@ func newWorker(t *inputs.Tensors) *worker {
 
 func (w *worker) row(r RowIndex) []float64 {
 	s, d := w.s, w.s.HeadDim
-	w.loadKV(r.Batch*s.KVHeads + r.Head/(s.Heads/s.KVHeads))
 	size := s.DType.Size()
 	qStart := r.Flat(s) * d * size
 	inputs.DecodeInto(w.q, s.DType, w.t.Q[qStart:qStart+d*size])
+	kvHead := r.Batch*s.KVHeads + r.Head/(s.Heads/s.KVHeads)
+	if m := w.t.Masking(); !m.Prefix(s.SeqQ, s.SeqK) {
+		lo, hi := m.Keys(r.Row, s.SeqQ, s.SeqK)
+		at := func(j int) int { return (kvHead*s.SeqK + j) * d * size }
+		return AttendRow(s.DType, w.q, w.t.K, w.t.V, lo, hi, at, s.Scale(), m.Score)
+	}
+	w.loadKV(kvHead)
 	out, lse := make([]float64, d), []float64{0}
 	attendBlock(w, w.q, w.scores, r.Row, 1, out, lse)
 	return out

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops/attention"
+	"github.com/flashcore/bench/ops/mask"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -73,7 +74,7 @@ func TestPhysicalCeilings(t *testing.T) {
 			if tt.name == "above the memory peak, cold" {
 				c.TFLOPS = 1e6 // only the memory bound applies
 			}
-			got := physicalViolation(op.Work{FLOPs: attention.FLOPs(shape), Bytes: attention.Bytes(shape)}, sdk.Samples{KernelTimes: []time.Duration{tt.fastest, 2 * tt.fastest}}, tt.mode, tt.device, c)
+			got := physicalViolation(op.Work{FLOPs: attention.FLOPs(shape, mask.Plain(shape.Causal)), Bytes: attention.Bytes(shape)}, sdk.Samples{KernelTimes: []time.Duration{tt.fastest, 2 * tt.fastest}}, tt.mode, tt.device, c)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}

@@ -96,6 +96,10 @@ var errorCases = []struct {
 	{"rmsnorm unknown dtype", "name = \"x\"\n[[cases]]\nop = \"rmsnorm\"\nrows = 2\ncols = 64\ndtype = \"fp8\"\n", "cases.dtype", 6},
 	{"rmsnorm tensor too large", "name = \"x\"\n[[cases]]\nop = \"rmsnorm\"\nrows = 65536\ncols = 65536\n", "cases", 2},
 	{"attention key kv_heads that does not divide", "name = \"x\"\n[[cases]]\nop = \"attention\"\nbatch = 1\nheads = 8\nkv_heads = 3\nseq_q = 4\nhead_dim = 16\n", "cases.kv_heads", 6},
+	{"window in the backward", "name = \"x\"\n[[cases]]\nbatch = 1\nheads = 8\nseq_q = 64\nhead_dim = 64\nmode = \"bwd\"\nwindow_left = 32\n", "cases.window_left", 8},
+	{"bottom-right in fwd+bwd", "name = \"x\"\n" + validSweep + "causal = [true]\nmode = [\"fwd\", \"fwd+bwd\"]\ncausal_align = [\"bottom-right\"]\n", "sweeps.causal_align", 10},
+	{"unknown alignment", "name = \"x\"\n" + validSweep + "causal_align = [\"bottom\"]\n", "sweeps.causal_align", 8},
+	{"negative softcap", "name = \"x\"\n" + validSweep + "softcap = [-1]\n", "sweeps.softcap", 8},
 }
 
 func TestErrors(t *testing.T) {

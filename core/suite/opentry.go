@@ -12,7 +12,8 @@ import (
 // 2 checked their types. In a sweep each key lists values and the cases
 // are their product, the first axis outermost, the distribution
 // innermost; in a case each key holds one value. An axis left out takes
-// its default, or the value of the axis it is the same as.
+// its default, or the value of the axis it is the same as; one marked
+// OmitDefault is left out of the params (op.Axis.OmitDefault).
 func (d *decoder) opEntry(table string, entry int, e fileOpEntry, sweep bool) []op.Case {
 	o, err := ops.Lookup(e.op)
 	if err != nil {
@@ -35,6 +36,8 @@ func (d *decoder) opEntry(table string, entry int, e fileOpEntry, sweep bool) []
 		case a.Required():
 			d.problem(key, entry, "required")
 			axisValues[i] = []string{} // absent when relations are checked
+		case a.OmitDefault:
+			axisValues[i] = []string{} // absent: its default
 		case a.SameAs == "":
 			axisValues[i] = []string{a.Default}
 		}

@@ -398,3 +398,42 @@ head_dim = 32
 		t.Errorf("cases %d, warnings %q; want 2 cases and %q", len(s.Cases), s.Warnings, want)
 	}
 }
+
+// TestMaskAxesLeftOutAtDefaults: attention's mask axes are absent from a
+// case's params at their defaults, left out or written, so that the cases
+// of suites written before them keep their params and IDs.
+func TestMaskAxesLeftOutAtDefaults(t *testing.T) {
+	doc := `name = "masks"
+[[sweeps]]
+batch = [1]
+heads = [4]
+seq_q = [64]
+seq_k = [256]
+head_dim = [32]
+causal = [true]
+causal_align = ["top-left", "bottom-right"]
+window_left = [-1, 32]
+softcap = [0]
+`
+	s, err := Parse("masks.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range s.Cases {
+		ids = append(ids, c.ID)
+		for _, axis := range []string{"window_right", "softcap"} {
+			if v, set := c.Params[axis]; set {
+				t.Errorf("%s: %s = %q is in the params at its default", c.ID, axis, v)
+			}
+		}
+	}
+	want := []string{"b1-h4-s64-sk256-d32-fp16-causal", "b1-h4-s64-sk256-d32-fp16-causal-w32",
+		"b1-h4-s64-sk256-d32-fp16-causal-br", "b1-h4-s64-sk256-d32-fp16-causal-br-w32"}
+	if !slices.Equal(ids, want) {
+		t.Errorf("IDs %q, want %q", ids, want)
+	}
+	if _, set := s.Cases[0].Params["causal_align"]; set || s.Cases[2].Params["causal_align"] != "bottom-right" {
+		t.Errorf("causal_align: %v and %v, want absent at top-left and set at bottom-right", s.Cases[0].Params, s.Cases[2].Params)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/mask"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -21,9 +22,10 @@ const Name = "attention"
 // Spec is attention forward as data. Tensors are [batch, heads, seq,
 // head_dim]; the meaning of each axis is sdk.Shape's.
 var Spec = op.Spec{
-	Name:    Name,
-	Summary: "dense attention, softmax(Q·Kᵀ/sqrt(D))·V, forward and backward, with grouped-query heads and top-left causal masking",
-	Axes: []op.Axis{
+	Name: Name,
+	Summary: "dense attention, softmax(Q·Kᵀ/sqrt(D))·V, forward and backward, with grouped-query heads and causal masking (top-left by default); " +
+		"in the forward, bottom-right alignment, sliding windows and logit soft-capping",
+	Axes: append([]op.Axis{
 		{Name: "batch", Kind: op.Int, Doc: "batch size B"},
 		{Name: "heads", Kind: op.Int, Doc: "query heads H"},
 		{Name: "kv_heads", Kind: op.Int, SameAs: "heads", Doc: "key/value heads; must divide heads (grouped-query attention when fewer)"},
@@ -31,10 +33,10 @@ var Spec = op.Spec{
 		{Name: "seq_k", Kind: op.Int, SameAs: "seq_q", Doc: "key/value rows Sk"},
 		{Name: "head_dim", Kind: op.Int, Doc: "head dimension D"},
 		{Name: "dtype", Kind: op.Elem, Default: string(sdk.FP16), Doc: "element type of every tensor"},
-		{Name: "causal", Kind: op.Bool, Default: "false", Doc: "top-left causal mask: query row i sees key rows j <= i"},
+		{Name: "causal", Kind: op.Bool, Default: "false", Doc: "causal mask: query row i sees key rows j <= i (top-left; causal_align moves it)"},
 		{Name: "mode", Kind: op.Choice, Default: string(sdk.Forward), Values: modeNames(),
 			Doc: "fwd: o from q, k, v; bwd: dq, dk, dv from q, k, v, o, do and lse (o and lse from the fp64 reference forward); fwd+bwd: both passes in one call, from q, k, v and do"},
-	},
+	}, mask.DenseAxes()...),
 	Inputs: []op.Tensor{
 		{Name: "q", DType: "dtype", Dims: []string{"batch", "heads", "seq_q", "head_dim"}},
 		{Name: "k", DType: "dtype", Dims: []string{"batch", "kv_heads", "seq_k", "head_dim"}},
@@ -54,9 +56,10 @@ var Spec = op.Spec{
 		{Name: "dv", DType: "dtype", Dims: []string{"batch", "kv_heads", "seq_k", "head_dim"}, When: withBackward,
 			ToleranceFactor: GradientToleranceFactor["dv"], MayDiffer: true},
 	},
-	Roof:     op.ComputeRoof,
-	Contract: "attention(q, k, v, *, causal, scale) -> o; attention_backward(q, k, v, o, do, lse, *, causal, scale) -> (dq, dk, dv)",
-	Chart:    &op.Chart{X: "seq_k", XLabel: "Sequence length (tokens)"},
+	Roof: op.ComputeRoof,
+	Contract: "attention(q, k, v, *, causal, scale) -> o (and causal_align=, window_left=, window_right=, softcap= where a case sets them); " +
+		"attention_backward(q, k, v, o, do, lse, *, causal, scale) -> (dq, dk, dv)",
+	Chart: &op.Chart{X: "seq_k", XLabel: "Sequence length (tokens)"},
 }
 
 // The modes each tensor belongs to (op.Tensor.When).
@@ -117,6 +120,25 @@ func shapeMode(p op.Params) sdk.Mode {
 // ShapeOf is the shape of an attention case.
 func ShapeOf(c op.Case) sdk.Shape { return ShapeFrom(c.Params) }
 
+// MaskOf is the mask of a case's params (mask.Dense): its causal flag,
+// alignment, window and soft-capping.
+func MaskOf(p op.Params) mask.Mask { return mask.Dense(p) }
+
+// Masked reports whether params set a mask axis away from its default
+// (mask.DenseAxes): a case dense attention had no words for before.
+func Masked(p op.Params) bool { return MaskedAxis(p) != "" }
+
+// MaskedAxis is the first mask axis params set away from its default, or
+// "".
+func MaskedAxis(p op.Params) string {
+	for _, a := range mask.DenseAxes() {
+		if v, set := p[a.Name]; set && v != a.Default {
+			return a.Name
+		}
+	}
+	return ""
+}
+
 // NewCase returns the attention case of a shape and distribution, with
 // its ID.
 func NewCase(s sdk.Shape, dist op.Distribution) op.Case {
@@ -129,7 +151,20 @@ func NewCase(s sdk.Shape, dist op.Distribution) op.Case {
 // case (Hkv = H, Sk = Sq, non-causal, forward, normal); mode is bwd or
 // fwdbwd. It keys the input generator,
 // so a case's inputs do not change when the suite around it does.
-func CaseID(s sdk.Shape, dist op.Distribution) string {
+func CaseID(s sdk.Shape, dist op.Distribution) string { return caseID(s, "", dist) }
+
+// CaseIDOf is the ID of the case of params: CaseID with the masks set
+// away from their defaults after -causal (mask.IDSuffix: -br, -w{left}[_{right}],
+// -cap{c}), so that a case without them keeps the ID it always had.
+func CaseIDOf(p op.Params, dist op.Distribution) string {
+	return caseID(ShapeFrom(p), mask.IDSuffix(p), dist)
+}
+
+// LabelOf is the table label of the case of params: the shape's
+// (sdk.Shape.String) and its masks (mask.LabelSuffix).
+func LabelOf(p op.Params) string { return ShapeFrom(p).String() + mask.LabelSuffix(p) }
+
+func caseID(s sdk.Shape, masks string, dist op.Distribution) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "b%d-h%d", s.Batch, s.Heads)
 	if s.KVHeads != s.Heads {
@@ -143,6 +178,7 @@ func CaseID(s sdk.Shape, dist op.Distribution) string {
 	if s.Causal {
 		b.WriteString("-causal")
 	}
+	b.WriteString(masks)
 	switch s.Mode.Or() {
 	case sdk.Backward:
 		b.WriteString("-bwd")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/mask"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -13,8 +14,9 @@ import (
 // dtype, causality and grouping of heads, so that only the sequence
 // length (and the batch, which suites scale with it) varies along a line.
 // Facets are drawn by mode (forward first), then head dim, then dtype,
-// then grouping, non-causal before causal; a backward mode is part of
-// the facet's name and title.
+// then grouping, non-causal before causal, unmasked before masked; the
+// masks set (bottom-right, a window, soft-capping) and a backward mode
+// are part of the facet's name and title.
 func Facet(p op.Params) op.Facet {
 	headDim, dtype, causal := p.Int("head_dim"), p.DType("dtype"), p.Bool("causal")
 	group := 1
@@ -33,6 +35,12 @@ func Facet(p op.Params) op.Facet {
 		title += ", causal"
 		causalRank = 1
 	}
+	masks := ""
+	if suffix := mask.IDSuffix(p); suffix != "" {
+		name = append(name, strings.TrimPrefix(suffix, "-"))
+		title += "," + mask.LabelSuffix(p)
+		masks = "|" + suffix
+	}
 	mode := sdk.Mode(p["mode"]).Or()
 	modeRank := slices.Index(sdk.Modes, mode)
 	if mode != sdk.Forward {
@@ -40,5 +48,5 @@ func Facet(p op.Params) op.Facet {
 		title += ", " + string(mode)
 	}
 	return op.Facet{Name: strings.Join(name, "-"), Title: title,
-		Order: fmt.Sprintf("%d|%010d|%s|%010d|%d", modeRank, headDim, dtype, group, causalRank)}
+		Order: fmt.Sprintf("%d|%010d|%s|%010d|%d", modeRank, headDim, dtype, group, causalRank) + masks}
 }

@@ -4,19 +4,22 @@ import (
 	"fmt"
 
 	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/mask"
 	"github.com/flashcore/bench/sdk"
 )
 
-// FLOPs is the work of one call. A forward pass is 4·B·H·D per unmasked
-// (query, key) pair, 2·D for the score q·k and 2·D for adding p·v. Causal
-// masking (top-left) is counted exactly: query row i has min(i+1, Sk)
-// pairs. The softmax is not counted, as is the convention of published
-// attention figures. A backward pass counts BackwardFactor times the
-// forward (FlashAttention's convention: five matrix products of the
-// forward's two's size, the recomputed scores among them), so mode
-// fwd+bwd counts 1 + BackwardFactor times.
-func FLOPs(s sdk.Shape) float64 {
-	forward := 4 * float64(s.Batch) * float64(s.Heads) * float64(s.HeadDim) * float64(unmaskedPairs(s))
+// FLOPs is the work of one call under mask m (MaskOf; mask.Plain for a
+// shape alone). A forward pass is 4·B·H·D per unmasked (query, key) pair,
+// 2·D for the score q·k and 2·D for adding p·v. Masking is counted
+// exactly: top-left causal query row i has min(i+1, Sk) pairs, and under
+// any other mask each row counts the keys mask.Keys gives it (none for a
+// row that sees none). Soft-capping and the softmax are not counted, as
+// is the convention of published attention figures. A backward pass
+// counts BackwardFactor times the forward (FlashAttention's convention:
+// five matrix products of the forward's two's size, the recomputed
+// scores among them), so mode fwd+bwd counts 1 + BackwardFactor times.
+func FLOPs(s sdk.Shape, m mask.Mask) float64 {
+	forward := 4 * float64(s.Batch) * float64(s.Heads) * float64(s.HeadDim) * float64(unmaskedPairs(s, m))
 	switch s.Mode.Or() {
 	case sdk.Backward:
 		return BackwardFactor * forward
@@ -30,9 +33,18 @@ func FLOPs(s sdk.Shape) float64 {
 // as FlashAttention counts.
 const BackwardFactor = 2.5
 
-// unmaskedPairs is the number of (i, j) pairs of one head that attend.
-func unmaskedPairs(s sdk.Shape) int64 {
+// unmaskedPairs is the number of (i, j) pairs of one head that attend:
+// in closed form for no mask and top-left causal, else row by row.
+func unmaskedPairs(s sdk.Shape, m mask.Mask) int64 {
 	sq, sk := int64(s.SeqQ), int64(s.SeqK)
+	if !m.Prefix(s.SeqQ, s.SeqK) {
+		var pairs int64
+		for i := range s.SeqQ {
+			lo, hi := m.Keys(i, s.SeqQ, s.SeqK)
+			pairs += int64(max(hi-lo+1, 0))
+		}
+		return pairs
+	}
 	if !s.Causal {
 		return sq * sk
 	}

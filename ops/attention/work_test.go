@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/mask"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -40,7 +41,7 @@ func TestFLOPsAndBytes(t *testing.T) {
 		{moded(shape(2, 8, 2, 100, 300, 128, false, sdk.BF16), sdk.ForwardBackward), 3.5 * 4 * 2 * 8 * 128 * 30000, (4*2*8*100*128 + 4*2*2*300*128) * 2},
 	}
 	for _, tc := range tests {
-		if got := FLOPs(tc.shape); got != tc.flops {
+		if got := FLOPs(tc.shape, mask.Plain(tc.shape.Causal)); got != tc.flops {
 			t.Errorf("FLOPs(%v) = %v, want %v", tc.shape, got, tc.flops)
 		}
 		if got := Bytes(tc.shape); got != tc.bytes {
@@ -57,7 +58,7 @@ func TestCausalPairsCountedExactly(t *testing.T) {
 			for i := range sq {
 				want += int64(min(i+1, sk))
 			}
-			if got := unmaskedPairs(shape(1, 1, 1, sq, sk, 1, true, sdk.FP16)); got != want {
+			if got := unmaskedPairs(shape(1, 1, 1, sq, sk, 1, true, sdk.FP16), mask.Plain(true)); got != want {
 				t.Errorf("Sq %d Sk %d: %d pairs, want %d", sq, sk, got, want)
 			}
 		}

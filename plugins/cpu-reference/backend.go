@@ -112,6 +112,8 @@ func cpuReferenceVariant() sdk.Variant {
 			MaxSeqLen:         maxSeqLen,
 			NeedsGPU:          false,
 			Modes:             []sdk.Mode{sdk.Forward, sdk.Backward, sdk.ForwardBackward},
+			// In the forward: masks.go, row by row over each row's keys.
+			Masks: []string{sdk.MaskBottomRight, sdk.MaskWindow, sdk.MaskSoftcap},
 		},
 		// rmsnorm's cost grows with rows·cols alone: no sequence limit.
 		OpCapabilities: map[string]sdk.Capabilities{
@@ -207,6 +209,9 @@ func checkRequest(req sdk.PrepareRequest) []sdk.Diagnostic {
 		if reason := v.CapabilitiesOf("attention").Unsupported(req.Shape); reason != "" {
 			unsupported("%s", reason)
 		}
+		if denseMaskOf(req.Params).set() && req.Shape.Mode.Or() != sdk.Forward {
+			unsupported("masks beyond causal in mode %s not supported (the forward alone takes them)", req.Shape.Mode)
+		}
 	case rmsnormOp, decodeOp, varlenOp:
 		if len(req.Inputs) > 0 {
 			if reason := v.CapabilitiesOf(req.Op).UnsupportedDType(req.Inputs[0].DType); reason != "" {
@@ -230,6 +235,12 @@ func (b *Backend) loadAttention(req sdk.PrepareRequest, tiles tiling) (*prepared
 		return nil, "", err
 	}
 	p.tiling = tiles
+	if m := denseMaskOf(req.Params); !m.tiled(req.Shape) {
+		return &preparedCase{
+			run:     func() { maskedAttention(p, m) },
+			outputs: []*output{newOutput(p.out, req.Shape.DType, req.Files.Output)},
+		}, hash, nil
+	}
 	return &preparedCase{
 		run:     func() { b.attend(p) },
 		outputs: []*output{newOutput(p.out, req.Shape.DType, req.Files.Output)},

@@ -18,6 +18,7 @@ import (
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops"
 	attentionop "github.com/flashcore/bench/ops/attention"
+	"github.com/flashcore/bench/ops/mask"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -274,7 +275,7 @@ func BenchmarkBackward(b *testing.B) {
 			for b.Loop() {
 				backward(p)
 			}
-			flops := attentionop.FLOPs(s) // the bench's work model: 2.5 forward passes
+			flops := attentionop.FLOPs(s, mask.Plain(s.Causal)) // the bench's work model: 2.5 forward passes
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}

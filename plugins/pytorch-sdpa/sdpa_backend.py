@@ -35,6 +35,17 @@ facts say so with the gather's own time), then the timed call is SDPA with
 an explicit additive mask (sdpa-paged) or FlexAttention with a block mask
 and, for softcap, a score_mod (flex-attention), compiled on a GPU.
 
+The dense attention op's masks beyond top-left causal (its forward alone):
+``sdpa`` and ``sdpa-math`` (and ``sdpa-flash`` on the CPU) take the
+bottom-right alignment and sliding windows through an attn_mask built in
+Prepare (sdpa_mask: torch.nn.attention.bias.causal_lower_right for
+bottom-right causal alone, which PyTorch dispatches to its fused kernels,
+else a boolean [Sq, Sk] mask); SDPA has no softcap. ``flex-attention``
+runs dense attention under every mask: a block mask built in Prepare from
+the case's mask_mod, and softcap as a score_mod. A row that sees no key
+must be zeros: a variant that writes anything else there (NaN) is
+Unsupported, found on the case's first call.
+
 Variants ``sdpa-varlen`` and ``flex-attention`` run the varlen op (sequences
 of different lengths packed end to end, FlashAttention's
 flash_attn_varlen_func layout), built by ``prepare_varlen``: sdpa-varlen
@@ -84,12 +95,22 @@ OP_VARIANTS = {
     "sdpa-varlen": ((VARLEN,), "torch.nn.attention.varlen.varlen_attn(q, k, v, cu_seq_q, cu_seq_k, max_q, max_k, "
                                "scale=, window_size=(left, right)): FlashAttention-2's varlen forward on CUDA "
                                "(no CPU kernel); no softcap, fp16 and bf16 only"),
-    "flex-attention": ((DECODE, VARLEN),
+    "flex-attention": ((DECODE, VARLEN, core.ATTENTION),
                        "torch.compile(flex_attention) (eager on the CPU): decode over K/V gathered from the pages, "
                        "block mask for length/causal/window, score_mod for softcap, the gather and the block mask "
                        "built in Prepare, excluded from the time; varlen as one packed sequence under a document "
-                       "mask (cu_seqlens, bottom-right causal, windows) built in Prepare, score_mod for softcap"),
+                       "mask (cu_seqlens, bottom-right causal, windows) built in Prepare, score_mod for softcap; "
+                       "dense attention's forward under a block mask (causal either corner, windows) built in "
+                       "Prepare, score_mod for softcap"),
 }
+# The masks of dense attention an SDPA variant applies through its
+# attn_mask (sdpa_mask): no softcap.
+_SDPA_MASKS = ("bottom-right", "window")
+# Every mask of dense attention: flex-attention's.
+_FLEX_MASKS = ("bottom-right", "window", "softcap")
+# The longest sequence flex-attention's dense attention takes on a CPU,
+# where it runs eagerly and materialises the B·H·Sq·Sk scores.
+CPU_FLEX_MAX_SEQ_LEN = 2048
 
 # Messages with which PyTorch refuses a pinned backend (CUDA, then CPU).
 _REFUSALS = ("No available kernel", "No viable backend")
@@ -136,6 +157,8 @@ class Backend:
         grouped-query heads, causal (bottom-right) and not, and the masks
         their call can express: SDPA and varlen_attn have no softcap, and
         varlen_attn (FlashAttention-2) runs fp16 and bf16 on CUDA alone."""
+        if op == core.ATTENTION:
+            return self._flex_attention_capabilities()
         if op not in (DECODE, VARLEN):
             return core.op_capabilities(_ALL_DTYPES)
         if name == "sdpa-varlen":
@@ -157,6 +180,16 @@ class Backend:
         return core.op_capabilities(_ALL_DTYPES, head_dims=head_dims, grouped_query_heads=True, causal=True,
                                     non_causal=True, masks=["window", "softcap"], max_elements=limit)
 
+    def _flex_attention_capabilities(self):
+        """flex-attention's dense attention: the forward, every dtype, GQA,
+        any lengths, causal (either corner), windows and softcap. The GPU
+        takes the head dims its kernels do; the CPU runs it eagerly, which
+        materialises the scores, up to CPU_FLEX_MAX_SEQ_LEN."""
+        on_gpu = self.device.type == "cuda"
+        return core.capabilities(_ALL_DTYPES, head_dims=_FLEX_GPU_HEAD_DIMS if on_gpu else (),
+                                 max_seq_len=0 if on_gpu else CPU_FLEX_MAX_SEQ_LEN, needs_gpu=False,
+                                 masks=_FLEX_MASKS)
+
     def _variant(self, name):
         _, description = VARIANTS[name]
         return {"name": name, "description": description, "capabilities": self._capabilities(name)}
@@ -167,7 +200,8 @@ class Backend:
         cuDNN kernel at all."""
         on_gpu = self.device.type == "cuda"
         if name in ("sdpa", "sdpa-math") or (name == "sdpa-flash" and not on_gpu):
-            return core.capabilities(_ALL_DTYPES, modes=_MODES)
+            # Masks through an attn_mask (sdpa_mask), in the forward.
+            return core.capabilities(_ALL_DTYPES, modes=_MODES, masks=_SDPA_MASKS)
         if name == "sdpa-efficient":
             # torch 2.11 refuses grouped-query heads for it ("both fused
             # kernels require query, key and value to have the same num_heads").
@@ -178,13 +212,59 @@ class Backend:
         return core.capabilities(_HALF_DTYPES, head_dims=_FUSED_HEAD_DIMS, needs_gpu=True, modes=_MODES)
 
     def prepare(self, case):
+        """Dense attention's forward: SDPA under the variant's pinned
+        backend, with the case's mask (sdpa_mask) built here, or
+        flex-attention (prepare_flex_attention)."""
+        if case.variant == "flex-attention":
+            return self.prepare_flex_attention(case)
         pinned, _ = VARIANTS[case.variant]
-        run = functools.partial(sdpa_of(case.shape), case.q, case.k, case.v)
-        kernel = core.Kernel(run, facts=self._facts(pinned), session=self._session(pinned))
+        facts = self._facts(pinned)
+        sdpa = sdpa_of(case.shape)
+        if case.shape.masked:
+            mask, facts["mask"] = sdpa_mask(case.shape, case.variant, self.device)
+            sdpa = functools.partial(F.scaled_dot_product_attention, attn_mask=mask, scale=case.shape.scale,
+                                     enable_gqa=case.shape.grouped)
+        run = functools.partial(sdpa, case.q, case.k, case.v)
+        kernel = core.Kernel(run, facts=facts, session=self._session(pinned))
         if pinned == SDPBackend.MATH and self.device.type == "cuda":
             refuse_unfitting_math(case)
         probe(kernel, case)
+        if case.shape.masked:
+            with kernel.session():
+                refuse_unseeing_rows(kernel.run(), case.shape, case.variant)
         return kernel
+
+    def prepare_flex_attention(self, case):
+        """flex-attention on a dense attention case: flex_attention(q, k, v)
+        with the case's mask as a block mask (create_block_mask of its
+        mask_mod, built here; none when it has no causal cut and no window)
+        and softcap as a score_mod; compiled on a GPU, eager on the CPU."""
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        s = case.shape
+        compiled = self.compile_flex
+        block_mask, mask_fact = None, "none: every query row sees every key"
+        if s.causal or s.windowed:
+            block_mask = create_block_mask(s.mask_mod(), None, None, s.seq_q, s.seq_k, device=self.device)
+            mask_fact = (f"create_block_mask in Prepare, {block_mask.BLOCK_SIZE[0]}x{block_mask.BLOCK_SIZE[1]} "
+                         f"blocks: {mask_text(s)}")
+        score_mod = softcap_score_mod(s.softcap) if s.softcap else None
+        flex = compiled_flex_attention() if compiled else flex_attention
+        call = functools.partial(flex, block_mask=block_mask, score_mod=score_mod, scale=s.scale,
+                                 enable_gqa=s.grouped)
+        run = functools.partial(call, case.q, case.k, case.v)
+        compiled_fact = self._first_flex_call(run, compiled)
+        refuse_unseeing_rows(run(), s, case.variant)
+        return core.Kernel(run, facts={
+            "torch": torch.__version__,
+            "function": "torch.nn.attention.flex_attention",
+            "timed": "flex_attention alone, with the block mask built in Prepare",
+            "compiled": compiled_fact,
+            "block_mask": mask_fact,
+            "score_mod": f"softcap: {s.softcap:g} * tanh(s / {s.softcap:g})" if s.softcap else "none",
+            "gqa": "enable_gqa=True" if s.grouped else "none (H = KVH)",
+            "output_poison": "not applied: flex_attention allocates its output; the returned tensor is written",
+        })
 
     def prepare_op(self, case):
         """Attention's backward modes (prepare_backward), torch-rmsnorm, or
@@ -210,6 +290,11 @@ class Backend:
             raise ValueError(f"{case.variant} runs {' and '.join(ops)} alone, not attention")
         pinned, _ = VARIANTS[case.variant]
         s = case.shape
+        if s.masked:
+            # The suite refuses masks in the backward modes; a request
+            # that bypassed it is refused here.
+            raise core.Unsupported(f"{case.variant}: masks beyond top-left causal in mode {s.mode} ({s})",
+                                   "the backward modes take causal (top-left) and no other mask")
         q, k, v = (case.inputs[name].detach().requires_grad_() for name in ("q", "k", "v"))
         do = case.inputs["do"]
         sdpa = sdpa_of(s)
@@ -552,10 +637,64 @@ def refuse_unfitting_math(case, bytes_per_pair=MATH_BYTES_PER_PAIR, measured_on=
 
 
 def sdpa_of(shape):
-    """scaled_dot_product_attention(q, k, v) with the case's masking, scale
-    and grouped-query heads."""
+    """scaled_dot_product_attention(q, k, v) with the case's causal flag
+    (top-left), scale and grouped-query heads: every case without masks
+    beyond it (Shape.masked)."""
     return functools.partial(F.scaled_dot_product_attention, is_causal=shape.causal, scale=shape.scale,
                              enable_gqa=shape.grouped)
+
+
+def sdpa_mask(shape, variant, device):
+    """The attn_mask that applies the case's mask through SDPA, and the
+    fact that says what it is. Bottom-right causal alone (no window) is
+    torch.nn.attention.bias.causal_lower_right, which PyTorch dispatches
+    to fused kernels that place the causal cut themselves; any other mask
+    is a boolean [Sq, Sk] (True: seen), broadcast over batch and heads,
+    built here on the device. SDPA has no softcap."""
+    if shape.softcap:
+        raise core.Unsupported(f"{variant}: scaled_dot_product_attention has no softcap ({shape})",
+                               "it applies a mask, not a function of the scores")
+    if shape.causal and not shape.windowed:
+        try:
+            from torch.nn.attention.bias import causal_lower_right
+        except ImportError:  # older torch: the boolean mask below
+            causal_lower_right = None
+        if causal_lower_right is not None:
+            with warnings.catch_warnings():
+                # It warns that rows above the first key (Sq > Sk) may be
+                # NaN; refuse_unseeing_rows finds out.
+                warnings.simplefilter("ignore")
+                mask = causal_lower_right(shape.seq_q, shape.seq_k)
+            return mask, (f"torch.nn.attention.bias.causal_lower_right({shape.seq_q}, {shape.seq_k}): "
+                          f"{mask_text(shape)}")
+    allowed = dense_mask(shape.mask_mod(), 1, shape.seq_q, shape.seq_k, device)[0, 0]
+    return allowed, f"boolean [Sq, Sk] = [{shape.seq_q}, {shape.seq_k}], built in Prepare: {mask_text(shape)}"
+
+
+def mask_text(shape):
+    """The case's mask in words, for the facts."""
+    parts = [f"{'causal' if shape.causal else 'no causal cut'}, {shape.causal_align}"]
+    if shape.window_left >= 0:
+        parts.append(f"window_left {shape.window_left}")
+    if shape.window_right >= 0:
+        parts.append(f"window_right {shape.window_right}")
+    return ", ".join(parts)
+
+
+def refuse_unseeing_rows(out, shape, variant):
+    """Unsupported when a case has rows that see no key (bottom-right with
+    Sq > Sk, or a window past the keys) and the variant's output there is
+    not zeros, as the contract defines it (PyTorch's fused kernels may
+    write NaN). out is the output of one call, [B, H, Sq, D]."""
+    seen = dense_mask(shape.mask_mod(), 1, shape.seq_q, shape.seq_k, out.device)[0, 0].any(dim=-1)
+    if bool(seen.all()):
+        return
+    rows = out[:, :, ~seen]
+    if bool((rows == 0).all()):
+        return
+    what = "NaN" if bool(rows.isnan().any()) else "values other than zeros"
+    raise core.Unsupported(f"{variant}: PyTorch writes {what} in the {int((~seen).sum())} query rows that see no "
+                           f"key ({shape})", "the contract defines such rows as zeros")
 
 
 def probe(kernel, case):

@@ -970,3 +970,53 @@ def test_the_varlen_example_parses_and_defines_attention_varlen():
     assert [a.arg for a in fn.args.args] == ["q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q",
                                              "max_seqlen_k"]
     assert [a.arg for a in fn.args.kwonlyargs] == ["causal", "scale", "window_left", "window_right", "softcap"]
+
+
+# ---------------------------------------------------------------- attention's masks
+
+
+def masked_attention_case(tmp_path, s, **masks):
+    """A prepare request for s with mask axes in its params, as the host
+    sends them (text, away from their defaults)."""
+    params, tensors, _ = make_case(tmp_path, s, "my-kernel", seed=4)
+    params["params"] = {name: str(value) for name, value in masks.items()}
+    return params, tensors
+
+
+def test_attention_gets_the_mask_keywords_it_takes_when_set(tmp_path, monkeypatch):
+    seen = tmp_path / "seen.txt"
+    path = write(tmp_path, f"""
+def attention(q, k, v, *, causal, scale, causal_align="top-left", window_left=-1, softcap=0.0):
+    open({str(seen)!r}, "w").write(repr((causal, scale, causal_align, window_left, softcap)))
+    return q.clone()
+""")
+    worker = served(monkeypatch, path)
+    (variant,) = worker.describe({})["variants"]
+    assert variant["capabilities"]["masks"] == ["bottom-right", "window", "softcap"]
+    s = shape(1, 2, 2, 8, 24, 16, True, "fp32")
+    request, _ = masked_attention_case(tmp_path, s, causal_align="bottom-right", window_left=5)
+    prepared = worker.prepare(request)
+    assert seen.read_text() == "(True, 0.25, 'bottom-right', 5, 0.0)"
+    assert prepared["facts"]["keywords"] == "causal=True, scale=0.25, causal_align=bottom-right, window_left=5"
+    request, _ = masked_attention_case(tmp_path, s)  # the defaults: not passed
+    assert "keywords" not in worker.prepare(request)["facts"]
+    assert seen.read_text() == "(True, 0.25, 'top-left', -1, 0.0)"
+
+
+@pytest.mark.parametrize("masks, reason", [
+    (dict(causal_align="bottom-right"), "my-kernel: attention() takes no causal_align= (bottom-right mask), and the "
+                                        "case sets causal_align bottom-right"),
+    (dict(window_right=3), "my-kernel: attention() takes no window_right= (window mask), and the case sets "
+                           "window_right 3"),
+    (dict(softcap=30), "my-kernel: attention() takes no softcap= (softcap mask), and the case sets softcap 30"),
+])
+def test_a_mask_attention_does_not_take_is_a_skip(tmp_path, monkeypatch, masks, reason):
+    worker = served(monkeypatch, write(tmp_path, SDPA_FILE))
+    (variant,) = worker.describe({})["variants"]
+    assert "masks" not in variant["capabilities"]
+    request, _ = masked_attention_case(tmp_path, shape(1, 2, 2, 8, 24, 16, True, "fp32"), **masks)
+    (diagnostic,) = worker.prepare(request)["diagnostics"]
+    assert (diagnostic["severity"], diagnostic["summary"]) == ("unsupported", reason)
+    # Bottom-right where it moves nothing (Sq = Sk) is top-left: it runs.
+    request, _ = masked_attention_case(tmp_path, shape(1, 2, 2, 8, 8, 16, True, "fp32"), causal_align="bottom-right")
+    assert "diagnostics" not in worker.prepare(request)

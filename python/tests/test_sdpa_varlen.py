@@ -328,7 +328,7 @@ def test_sdpa_varlen_on_the_gpu_matches_the_reference(tmp_path):
 def test_varlen_variants_declare_their_capabilities(worker):
     variants = {v["name"]: v for v in worker.handle("describe", {})["variants"]}
     flex = variants["flex-attention"]
-    assert flex["ops"] == ["decode", "varlen"]
+    assert flex["ops"] == ["decode", "varlen", "attention"]
     caps = flex["op_capabilities"]["varlen"]
     assert caps["masks"] == ["window", "softcap"] and caps["dtypes"] == ["fp16", "bf16", "fp32"]
     assert caps["grouped_query_heads"] and caps["causal"] and caps["non_causal"] and not caps["needs_gpu"]

@@ -77,7 +77,8 @@ func baselineName(c report.Case) string {
 
 // paramColumns are the params' columns: every axis of the run's ops
 // (ops.ParamColumns: attention's always, so that its files keep their
-// columns), then any param an op unknown to this build recorded.
+// columns, and an axis left out at its default only when a case sets
+// it), then any param an op unknown to this build recorded.
 func paramColumns(v *report.View) []string {
 	var opNames []string
 	for _, c := range v.Cases {
@@ -85,7 +86,15 @@ func paramColumns(v *report.View) []string {
 			opNames = append(opNames, c.Info.OpName())
 		}
 	}
-	columns := ops.ParamColumns(opNames)
+	columns := ops.ParamColumns(opNames, func(axis string) bool {
+		return slices.ContainsFunc(v.Cases, func(c report.Case) bool {
+			if c.Info == nil {
+				return false
+			}
+			_, set := c.Info.Params[axis]
+			return set
+		})
+	})
 	for _, c := range v.Cases {
 		if c.Info == nil {
 			continue

@@ -17,6 +17,7 @@ import (
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops"
 	"github.com/flashcore/bench/ops/attention"
+	"github.com/flashcore/bench/ops/mask"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -420,10 +421,11 @@ func markdownValue(v string) string {
 }
 
 // caseLabel is a case as tables show it: its op's label of its params,
-// such as "B1 H8 S512 D64 fp16" or "rmsnorm 4096x8192 bf16".
+// such as "B1 H8 S512 D64 fp16" or "rmsnorm 4096x8192 bf16". An attention
+// case's is its shape's, as files before ops recorded it, and its masks.
 func caseLabel(c results.Case) string {
 	if c.OpName() == attention.Name {
-		return c.Shape.String()
+		return c.Shape.String() + mask.LabelSuffix(c.Params)
 	}
 	return ops.Label(c.Op, c.Params)
 }

@@ -115,8 +115,18 @@ BWD = "bwd"
 FWD_BWD = "fwd+bwd"
 MODES = (FWD, BWD, FWD_BWD)
 # Masks beyond plain and causal a variant may apply (sdk.MaskWindow,
-# sdk.MaskSoftcap): a sliding window, and logit soft-capping.
-MASKS = ("window", "softcap")
+# sdk.MaskSoftcap, sdk.MaskBottomRight): a sliding window, logit
+# soft-capping, and dense attention's causal mask and window aligned to
+# the bottom-right corner.
+MASKS = ("window", "softcap", "bottom-right")
+# Dense attention's alignments (its axis causal_align, ops/mask in Go):
+# query row i at key position i (PyTorch's is_causal; the default), or at
+# seq_k - seq_q + i (FlashAttention >= 2.1).
+TOP_LEFT = "top-left"
+BOTTOM_RIGHT = "bottom-right"
+# Dense attention's mask axes and their defaults: a case's params leave
+# an axis out at its default.
+MASK_DEFAULTS = {"causal_align": TOP_LEFT, "window_left": -1, "window_right": -1, "softcap": 0.0}
 # rmsnorm's epsilon, added to the mean square: ops/rmsnorm.Eps in Go (a
 # bridge test holds the two equal). The host sends no eps, since it is
 # part of the op's definition, not an axis.
@@ -138,7 +148,15 @@ class Unsupported(Exception):
 @dataclasses.dataclass(frozen=True)
 class Shape:
     """sdk.Shape. Tensors are [batch, heads, seq, head_dim]. mode is
-    attention's mode (MODES): what a call computes, not the tensors' sizes."""
+    attention's mode (MODES): what a call computes, not the tensors' sizes.
+
+    The mask fields are dense attention's mask axes (MASK_DEFAULTS, mode
+    FWD alone), from the request's params: causal_align places query row i
+    at key position i (TOP_LEFT) or seq_k - seq_q + i (BOTTOM_RIGHT), and
+    the causal cut and the sliding window (window_left, window_right; -1
+    is no bound) are measured from there; softcap, above 0, caps each
+    scaled score s to softcap * tanh(s / softcap). A row that sees no key
+    is zeros."""
 
     batch: int
     heads: int
@@ -149,6 +167,10 @@ class Shape:
     causal: bool
     dtype: str
     mode: str = FWD
+    causal_align: str = TOP_LEFT
+    window_left: int = -1
+    window_right: int = -1
+    softcap: float = 0.0
 
     @classmethod
     def from_json(cls, s):
@@ -168,7 +190,76 @@ class Shape:
     def from_params(cls, p):
         """The shape of attention's axes in canonical text (an OpCase's
         params: "batch": "2", "causal": "true", ...)."""
-        return cls.from_json({**p, "causal": str(p.get("causal", "false")).lower() == "true"})
+        shape = cls.from_json({**p, "causal": str(p.get("causal", "false")).lower() == "true"})
+        return shape.with_masks(p)
+
+    def with_masks(self, p):
+        """The shape with the mask axes of params p (text, as a request's
+        params hold them); an absent axis is its default."""
+        align = p.get("causal_align") or TOP_LEFT
+        if align not in (TOP_LEFT, BOTTOM_RIGHT):
+            raise ValueError(f"causal_align {align!r} is not {TOP_LEFT} or {BOTTOM_RIGHT}")
+        return dataclasses.replace(self, causal_align=align, window_left=int(p.get("window_left", -1)),
+                                   window_right=int(p.get("window_right", -1)), softcap=float(p.get("softcap", 0)))
+
+    @property
+    def bottom_right(self):
+        """Whether the mask sits at the bottom-right corner."""
+        return self.causal_align == BOTTOM_RIGHT
+
+    @property
+    def windowed(self):
+        return self.window_left >= 0 or self.window_right >= 0
+
+    @property
+    def aligned(self):
+        """Whether the alignment changes which keys a row sees: bottom-right,
+        seq_q != seq_k, and a causal cut or a window."""
+        return self.bottom_right and self.seq_q != self.seq_k and (self.causal or self.windowed)
+
+    @property
+    def masked(self):
+        """Whether the case has a mask beyond top-left causal: one a kernel
+        that takes only is_causal cannot apply."""
+        return self.aligned or self.windowed or self.softcap > 0
+
+    @property
+    def masks(self):
+        """The masks the case needs a variant to declare (MASKS)."""
+        return tuple(m for m, needed in (("bottom-right", self.aligned), ("window", self.windowed),
+                                         ("softcap", self.softcap > 0)) if needed)
+
+    @property
+    def key_offset(self):
+        """Query row i's key position minus i: seq_k - seq_q bottom-right,
+        0 top-left."""
+        return self.seq_k - self.seq_q if self.bottom_right else 0
+
+    def mask_keywords(self):
+        """The mask axes set away from their defaults, as keywords:
+        causal_align (text), window_left, window_right (ints), softcap (a
+        float); empty for a case with none."""
+        return {name: getattr(self, name) for name, default in MASK_DEFAULTS.items()
+                if getattr(self, name) != default}
+
+    def mask_mod(self):
+        """The case's mask as a FlexAttention mask_mod(b, h, q_idx, kv_idx):
+        whether query row q_idx sees key kv_idx (broadcast index tensors
+        work too). Softcap is no part of it (a score_mod)."""
+        offset, causal, left, right = self.key_offset, self.causal, self.window_left, self.window_right
+
+        def mask_mod(b, h, q_idx, kv_idx):
+            pos = q_idx + offset
+            seen = kv_idx >= 0
+            if causal:
+                seen = seen & (kv_idx <= pos)
+            if left >= 0:
+                seen = seen & (kv_idx >= pos - left)
+            if right >= 0:
+                seen = seen & (kv_idx <= pos + right)
+            return seen
+
+        return mask_mod
 
     @property
     def q_shape(self):
@@ -191,18 +282,27 @@ class Shape:
         seq = f"S{self.seq_q}" if self.seq_q == self.seq_k else f"S{self.seq_q}x{self.seq_k}"
         text = f"B{self.batch} {heads} {seq} D{self.head_dim} {self.dtype}"
         text += " causal" if self.causal else ""
+        text += " bottom-right" if self.bottom_right else ""
+        if self.windowed:
+            text += f" window {self.window_left},{self.window_right}"
+        text += f" softcap {self.softcap:g}" if self.softcap else ""
         return text + (f" {self.mode}" if self.mode != FWD else "")
 
 
 def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
                  unequal_seq_lens=True, head_dims=(), max_seq_len=0, max_elements=0,
-                 needs_gpu=False, seq_multiple=1, modes=(FWD,)):
+                 needs_gpu=False, seq_multiple=1, modes=(FWD,), masks=()):
     """An sdk.Capabilities as JSON. modes are the attention modes (MODES)
-    the variant runs; the host reads an absent or empty list as FWD alone."""
+    the variant runs; the host reads an absent or empty list as FWD alone.
+    masks are the masks (MASKS) it applies beyond top-left causal, in the
+    forward."""
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise ValueError(f"mode {unknown[0]!r} is not one of {', '.join(MODES)}")
-    return {
+    unknown = [m for m in masks if m not in MASKS]
+    if unknown:
+        raise ValueError(f"mask {unknown[0]!r} is not one of {', '.join(MASKS)}")
+    caps = {
         "dtypes": list(dtypes),
         "head_dims": list(head_dims),
         "causal": causal,
@@ -215,6 +315,9 @@ def capabilities(dtypes, causal=True, non_causal=True, grouped_query_heads=True,
         "seq_multiple": seq_multiple,
         "modes": list(modes),
     }
+    if masks:
+        caps["masks"] = list(masks)
+    return caps
 
 
 def op_capabilities(dtypes, max_elements=0, needs_gpu=False, head_dims=(), grouped_query_heads=False,
@@ -364,14 +467,14 @@ def attention_shape(params):
     """The Shape of an attention prepare request: its "shape" (sdk.Shape),
     else, where that is absent or zero, its params (the op's axes as text).
     The mode is that of the params (the op's axis "mode"), else the
-    shape's, else FWD."""
+    shape's, else FWD; the masks are the params' (Shape.with_masks)."""
     axes = params.get("params") or {}
     given = params.get("shape") or {}
     shape = Shape.from_json(given) if given.get("batch") else Shape.from_params(axes)
     mode = axes.get("mode") or shape.mode
     if mode not in MODES:
         raise ValueError(f"attention mode {mode!r} is not one of {', '.join(MODES)}")
-    return dataclasses.replace(shape, mode=mode)
+    return dataclasses.replace(shape.with_masks(axes), mode=mode)
 
 
 def row_label(variant, tunables):

@@ -13,7 +13,14 @@ one variant named $FLASHCORE_BACKEND_NAME. The file defines one or more of
     def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal: bool,
                          scale: float) -> torch.Tensor
 
-attention with q [B, H, Sq, D] and k, v [B, H_kv, Sk, D], rmsnorm with x
+attention's causal masking is top-left aligned (query row i sees keys j <=
+i), and attention() may take the keywords ``causal_align=`` ("top-left" or
+"bottom-right": query row i at key position Sk - Sq + i), ``window_left=``,
+``window_right=`` and ``softcap=`` (ATTENTION_OPTIONS): each is passed only
+when the case sets it away from its default, and a case that sets one is a
+skip for an attention() that does not take it (the forward alone; the
+backward functions take none). attention with q [B, H, Sq, D] and k, v
+[B, H_kv, Sk, D], rmsnorm with x
 [rows, cols] and weight [cols], decode (a paged KV cache) with q [B, q_len,
 H, D], k_cache and v_cache [num_pages, page_size, H_kv, D], block_table [B,
 max_pages] and cache_seqlens [B] (int32), on the worker's device; the
@@ -99,6 +106,17 @@ DECODE_OPTIONS = {
 # takes either declares it, and a case that sets the other is a skip.
 VARLEN_INPUTS = ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k")
 VARLEN_OPTIONS = {
+    "window_left": ("window", "-1", int),
+    "window_right": ("window", "-1", int),
+    "softcap": ("softcap", "0", float),
+}
+
+# The keywords attention() may take besides causal and scale, as
+# DECODE_OPTIONS: dense attention's masks (its forward alone).
+# causal_align "bottom-right" is the mask "bottom-right"; it is passed, and
+# needed, only where it moves the mask (Sq != Sk, causal or a window).
+ATTENTION_OPTIONS = {
+    "causal_align": ("bottom-right", core.TOP_LEFT, str),
     "window_left": ("window", "-1", int),
     "window_right": ("window", "-1", int),
     "softcap": ("softcap", "0", float),
@@ -241,6 +259,11 @@ class KernelFile:
                 name, signature, keywords, _, _ = ATTENTION_FUNCTIONS[mode]
                 self._check_keywords(name, fn, signature, keywords)
         self.takes_out = self.takes_out_by_op.get("attention", False)
+        # The optional keywords attention() takes (ATTENTION_OPTIONS), in order.
+        self.attention_options = ()
+        if self.attention is not None:
+            params = self._parameters(self.attention, "attention")
+            self.attention_options = tuple(k for k in ATTENTION_OPTIONS if accepts(params, k))
         # The optional keywords decode() takes (DECODE_OPTIONS), in order.
         self.decode_options = ()
         if self.decode is not None:
@@ -484,7 +507,8 @@ class Backend:
             caps["dtypes"], causal=caps["causal"], non_causal=caps["non_causal"],
             grouped_query_heads=caps["gqa"], unequal_seq_lens=caps["unequal_lengths"],
             head_dims=caps["head_dims"], max_seq_len=caps["max_seq_len"], needs_gpu=caps["needs_gpu"],
-            seq_multiple=caps["seq_multiple"], modes=tuple(self.file.attention_modes) or (core.FWD,))
+            seq_multiple=caps["seq_multiple"], modes=tuple(self.file.attention_modes) or (core.FWD,),
+            masks=tuple(dict.fromkeys(ATTENTION_OPTIONS[k][0] for k in self.file.attention_options)))
         tunables = [{"name": name, "values": list(values), "default": next(iter(values)),
                      "description": f"TUNABLES[{name!r}] of {os.path.basename(self.path)}"}
                     for name, values in self.file.tunables.items()]
@@ -546,11 +570,33 @@ class Backend:
             import torch
 
             out = torch.empty(case.shape.q_shape, dtype=case.q.dtype, device=case.device)
-        kwargs = {"causal": case.shape.causal, "scale": case.shape.scale}
+        kwargs = {"causal": case.shape.causal, "scale": case.shape.scale, **self._mask_keywords(case.shape)}
         run = self._runner(self.file.attention, (case.q, case.k, case.v), kwargs, config, out)
         first = self._first_call(run, "attention")
         check_output(first, case, out, self.path)
-        return core.Kernel(run, facts=self._facts(config, out, "attention"), output=out)
+        facts = self._facts(config, out, "attention")
+        if case.shape.mask_keywords():
+            facts["keywords"] = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        return core.Kernel(run, facts=facts, output=out)
+
+    def _mask_keywords(self, shape):
+        """The mask keywords attention() gets (ATTENTION_OPTIONS): those the
+        case sets away from their defaults. A case that sets one attention()
+        does not take is Unsupported (the bridge skips it first, from the
+        capabilities' masks), but causal_align where it moves nothing."""
+        kwargs = {}
+        for keyword, value in shape.mask_keywords().items():
+            mask, none, kind = ATTENTION_OPTIONS[keyword]
+            if keyword in self.file.attention_options:
+                kwargs[keyword] = value
+            elif keyword != "causal_align" or shape.aligned:
+                default = repr(none) if kind is str else none
+                raise core.Unsupported(f"{self.name}: attention() takes no {keyword}= ({mask} mask), and the case "
+                                       f"sets {keyword} {value:g}" if kind is float else
+                                       f"{self.name}: attention() takes no {keyword}= ({mask} mask), and the case "
+                                       f"sets {keyword} {value}",
+                                       f"define attention(..., {keyword}={default}) to run such cases")
+        return kwargs
 
     def prepare_op(self, case):
         """Attention's backward modes (prepare_backward), decode

@@ -1,0 +1,148 @@
+"""Dense attention's masks (bottom-right alignment, sliding windows,
+softcap) on the pytorch-sdpa backend's CPU variants, against a float64
+reference written from the definitions."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+import flashcore_worker as core
+import sdpa_backend
+from helpers import assert_close, make_case, read_output, shape
+
+CPU = torch.device("cpu")
+
+
+def masked_reference(q, k, v, s):
+    """softmax(cap(Q·Kᵀ/√D))·V in float64 under the mask of s: query row i
+    at key position i (top-left) or Sk - Sq + i (bottom-right), key j seen
+    when causal allows (j <= pos) and the window does (pos - left <= j <=
+    pos + right); a row that sees no key is zeros."""
+    q, k, v = (t.double() for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if s.softcap:
+        scores = s.softcap * torch.tanh(scores / s.softcap)
+    pos = torch.arange(s.seq_q)[:, None] + (s.seq_k - s.seq_q if s.causal_align == "bottom-right" else 0)
+    j = torch.arange(s.seq_k)[None, :]
+    seen = torch.ones(s.seq_q, s.seq_k, dtype=torch.bool)
+    if s.causal:
+        seen &= j <= pos
+    if s.window_left >= 0:
+        seen &= j >= pos - s.window_left
+    if s.window_right >= 0:
+        seen &= j <= pos + s.window_right
+    weights = torch.softmax(scores.masked_fill(~seen, float("-inf")), -1).nan_to_num(0.0)
+    return weights @ v
+
+
+def masked(s, **masks):
+    return s.with_masks({name: str(value) for name, value in masks.items()})
+
+
+CHUNK = shape(1, 4, 2, 24, 80, 32, True, "fp32")  # GQA, a chunk of prefill: Sq < Sk
+TALL = shape(1, 2, 1, 70, 33, 16, True, "fp16")  # Sq > Sk: bottom-right rows above the first key see none
+SQUARE = shape(2, 2, 2, 40, 40, 16, False, "bf16")
+SDPA_MASKS = [
+    masked(CHUNK, causal_align="bottom-right"),
+    masked(CHUNK, causal_align="bottom-right", window_left=9),
+    masked(CHUNK, window_left=5),
+    masked(TALL, causal_align="bottom-right"),
+    masked(TALL, causal_align="bottom-right", window_left=4),
+    masked(SQUARE, window_left=4, window_right=3),
+]
+FLEX_MASKS = SDPA_MASKS + [
+    masked(CHUNK, softcap=2),
+    masked(CHUNK, causal_align="bottom-right", window_left=16, softcap=30),
+    masked(TALL, softcap=1.5),
+]
+
+
+@pytest.fixture(scope="module")
+def worker():
+    return core.Worker(sdpa_backend.Backend(CPU), CPU)
+
+
+def prepare_masked(worker, tmp_path, s, variant):
+    """A prepare request for s as the host sends it: the mask axes in the
+    params, set away from their defaults alone."""
+    params, (q, k, v), _ = make_case(tmp_path, s, variant, seed=5)
+    params["params"] = {name: str(value) for name, value in s.mask_keywords().items()}
+    return params, (q, k, v), worker.handle("prepare", params)
+
+
+# SDPA's variants take no softcap (they do not declare it); flex-attention
+# takes every mask.
+CASES = [(v, s) for v in ("sdpa", "sdpa-math", "sdpa-flash") for s in SDPA_MASKS] + \
+        [("flex-attention", s) for s in FLEX_MASKS]
+
+
+@pytest.mark.parametrize("variant, s", CASES, ids=lambda x: str(x))
+def test_masks_match_reference(worker, tmp_path, variant, s):
+    params, (q, k, v), prepared = prepare_masked(worker, tmp_path, s, variant)
+    assert "diagnostics" not in prepared, prepared
+    worker.handle("fetch", {"case_id": "case"})
+    assert_close(read_output(params["files"]["Output"], s), masked_reference(q, k, v, s), s.dtype)
+    worker.handle("release", {"case_id": "case"})
+
+
+def test_shape_reads_the_mask_params():
+    s = core.attention_shape({"shape": {"batch": 1, "heads": 2, "seq_q": 4, "seq_k": 9, "head_dim": 8,
+                                        "causal": True, "dtype": "fp16"},
+                              "params": {"causal_align": "bottom-right", "window_left": "3", "softcap": "30"}})
+    assert (s.causal_align, s.window_left, s.window_right, s.softcap) == ("bottom-right", 3, -1, 30.0)
+    assert s.masks == ("bottom-right", "window", "softcap") and s.key_offset == 5
+    assert s.mask_keywords() == {"causal_align": "bottom-right", "window_left": 3, "softcap": 30.0}
+    assert str(s) == "B1 H2 S4x9 D8 fp16 causal bottom-right window 3,-1 softcap 30"
+    plain = core.attention_shape({"shape": {"batch": 1, "heads": 2, "seq_q": 4, "seq_k": 4, "head_dim": 8,
+                                            "causal": True, "dtype": "fp16"},
+                                  "params": {"causal_align": "bottom-right"}})
+    assert not plain.masked and plain.mask_keywords() == {"causal_align": "bottom-right"}
+    with pytest.raises(ValueError, match="causal_align 'middle'"):
+        core.attention_shape({"shape": {"batch": 1, "heads": 1, "seq_q": 1, "seq_k": 1, "head_dim": 8,
+                                        "dtype": "fp16"}, "params": {"causal_align": "middle"}})
+
+
+def test_sdpa_mask_is_causal_lower_right_or_boolean():
+    """Bottom-right causal alone goes to PyTorch's own lower-right bias
+    (its fused kernels place the cut); a window is a boolean [Sq, Sk]
+    mask that agrees with the case's mask_mod."""
+    mask, fact = sdpa_backend.sdpa_mask(masked(CHUNK, causal_align="bottom-right"), "sdpa", CPU)
+    assert type(mask).__name__ == "CausalBias" and "causal_lower_right(24, 80)" in fact
+    s = masked(CHUNK, causal_align="bottom-right", window_left=9)
+    mask, fact = sdpa_backend.sdpa_mask(s, "sdpa", CPU)
+    assert mask.dtype == torch.bool and list(mask.shape) == [24, 80] and fact.startswith("boolean")
+    assert mask[0].nonzero().flatten().tolist() == list(range(47, 57))  # row 0 sits at key 56
+    with pytest.raises(core.Unsupported, match="no softcap"):
+        sdpa_backend.sdpa_mask(masked(CHUNK, softcap=5), "sdpa", CPU)
+
+
+def test_capabilities_declare_the_masks(worker):
+    variants = {v["name"]: v for v in worker.handle("describe", {})["variants"]}
+    for name in ("sdpa", "sdpa-math", "sdpa-flash"):
+        assert variants[name]["capabilities"]["masks"] == ["bottom-right", "window"], name
+    for name in ("sdpa-efficient", "sdpa-cudnn"):
+        assert "masks" not in variants[name]["capabilities"], name
+    flex = variants["flex-attention"]["op_capabilities"]["attention"]
+    assert flex["masks"] == ["bottom-right", "window", "softcap"] and flex["modes"] == ["fwd"]
+    assert flex["max_seq_len"] == sdpa_backend.CPU_FLEX_MAX_SEQ_LEN
+
+
+def test_rows_that_see_no_key_must_be_zeros():
+    s = masked(TALL, causal_align="bottom-right")
+    out = torch.zeros(s.q_shape)
+    sdpa_backend.refuse_unseeing_rows(out, s, "sdpa")
+    out[0, 0, 0, 0] = float("nan")
+    with pytest.raises(core.Unsupported, match="writes NaN in the 37 query rows that see no key"):
+        sdpa_backend.refuse_unseeing_rows(out, s, "sdpa")
+
+
+def test_masked_backward_is_refused():
+    s = masked(shape(1, 2, 2, 8, 16, 8, True, "fp32"), causal_align="bottom-right")
+    s = dataclasses.replace(s, mode=core.BWD)
+    case = core.OpCase("case", "sdpa", core.ATTENTION, {}, {}, CPU, {}, [], s)
+    with pytest.raises(core.Unsupported, match="masks beyond top-left causal in mode bwd"):
+        sdpa_backend.Backend(CPU).prepare_op(case)
