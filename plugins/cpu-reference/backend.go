@@ -324,6 +324,7 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 		}
 		callTimes = append(callTimes, d)
 	}
+	sdk.MarkPhase(ctx, sdk.PhaseCalls)
 	if len(timed) > len(c.outputs) {
 		return sdk.Samples{}, fmt.Errorf("%s: %d timed output files for %d outputs", req.CaseID, len(timed), len(c.outputs))
 	}
@@ -334,6 +335,7 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 			return sdk.Samples{}, fmt.Errorf("%s: write the timed output: %w", req.CaseID, err)
 		}
 	}
+	sdk.MarkPhase(ctx, sdk.PhaseOutput)
 	return sdk.Samples{
 		KernelTimes: kernelTimes,
 		CallTimes:   callTimes,
