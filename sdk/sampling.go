@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -254,4 +255,22 @@ func MedianSorted(sorted []float64) float64 {
 		return sorted[n/2]
 	}
 	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// WallClockCallSamples are a wall-clock backend's n call samples: on a
+// CPU a call sample and a kernel sample are the same measure, the wall
+// time of one whole call (docs/measurement.md), so the last n kernel
+// samples are the call samples, and sample takes more only when there
+// are fewer than n. Taking n more calls would repeat the measure and buy
+// nothing.
+func WallClockCallSamples(ctx context.Context, kernel []time.Duration, n int, sample Sample) ([]time.Duration, error) {
+	calls := slices.Clone(kernel[max(len(kernel)-n, 0):])
+	for len(calls) < n {
+		d, err := sample(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("call sample %d: %w", len(calls), err)
+		}
+		calls = append(calls, d)
+	}
+	return calls, nil
 }

@@ -111,3 +111,10 @@ def test_phase_clock_encodes_as_sdk_does():
     phases.mark("warmup")
     clock.now += 7
     assert phases.encode() == "warmup=51000000 other=7"
+
+
+def test_wall_clock_call_samples_are_the_last_kernel_samples():
+    more = iter([99, 98])
+    assert core.wall_clock_call_samples([1, 2, 3, 4], 2, lambda: next(more)) == [3, 4]
+    assert core.wall_clock_call_samples([1, 2], 4, lambda: next(more)) == [1, 2, 99, 98]
+    assert core.wall_clock_call_samples([1, 2], 0, lambda: 1 / 0) == []

@@ -155,6 +155,16 @@ def take_samples(m, sample, clock=time.perf_counter_ns):
     return samples, STOP_MAX
 
 
+def wall_clock_call_samples(kernel, n, sample):
+    """sdk.WallClockCallSamples: on a CPU a call sample and a kernel sample
+    are the same measure, so the last n kernel samples are the call
+    samples; sample() takes more only when there are fewer than n."""
+    calls = list(kernel[max(len(kernel) - n, 0):]) if n > 0 else []
+    while len(calls) < n:
+        calls.append(sample())
+    return calls
+
+
 class StayPut(Exception):
     """Raised by a move when the buffers cannot move (no room on the
     device for a second copy): sampling goes on where they are

@@ -72,6 +72,7 @@ from flashcore_sampling import (  # noqa: F401
     relative_noise,
     spacer_bytes,
     take_samples,
+    wall_clock_call_samples,
 )
 from flashcore_tensors import (  # noqa: F401
     DTYPE_SIZES,
@@ -565,7 +566,7 @@ class Worker:
             finally:
                 self._spacer = None
             clock, timer_facts, diagnostics = timer.sampling_report()
-            call_times = [timer.call_sample(run, cold) for _ in range(m.call_samples)]
+            call_times = self._call_times(m, kernel_times, method, run, cold)
             phases.mark(PHASE_CALLS)
             after = timer.device_state()
             cross = [] if profiled or m.no_cross_check else self._cross_check(case.kernel, method, cold, facts)
@@ -601,6 +602,15 @@ class Worker:
             "facts": facts,
             "kernel_blocks": blocks,
         }
+
+    def _call_times(self, m, kernel_times, method, run, cold):
+        """m.call_samples host-inclusive call times. Where the kernel times
+        are wall-clock times of whole calls (a CPU), they are the same
+        measure: the last of them serve (wall_clock_call_samples)."""
+        timer = self.timer()
+        if method == WallClockTimer.method:
+            return wall_clock_call_samples(kernel_times, m.call_samples, lambda: timer.call_sample(run, cold))
+        return [timer.call_sample(run, cold) for _ in range(m.call_samples)]
 
     def _timed_outputs(self, case, params):
         """Where Run writes the outputs of its last timed call: for
