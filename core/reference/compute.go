@@ -20,27 +20,34 @@ import (
 // and V of one key/value head once and reuses them while consecutive rows
 // read that head, so checking every row of a case costs little more than
 // the arithmetic.
-//
-// A row once computed is kept with t (inputs.Tensors.KeepReference) and
-// not computed again: the rows of a case, and their timed outputs, are all
-// checked against the one reference. The returned rows are shared: read
-// them, never write them.
 func Compute(t *inputs.Tensors, rows []RowIndex) [][]float64 {
 	out := make([][]float64, len(rows))
-	var missing []int
+	Parallel(len(rows), func() func(int) {
+		w := newWorker(t)
+		return func(i int) { out[i] = w.row(rows[i]) }
+	})
+	return out
+}
+
+// ComputeKept is Compute for the checks of a case: each row it computes is
+// kept with t (inputs.Tensors.KeepReference) and returned again, bit for
+// bit, to later calls, since every row of a case, checked run and timed
+// output alike, is held to the one reference. The returned rows are
+// shared: read them, never write them.
+func ComputeKept(t *inputs.Tensors, rows []RowIndex) [][]float64 {
+	out := make([][]float64, len(rows))
+	var missing []RowIndex
+	var at []int
 	for i, r := range rows {
 		if kept, ok := t.Reference(r.Flat(t.Shape)); ok {
 			out[i] = kept
 		} else {
-			missing = append(missing, i)
+			missing, at = append(missing, r), append(at, i)
 		}
 	}
-	Parallel(len(missing), func() func(int) {
-		w := newWorker(t)
-		return func(j int) { out[missing[j]] = w.row(rows[missing[j]]) }
-	})
-	for _, i := range missing {
-		t.KeepReference(rows[i].Flat(t.Shape), out[i])
+	for j, row := range Compute(t, missing) {
+		out[at[j]] = row
+		t.KeepReference(missing[j].Flat(t.Shape), row)
 	}
 	return out
 }

@@ -226,16 +226,16 @@ func TestComputeSampledIsCheap(t *testing.T) {
 	}
 }
 
-// A reference row is computed once per inputs: a second Compute over rows
-// some of which it has seen returns the kept rows, and the same values as
-// inputs it has never seen.
+// A reference row is computed once per inputs: a second ComputeKept over
+// rows some of which it has seen returns the kept rows, and the same
+// values as Compute.
 func TestComputeKeepsRowsPerInputs(t *testing.T) {
 	s := shape(1, 2, 2, 24, 40, 16, true, sdk.FP16)
 	tensors := inputs.Generate(5, attention.NewCase(s, op.Normal))
 	all := Rows(s, everyRow, 0)
-	first := Compute(tensors, all[:10])
-	again := Compute(tensors, all)
-	fresh := Compute(inputs.Generate(5, attention.NewCase(s, op.Normal)), all)
+	first := ComputeKept(tensors, all[:10])
+	again := ComputeKept(tensors, all)
+	fresh := Compute(tensors, all)
 	for i := range all {
 		if i < 10 && &again[i][0] != &first[i][0] {
 			t.Errorf("row %d computed again", i)
