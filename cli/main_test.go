@@ -73,6 +73,9 @@ func TestUsageErrors(t *testing.T) {
 		{"merge-one-file", []string{"merge", "out.json"}, ExitUsage},
 		{"slurm-without-shards", []string{"slurm", "--suite", "testdata/small.toml"}, ExitUsage},
 		{"k8s-without-image", []string{"k8s", "--suite", "/suites/small.toml", "--shards", "2"}, ExitUsage},
+		{"bad-budget", []string{"run", "--budget", "fast"}, ExitUsage},
+		{"bad-budget-key", []string{"run", "--budget", "case=2s"}, ExitUsage},
+		{"explain-time-csv", []string{"run", "--explain-time", "--format", "csv"}, ExitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

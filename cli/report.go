@@ -14,6 +14,7 @@ func reportCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	format := fs.String("format", "table", "table, markdown, csv, json, html or benchfmt")
 	baseline := fs.String("baseline", "", "backend to compute speedups against (default: the run's)")
+	explainTime := fs.Bool("explain-time", false, "print where the run's time went and its slowest rows, instead of the results")
 	positional, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
@@ -27,6 +28,12 @@ func reportCommand(args []string, stdout, stderr io.Writer) error {
 	run, err := results.Load(positional[0])
 	if err != nil {
 		return withCode(ExitUsage, err)
+	}
+	if *explainTime {
+		if err := checkExplainFormat(true, report.Format(*format)); err != nil {
+			return withCode(ExitUsage, err)
+		}
+		return explainTimeOf(stdout, run, true, report.Format(*format))
 	}
 	return runreport.Render(stdout, run, runreport.Options{Format: report.Format(*format), Baseline: *baseline})
 }

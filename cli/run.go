@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flashcore/bench/core/devices"
 	"github.com/flashcore/bench/core/host"
@@ -38,8 +39,17 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	shardSpec := fs.String("shard", "", "run slice I/N of the suite's (case, backend) pairs, I from 0 (docs/cluster.md)")
 	yes := fs.Bool("yes", false, fmt.Sprintf("run a suite of more than %d cases without asking", largeSuiteCases))
 	devicesSpec := fs.String("devices", "", "spread the rows over GPUs: all, or indexes such as 0,1 (docs/cluster.md)")
+	explainTime := fs.Bool("explain-time", false, "after the results, print where the run's time went and its slowest rows")
+	budgetSpec := fs.String("budget", "", "stop each row's sampling at a time budget, precision traded openly: 2s per row, suite=60s for the run, or row=2s,suite=60s")
 	if _, err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	budget, err := parseBudget(*budgetSpec)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if err := checkExplainFormat(*explainTime, report.Format(*format)); err != nil {
+		return withCode(ExitUsage, err)
 	}
 	if err := runreport.CheckFormat(report.Format(*format)); err != nil {
 		return withCode(ExitUsage, err)
@@ -84,6 +94,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		// as before. A run over several GPUs always writes lines (Progress).
 		Progress:    stderr,
 		NewProgress: func(total int) progress.Reporter { return progress.For(stdout, stderr, total) },
+		Budget:      budget,
 	}
 	applyShard(&cfg, slice)
 	var run *results.Run
@@ -95,6 +106,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if run != nil && len(run.Results)+len(run.Backends) > 0 {
 		if err := runreport.Render(stdout, run, runreport.Options{Format: report.Format(*format)}); err != nil {
+			return err
+		}
+		if err := explainTimeOf(stdout, run, *explainTime, report.Format(*format)); err != nil {
 			return err
 		}
 		if *out != "" {
@@ -406,4 +420,50 @@ func selectVariants(s *suite.Suite, variants map[string][]string) {
 		}
 		s.Backends[i].Variants = vs
 	}
+}
+
+// parseBudget reads --budget: a duration for each row ("2s"), or
+// "row=D" and "suite=D" separated by a comma; "" is no budget.
+func parseBudget(spec string) (runner.Budget, error) {
+	var b runner.Budget
+	if spec == "" {
+		return b, nil
+	}
+	for _, part := range strings.Split(spec, ",") {
+		key, value, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			key, value = "row", key
+		}
+		d, err := time.ParseDuration(value)
+		if err != nil || d <= 0 {
+			return b, fmt.Errorf("--budget %q: %q is not a positive duration such as 2s", spec, value)
+		}
+		switch key {
+		case "row":
+			b.Row = d
+		case "suite":
+			b.Suite = d
+		default:
+			return b, fmt.Errorf("--budget %q: want a duration, row=DURATION or suite=DURATION, not %q", spec, key)
+		}
+	}
+	return b, nil
+}
+
+// checkExplainFormat refuses --explain-time with a format that is one
+// machine-read document (csv, json, benchfmt, html).
+func checkExplainFormat(asked bool, format report.Format) error {
+	if asked && format != "" && format != report.FormatTable && format != report.FormatMarkdown {
+		return fmt.Errorf("--explain-time prints tables: use --format table or markdown, not %s", format)
+	}
+	return nil
+}
+
+// explainTimeOf writes where the run's time went, when asked, as a
+// terminal table or, with --format markdown, as Markdown.
+func explainTimeOf(w io.Writer, run *results.Run, asked bool, format report.Format) error {
+	if !asked {
+		return nil
+	}
+	return runreport.WriteTimeExplanation(w, run, format == report.FormatMarkdown)
 }

@@ -85,5 +85,6 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 			return sdk.Samples{}, fmt.Errorf("run %s: %w", req.CaseID, err)
 		}
 	}
+	sdk.MarkPhase(ctx, sdk.PhaseOutput)
 	return samples, nil
 }

@@ -79,6 +79,7 @@ func (s *sampler) collect(ctx context.Context, m sdk.Measurement) (sdk.Samples, 
 	if err != nil {
 		return sdk.Samples{}, err
 	}
+	sdk.MarkPhase(ctx, sdk.PhaseCalls)
 	before, after := endClocks(clocks)
 	method := MethodCUDAEventsSpin
 	if s.device != nil && s.device.uncovered == "" {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -42,34 +44,47 @@ type Sample func(ctx context.Context) (time.Duration, error)
 //
 // The noise is re-evaluated every few samples, not after each one, so the
 // check costs nothing measurable.
+//
+// Under a Run's context (MarkPhase) it marks the warm-up as PhaseWarmup
+// and the samples as PhaseSample with why they stopped (StopNoise, StopMax
+// or StopTimeCap): "sample:noise".
 func CollectSamples(ctx context.Context, m Measurement, sample Sample) ([]time.Duration, error) {
 	if err := warmUp(ctx, m, sample); err != nil {
 		return nil, err
 	}
+	MarkPhase(ctx, PhaseWarmup)
+	samples, stop, err := takeSamples(ctx, m, sample)
+	MarkPhase(ctx, strings.TrimSuffix(PhaseSample+":"+stop, ":"))
+	return samples, err
+}
+
+// takeSamples is step 2 of CollectSamples: the timed samples, and why
+// they stopped.
+func takeSamples(ctx context.Context, m Measurement, sample Sample) ([]time.Duration, string, error) {
 	minSamples := max(m.MinSamples, 1)
 	maxSamples := max(m.MaxSamples, minSamples)
 	samples := make([]time.Duration, 0, minSamples)
 	start := time.Now()
 	for len(samples) < maxSamples {
 		if err := ctx.Err(); err != nil {
-			return samples, err
+			return samples, "", err
 		}
 		d, err := sample(ctx)
 		if err != nil {
-			return samples, fmt.Errorf("sample %d: %w", len(samples), err)
+			return samples, "", fmt.Errorf("sample %d: %w", len(samples), err)
 		}
 		samples = append(samples, d)
 		if len(samples) < minSamples {
 			continue
 		}
 		if m.TimeCap > 0 && time.Since(start) >= m.TimeCap {
-			break
+			return samples, StopTimeCap, nil
 		}
 		if len(samples)%checkEvery == 0 && RelativeNoise(samples) < m.TargetNoise {
-			break
+			return samples, StopNoise, nil
 		}
 	}
-	return samples, nil
+	return samples, StopMax, nil
 }
 
 // ErrStayPut is what a Move returns, wrapped, when the buffers cannot move
@@ -97,7 +112,9 @@ func CollectPlacedSamples(ctx context.Context, m Measurement, sample Sample, mov
 	}
 	for i := range n {
 		if i > 0 {
-			switch err := move(ctx, i); {
+			err := move(ctx, i)
+			MarkPhase(ctx, PhaseMove)
+			switch {
 			case errors.Is(err, ErrStayPut):
 				more, err := CollectSamples(ctx, BlockMeasurement(m, i), sample)
 				samples = append(samples, more...)
@@ -238,4 +255,22 @@ func MedianSorted(sorted []float64) float64 {
 		return sorted[n/2]
 	}
 	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// WallClockCallSamples are a wall-clock backend's n call samples: on a
+// CPU a call sample and a kernel sample are the same measure, the wall
+// time of one whole call (docs/measurement.md), so the last n kernel
+// samples are the call samples, and sample takes more only when there
+// are fewer than n. Taking n more calls would repeat the measure and buy
+// nothing.
+func WallClockCallSamples(ctx context.Context, kernel []time.Duration, n int, sample Sample) ([]time.Duration, error) {
+	calls := slices.Clone(kernel[max(len(kernel)-n, 0):])
+	for len(calls) < n {
+		d, err := sample(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("call sample %d: %w", len(calls), err)
+		}
+		calls = append(calls, d)
+	}
+	return calls, nil
 }

@@ -128,3 +128,29 @@ func TestMedianDuration(t *testing.T) {
 		}
 	}
 }
+
+// On a CPU the call samples are the last kernel samples, topped up with
+// calls of their own only when there are too few (the Python twin's test
+// is test_wall_clock_call_samples_are_the_last_kernel_samples).
+func TestWallClockCallSamples(t *testing.T) {
+	more := []time.Duration{99, 98}
+	sample := func(context.Context) (time.Duration, error) {
+		d := more[0]
+		more = more[1:]
+		return d, nil
+	}
+	for _, tt := range []struct {
+		kernel []time.Duration
+		n      int
+		want   []time.Duration
+	}{
+		{[]time.Duration{1, 2, 3, 4}, 2, []time.Duration{3, 4}},
+		{[]time.Duration{1, 2}, 4, []time.Duration{1, 2, 99, 98}},
+		{[]time.Duration{1, 2}, 0, []time.Duration{}},
+	} {
+		got, err := WallClockCallSamples(context.Background(), tt.kernel, tt.n, sample)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("WallClockCallSamples(%v, %d) = %v, %v; want %v", tt.kernel, tt.n, got, err, tt.want)
+		}
+	}
+}

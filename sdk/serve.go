@@ -238,11 +238,12 @@ func (s *backendServer) Run(ctx context.Context, request *pb.RunRequest) (*pb.Sa
 		return nil, err
 	}
 	defer s.done()
-	samples, err := s.backend.Run(ctx, runRequestFromProto(request))
+	clock := NewPhaseClock()
+	samples, err := s.backend.Run(WithPhaseClock(ctx, clock), runRequestFromProto(request))
 	if err != nil {
 		return nil, errorToStatus(ctx, err)
 	}
-	return samplesToProto(samples), nil
+	return samplesToProto(withPhases(samples, clock)), nil
 }
 
 func (s *backendServer) Release(ctx context.Context, request *pb.ReleaseRequest) (*pb.ReleaseResponse, error) {
@@ -286,4 +287,24 @@ func formatReattach(rc *plugin.ReattachConfig) (string, error) {
 		Address:         rc.Addr.String(),
 	})
 	return string(value), err
+}
+
+// withPhases adds the Run's phases to its facts (PhasesFact), unless the
+// backend wrote its own report there (the Python bridges relay their
+// worker's).
+func withPhases(samples Samples, clock *PhaseClock) Samples {
+	if _, ok := samples.Facts[PhasesFact]; ok {
+		return samples
+	}
+	phases := clock.Phases()
+	if len(phases) == 0 {
+		return samples
+	}
+	facts := make(map[string]string, len(samples.Facts)+1)
+	for k, v := range samples.Facts {
+		facts[k] = v
+	}
+	facts[PhasesFact] = EncodePhases(phases)
+	samples.Facts = facts
+	return samples
 }

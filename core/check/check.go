@@ -79,7 +79,7 @@ func CheckWithSeed(t *inputs.Tensors, output []byte, settings op.CheckSettings, 
 	if r.Sampled {
 		r.RowSeed = seed
 	}
-	worst := r.compare(s, output, rows, reference.Compute(t, rows), tol)
+	worst := r.compare(s, output, rows, reference.ComputeKept(t, rows), tol)
 	outside := boundViolations(t, output, tol)
 	r.OutOfRange = outside.count
 	switch {

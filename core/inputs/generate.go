@@ -27,6 +27,11 @@ type Tensors struct {
 	// its alignment, window and soft-capping. nil is Shape.Causal alone,
 	// top-left (Masking).
 	Mask *mask.Mask
+	// references keeps the fp64 reference rows computed for these
+	// inputs (Reference, KeepReference): every row of a case is checked
+	// against the same reference, checked run and timed output alike,
+	// so each reference row is computed once per case.
+	references sync.Map // flat row index → []float64
 }
 
 // Masking is the mask of the case: Mask, or mask.Plain(Shape.Causal)
@@ -37,6 +42,21 @@ func (t *Tensors) Masking() mask.Mask {
 	}
 	return mask.Plain(t.Shape.Causal)
 }
+
+// Reference is the reference output of query row flat (the row's index
+// in [batch, heads, seq_q] order) kept for these inputs, if one was.
+// The row is shared: read it, never write it.
+func (t *Tensors) Reference(flat int) ([]float64, bool) {
+	row, ok := t.references.Load(flat)
+	if !ok {
+		return nil, false
+	}
+	return row.([]float64), true
+}
+
+// KeepReference keeps the reference output of query row flat, computed
+// from these inputs, for Reference.
+func (t *Tensors) KeepReference(flat int, row []float64) { t.references.Store(flat, row) }
 
 // Generate builds the inputs of case c under the suite's seed. It spreads
 // the work over every CPU; the result does not depend on how.

@@ -32,6 +32,29 @@ func Compute(t *inputs.Tensors, rows []RowIndex) [][]float64 {
 	return out
 }
 
+// ComputeKept is Compute for the checks of a case: each row it computes is
+// kept with t (inputs.Tensors.KeepReference) and returned again, bit for
+// bit, to later calls, since every row of a case, checked run and timed
+// output alike, is held to the one reference. The returned rows are
+// shared: read them, never write them.
+func ComputeKept(t *inputs.Tensors, rows []RowIndex) [][]float64 {
+	out := make([][]float64, len(rows))
+	var missing []RowIndex
+	var at []int
+	for i, r := range rows {
+		if kept, ok := t.Reference(r.Flat(t.Shape)); ok {
+			out[i] = kept
+		} else {
+			missing, at = append(missing, r), append(at, i)
+		}
+	}
+	for j, row := range Compute(t, missing) {
+		out[at[j]] = row
+		t.KeepReference(missing[j].Flat(t.Shape), row)
+	}
+	return out
+}
+
 // worker computes rows, holding the decoded K and V of the last key/value
 // head it read.
 type worker struct {

@@ -225,3 +225,25 @@ func TestComputeSampledIsCheap(t *testing.T) {
 		t.Errorf("causal row 0 = %v, want V row 0 = %v", out[0][:4], v0[:4])
 	}
 }
+
+// A reference row is computed once per inputs: a second ComputeKept over
+// rows some of which it has seen returns the kept rows, and the same
+// values as Compute.
+func TestComputeKeepsRowsPerInputs(t *testing.T) {
+	s := shape(1, 2, 2, 24, 40, 16, true, sdk.FP16)
+	tensors := inputs.Generate(5, attention.NewCase(s, op.Normal))
+	all := Rows(s, everyRow, 0)
+	first := ComputeKept(tensors, all[:10])
+	again := ComputeKept(tensors, all)
+	fresh := Compute(tensors, all)
+	for i := range all {
+		if i < 10 && &again[i][0] != &first[i][0] {
+			t.Errorf("row %d computed again", i)
+		}
+		for x := range again[i] {
+			if again[i][x] != fresh[i][x] {
+				t.Fatalf("row %d elem %d: kept %v, computed afresh %v", i, x, again[i][x], fresh[i][x])
+			}
+		}
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/flashcore/bench/core/report/cell"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/sdk"
 )
@@ -270,6 +272,23 @@ func warnings(rows []Row) []string {
 			if t.Throttled {
 				notes = append(notes, fmt.Sprintf("throttled, %s (L2 %s): %s; its times may read slow", r.Name, t.L2, t.ThrottleNote))
 			}
+		}
+		notes = append(notes, budgetNotes(r)...)
+	}
+	return notes
+}
+
+// budgetNotes say where a row's budget stopped its sampling before the
+// noise target, and the ± it reached (flashcore run --budget).
+func budgetNotes(r Row) []string {
+	if r.Budget == nil {
+		return nil
+	}
+	var notes []string
+	for _, mode := range r.Budget.Hit {
+		if t, ok := r.TimingFor(mode); ok {
+			notes = append(notes, fmt.Sprintf("budget, %s (L2 %s): sampling stopped at the row's budget of %v, %d samples, %s reached",
+				r.Name, mode, time.Duration(r.Budget.Ns).Round(time.Millisecond), t.Kernel.N, cell.Noise(t.Kernel.RelNoise)))
 		}
 	}
 	return notes

@@ -60,6 +60,12 @@ type Result struct {
 	StderrTail string `json:"stderr_tail,omitempty"`
 	// Duration is the wall time the row took, all steps included.
 	Duration time.Duration `json:"duration_ns"`
+	// Time is where Duration went, step by step, by the host's clock;
+	// nil in files written before it was recorded.
+	Time []Phase `json:"time,omitempty"`
+	// Budget is the time budget the row ran under (flashcore run
+	// --budget); nil without one.
+	Budget *Budget `json:"budget,omitempty"`
 	// Device is the GPU the row ran on, when the run was spread over
 	// several (flashcore run --devices); nil otherwise.
 	Device *RowDevice `json:"device,omitempty"`
@@ -276,4 +282,55 @@ func (r *Result) IdentityChanges(other *Result) []FactChange {
 		}
 	}
 	return out
+}
+
+// Phase is one step of a row and the host's time of it: the host's
+// monotonic clock from the end of the step before to the end of this one,
+// so a row's phases add up to its Duration (docs/results-schema.md).
+type Phase struct {
+	// Name is the step: one of the Phase* names.
+	Name string `json:"name"`
+	// L2 is the L2 mode of a step taken once per mode (PhaseRun,
+	// PhaseTimedCheck); "" otherwise.
+	L2 sdk.L2Mode `json:"l2,omitempty"`
+	Ns int64      `json:"ns"`
+	// Plugin is the plugin's own report of where its time went inside
+	// this step's call (a Run: warm-up, sampling blocks, moves, call
+	// samples, cross-check, output), by its own clock, in order. It
+	// splits the host's figure and never replaces it; nil when the
+	// plugin sent none.
+	Plugin []PluginPhase `json:"plugin,omitempty"`
+}
+
+// PluginPhase is one part of a plugin call, as the plugin reported it
+// (sdk.Phase): a sampling block is "sample:" and why it stopped.
+type PluginPhase struct {
+	Name string `json:"name"`
+	Ns   int64  `json:"ns"`
+}
+
+// The steps of a row (Phase.Name), in the order they run.
+const (
+	PhaseStart      = "start"       // the plugin's restart, in a row after a failed one
+	PhaseInputs     = "inputs"      // writing the case's inputs into the row's workspace
+	PhaseWalls      = "walls"       // freezing the other plugins, thawing this one
+	PhasePrepare    = "prepare"     // the Prepare call
+	PhaseCheckedRun = "checked_run" // a Fetch call: the checked run, its output written
+	PhaseCheck      = "check"       // reading the checked output and the fp64 check
+	PhaseRun        = "run"         // a Run call: warm-up, samples, call samples, cross-check
+	PhaseTimedCheck = "timed_check" // the samples' rules, and the check of the last timed output
+	PhaseRecheck    = "recheck"     // the host's clock batch on fresh inputs, and their check
+	PhaseRelease    = "release"     // the Release call
+	PhaseOther      = "other"       // the rest: workspace removal, interference accounting
+)
+
+// Budget is the time budget of one row and where it stopped the sampling.
+type Budget struct {
+	// Ns is the row's budget (with a suite's budget, the row's share of
+	// what was left when it began).
+	Ns int64 `json:"ns"`
+	// Hit lists the L2 modes whose sampling stopped at the budget's
+	// time cap, not at the noise target: their ± is what the budget
+	// allowed. Empty when the budget cut nothing.
+	Hit []sdk.L2Mode `json:"hit,omitempty"`
 }

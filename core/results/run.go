@@ -165,6 +165,10 @@ type Backend struct {
 	// backends' rows were measured, from its cgroup; absent where the
 	// host could not read it.
 	CPUOutsideRowsMs *float64 `json:"cpu_outside_rows_ms,omitempty"`
+	// StartNs is the host's time of the plugin's start and Describe at
+	// the run's beginning, where every plugin starts at once; absent in
+	// files written before it was recorded.
+	StartNs int64 `json:"start_ns,omitempty"`
 }
 
 // Case is one problem of the suite, with the inputs every backend was
@@ -188,6 +192,10 @@ type Case struct {
 	// not masked, and Q, K, V read and O written once.
 	FLOPs float64 `json:"flops"`
 	Bytes float64 `json:"bytes"`
+	// InputsNs is the host's time generating and hashing the case's
+	// inputs, once for all its rows; absent when no row ran, and in
+	// files written before it was recorded.
+	InputsNs int64 `json:"inputs_ns,omitempty"`
 }
 
 // OpName is the case's op: attention for a case built without one, as

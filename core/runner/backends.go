@@ -29,6 +29,9 @@ type backend struct {
 	// stderrMark is how much the plugin had written to stderr when the
 	// current row began: what it writes after is that row's.
 	stderrMark int64
+	// startTime is the host's time of the plugin's start and Describe at
+	// the run's beginning.
+	startTime time.Duration
 }
 
 // startBackends starts and describes every plugin, all at once: a
@@ -44,7 +47,9 @@ func (r *runner) startBackends(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			start := time.Now()
 			b.description = r.describe(ctx, b)
+			b.startTime = time.Since(start)
 		}()
 	}
 	wg.Wait()
@@ -169,6 +174,7 @@ func backendRecord(b *backend) results.Backend {
 		Fault:             b.fault,
 		Device:            d.Device,
 		Variants:          d.Variants,
+		StartNs:           b.startTime.Nanoseconds(),
 	}
 }
 

@@ -121,6 +121,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 	if len(res.Timings) == 0 || res.Status == results.StatusError {
 		return
 	}
+	defer r.clock.mark(results.PhaseRecheck, "")
 	api := b.instance.Backend()
 	fresh := ops.Of(c).Generate(check.FreshSeed(), c)
 	files, err := ws.writeFresh(fresh)

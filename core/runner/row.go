@@ -35,9 +35,16 @@ func (r *runner) runRow(ctx context.Context, rw row, c op.Case, in *caseInputs) 
 		return res
 	}
 	res.InputSHA256 = in.inputs.SHA256
+	r.clock = newRowClock(start)
+	defer func() { r.clock = nil }()
+	res.Budget = r.rowBudget()
+	restarting := rw.backend.instance == nil || rw.backend.instance.Exited()
 	if err := r.ensureStarted(ctx, rw.backend); err != nil {
 		r.failRow(&res, rw.backend, "restart", err)
 		return res
+	}
+	if restarting {
+		r.clock.mark(results.PhaseStart, "")
 	}
 	rw.backend.stderrMark = rw.backend.instance.StderrWritten()
 	ws, err := newWorkspace(rowCaseDir(rw.backend, in.name), c, in.inputs)
@@ -45,8 +52,9 @@ func (r *runner) runRow(ctx context.Context, rw row, c op.Case, in *caseInputs) 
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
 		return res
 	}
-	defer ws.remove()
+	r.clock.mark(results.PhaseInputs, "")
 	mark := r.isolateRow(rw.backend)
+	r.clock.mark(results.PhaseWalls, "")
 	measured := time.Now()
 	r.lifecycle(ctx, rw, c, in.inputs, ws, &res)
 	// A plugin that died took its workspace with it (the reaper removes
@@ -55,7 +63,9 @@ func (r *runner) runRow(ctx context.Context, rw row, c op.Case, in *caseInputs) 
 		res.Status, res.Reason = results.StatusError, reason
 	}
 	r.checkInterference(mark, time.Since(measured), &res)
+	ws.remove()
 	res.Duration = time.Since(start)
+	res.Time = r.clock.finish(start.Add(res.Duration))
 	return res
 }
 
@@ -71,6 +81,7 @@ func (r *runner) lifecycle(ctx context.Context, rw row, c op.Case, t *op.Inputs,
 		r.failRow(res, b, "prepare", err)
 		return
 	}
+	r.clock.mark(results.PhasePrepare, "")
 	res.LoadedSHA256 = prepared.LoadedSHA256
 	addFacts(res, prepared.Facts)
 	res.Diagnostics = append(res.Diagnostics, prepared.Diagnostics...)
@@ -121,6 +132,7 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c op.Case, t *op.I
 	}
 	first := outputsHash(output)
 	addFacts(res, map[string]string{"output_sha256": hex.EncodeToString(first[:])})
+	r.clock.mark(results.PhaseCheck, "")
 	if r.cfg.Suite.Check.Repeat < 2 {
 		return true, checkedCall
 	}
@@ -129,6 +141,9 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c op.Case, t *op.I
 		res.Repeats.NonFiniteRuns++
 	}
 	for run := 2; run <= r.cfg.Suite.Check.Repeat; run++ {
+		if run > 2 {
+			r.clock.mark(results.PhaseCheck, "") // the comparison of the run before
+		}
 		again, ok := r.fetch(ctx, b, c, ws, res)
 		if !ok || again == nil {
 			return ok, checkedCall
@@ -161,6 +176,7 @@ func (r *runner) checkOutput(ctx context.Context, b *backend, c op.Case, t *op.I
 			"checked runs differ in up to %d elements of %s (max |diff| %.3g, %d ulps), each within the check: a finding, not a failure (atomic accumulation)",
 			res.Repeats.DifferingElements, strings.Join(differingOutputs(ws.outputs, output, again), ", "), res.Repeats.MaxAbsDiff, res.Repeats.MaxULPs)})
 	}
+	r.clock.mark(results.PhaseCheck, "")
 	return true, checkedCall
 }
 
@@ -213,6 +229,7 @@ func (r *runner) fetch(ctx context.Context, b *backend, c op.Case, ws *workspace
 		r.failRow(res, b, "fetch", err)
 		return nil, false
 	}
+	r.clock.mark(results.PhaseCheckedRun, "")
 	res.Diagnostics = append(res.Diagnostics, fetched.Diagnostics...)
 	if applyDiagnostics(res, fetched.Diagnostics) {
 		return nil, false
@@ -240,9 +257,10 @@ func clearPath(path string) error {
 // checked like the checked run's, with rows drawn afresh.
 func (r *runner) measure(ctx context.Context, b *backend, c op.Case, t *op.Inputs, ws *workspace, res *results.Result) {
 	api := b.instance.Backend()
-	for _, mode := range r.cfg.Suite.L2Modes {
+	for i, mode := range r.cfg.Suite.L2Modes {
 		m := r.cfg.Suite.Measurement
 		m.L2 = mode
+		capped := r.budgetCap(&m, res.Budget, len(r.cfg.Suite.L2Modes)-i)
 		if err := clearOutputs(ws.timed); err != nil {
 			res.Status, res.Reason = results.StatusError, "host: "+err.Error()
 			return
@@ -254,6 +272,11 @@ func (r *runner) measure(ctx context.Context, b *backend, c op.Case, t *op.Input
 			r.failRow(res, b, fmt.Sprintf("run (L2 %s)", mode), err)
 			return
 		}
+		plugin := takePhases(&samples)
+		r.clock.markRun(results.PhaseRun, mode, plugin)
+		if capped && stoppedByTimeCap(plugin) {
+			res.Budget.Hit = append(res.Budget.Hit, mode)
+		}
 		res.Diagnostics = append(res.Diagnostics, samples.Diagnostics...)
 		if applyDiagnostics(res, samples.Diagnostics) {
 			return
@@ -264,6 +287,7 @@ func (r *runner) measure(ctx context.Context, b *backend, c op.Case, t *op.Input
 		}
 		res.Timings = append(res.Timings, timingRecord(mode, samples))
 		r.checkTimedOutput(c, t, ws, mode, res)
+		r.clock.mark(results.PhaseTimedCheck, mode)
 	}
 	if len(res.Timings) > 0 {
 		res.Derived = derive(ops.Of(c).Work(c, t), res.Timings[0].Kernel, b.description.Device)
@@ -325,6 +349,7 @@ func (r *runner) checkOutputFiles(c op.Case, t *op.Inputs, files []sdk.TensorFil
 }
 
 func (r *runner) release(ctx context.Context, b *backend, caseID string, res *results.Result) {
+	defer r.clock.mark(results.PhaseRelease, "")
 	if b.instance == nil {
 		return
 	}

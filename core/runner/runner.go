@@ -56,6 +56,9 @@ type Config struct {
 	// OnResult, when set, is called with every row's result once it is
 	// recorded and saved (the tuner keeps its state with it).
 	OnResult func(results.Result) error
+	// Budget bounds the time rows spend sampling (budget.go); zero for
+	// none.
+	Budget Budget
 }
 
 // Saver saves a run as it grows. It is called from the run's goroutine,
@@ -71,7 +74,7 @@ var ErrInterrupted = errors.New("run interrupted")
 // Run measures every case of the suite on every plugin. It returns the run
 // even with an error, so that what was measured is never lost.
 func Run(ctx context.Context, cfg Config) (*results.Run, error) {
-	r := &runner{cfg: cfg, saver: cfg.Saver, cpuCeilings: HostCPUCeilings()}
+	r := &runner{cfg: cfg, saver: cfg.Saver, cpuCeilings: HostCPUCeilings(), started: time.Now()}
 	if r.saver == nil && cfg.ResultsPath != "" {
 		r.saver = results.NewWriter(cfg.ResultsPath)
 	}
@@ -127,6 +130,11 @@ type runner struct {
 	// rowStderr is the whole stderr of the plugin whose call failed the
 	// row being finished, for settleText to keep in a file; "" otherwise.
 	rowStderr string
+	// clock splits the row being run into its steps (phases.go); nil
+	// between rows.
+	clock *rowClock
+	// started is when the run began, for a suite's budget.
+	started time.Time
 }
 
 // newProgress is the config's Reporter for total rows: NewProgress's, else
@@ -205,8 +213,10 @@ func (r *runner) runCase(ctx context.Context, c op.Case, name string, rows []row
 			return nil
 		}
 		if in == nil && r.rowSkipReason(rw, c) == "" {
+			generated := time.Now()
 			in = prepareInputs(r.cfg.Suite.Seed, c, name)
-			r.run.Cases[len(r.run.Cases)-1].InputSHA256 = in.inputs.SHA256
+			record := &r.run.Cases[len(r.run.Cases)-1]
+			record.InputSHA256, record.InputsNs = in.inputs.SHA256, time.Since(generated).Nanoseconds()
 		}
 		r.progress.Begin(c.ID + " · " + rw.label)
 		res := r.runRow(ctx, rw, c, in)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ type collectCase struct {
 	SamplesNS   []int64         `json:"samples_ns"` // fed in order, warm-up first
 	WantTaken   int             `json:"want_taken"` // timed samples kept
 	WantNoise   float64         `json:"want_noise"` // RelativeNoise of those
+	WantStop    string          `json:"want_stop"`  // why sampling stopped (sdk.StopNoise, ...)
 }
 
 type noiseFixture struct {
@@ -45,14 +47,14 @@ func TestStoppingRuleFixtureMatchesSDK(t *testing.T) {
 		fixture = newFixture()
 	}
 	for i, c := range fixture.Collect {
-		taken, noise := collect(t, c)
+		taken, noise, stop := collect(t, c)
 		if *update {
-			fixture.Collect[i].WantTaken, fixture.Collect[i].WantNoise = taken, jsonFloat(noise)
+			fixture.Collect[i].WantTaken, fixture.Collect[i].WantNoise, fixture.Collect[i].WantStop = taken, jsonFloat(noise), stop
 			continue
 		}
-		if taken != c.WantTaken || !sameFloat(jsonFloat(noise), c.WantNoise) {
-			t.Errorf("%s: sdk took %d samples with noise %v, fixture says %d and %v",
-				c.Name, taken, noise, c.WantTaken, c.WantNoise)
+		if taken != c.WantTaken || !sameFloat(jsonFloat(noise), c.WantNoise) || stop != c.WantStop {
+			t.Errorf("%s: sdk took %d samples with noise %v, stopped by %q; fixture says %d, %v and %q",
+				c.Name, taken, noise, stop, c.WantTaken, c.WantNoise, c.WantStop)
 		}
 	}
 	for i, n := range fixture.Noise {
@@ -75,15 +77,25 @@ func TestStoppingRuleFixtureMatchesSDK(t *testing.T) {
 // max_samples.
 func TestStoppingRuleFixtureCoversTheRule(t *testing.T) {
 	want := map[string]int{"steady": 20, "steady, min 7": 10, "alternating": 40, "max below min": 12, "min 0": 10}
+	stops := map[string]bool{}
 	for _, c := range readFixture(t).Collect {
 		if taken, ok := want[c.Name]; ok && c.WantTaken != taken {
 			t.Errorf("%s: fixture says %d samples, the rule gives %d", c.Name, c.WantTaken, taken)
 		}
+		stops[c.WantStop] = true
+	}
+	// The time cap depends on the clock, not the samples: the Python
+	// tests check it with a fake clock.
+	for _, stop := range []string{sdk.StopNoise, sdk.StopMax} {
+		if !stops[stop] {
+			t.Errorf("no case of the fixture stops by %q", stop)
+		}
 	}
 }
 
-// collect runs sdk.CollectSamples over the case's fixed samples.
-func collect(t *testing.T, c collectCase) (int, float64) {
+// collect runs sdk.CollectSamples over the case's fixed samples; stop is
+// why it stopped, as its phases say.
+func collect(t *testing.T, c collectCase) (taken int, noise float64, stop string) {
 	t.Helper()
 	next := 0
 	sample := func(context.Context) (time.Duration, error) {
@@ -93,11 +105,17 @@ func collect(t *testing.T, c collectCase) (int, float64) {
 		next++
 		return time.Duration(c.SamplesNS[next-1]), nil
 	}
-	samples, err := sdk.CollectSamples(context.Background(), c.Measurement, sample)
+	clock := sdk.NewPhaseClock()
+	samples, err := sdk.CollectSamples(sdk.WithPhaseClock(context.Background(), clock), c.Measurement, sample)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(samples), sdk.RelativeNoise(samples)
+	for _, p := range clock.Phases() {
+		if rest, ok := strings.CutPrefix(p.Name, sdk.PhaseSample+":"); ok {
+			stop = rest
+		}
+	}
+	return len(samples), sdk.RelativeNoise(samples), stop
 }
 
 func newFixture() stoppingRuleFixture {

@@ -309,7 +309,8 @@ func (b *Backend) Fetch(ctx context.Context, req sdk.FetchRequest) (sdk.Fetched,
 // no launches to hide and nothing queued, so the kernel time and the call
 // time are the same measure, the wall-clock time of one whole call of the
 // case's pass (time.Now before and after). KernelTimes follow the contract's warm-up
-// and stopping rule; CallTimes are Measurement.CallSamples more of the same.
+// and stopping rule; CallTimes are the last Measurement.CallSamples of them
+// (sdk.WallClockCallSamples).
 func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, error) {
 	c, err := b.lookup(req.CaseID)
 	if err != nil {
@@ -327,14 +328,11 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 	if err != nil {
 		return sdk.Samples{}, fmt.Errorf("%s: kernel samples: %w", req.CaseID, err)
 	}
-	callTimes := make([]time.Duration, 0, m.CallSamples)
-	for range m.CallSamples {
-		d, err := sample(ctx)
-		if err != nil {
-			return sdk.Samples{}, fmt.Errorf("%s: call samples: %w", req.CaseID, err)
-		}
-		callTimes = append(callTimes, d)
+	callTimes, err := sdk.WallClockCallSamples(ctx, kernelTimes, m.CallSamples, sample)
+	if err != nil {
+		return sdk.Samples{}, fmt.Errorf("%s: %w", req.CaseID, err)
 	}
+	sdk.MarkPhase(ctx, sdk.PhaseCalls)
 	if len(timed) > len(c.outputs) {
 		return sdk.Samples{}, fmt.Errorf("%s: %d timed output files for %d outputs", req.CaseID, len(timed), len(c.outputs))
 	}
@@ -345,6 +343,7 @@ func (b *Backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 			return sdk.Samples{}, fmt.Errorf("%s: write the timed output: %w", req.CaseID, err)
 		}
 	}
+	sdk.MarkPhase(ctx, sdk.PhaseOutput)
 	return sdk.Samples{
 		KernelTimes: kernelTimes,
 		CallTimes:   callTimes,

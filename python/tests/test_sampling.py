@@ -20,9 +20,12 @@ def as_json_noise(x):
 @pytest.mark.parametrize("case", CASES["collect"], ids=lambda c: c["name"])
 def test_collect_samples_takes_what_go_takes(case):
     samples = iter(case["samples_ns"])
-    taken = core.collect_samples(core.Measurement.from_json(case["measurement"]), lambda: next(samples))
+    phases = core.PhaseClock()
+    taken = core.collect_samples(core.Measurement.from_json(case["measurement"]), lambda: next(samples), phases=phases)
     assert len(taken) == case["want_taken"]
     assert as_json_noise(core.relative_noise(taken)) == pytest.approx(case["want_noise"], rel=1e-12, abs=0)
+    # Why it stopped, as sdk's phases say it (sdk/phases.go).
+    assert [name for name, _ in phases.phases] == ["warmup", "sample:" + case["want_stop"]]
 
 
 @pytest.mark.parametrize("case", CASES["noise"], ids=lambda c: f"n={len(c['samples_ns'])}")
@@ -86,3 +89,32 @@ def test_device_peaks_match_the_go_table():
     assert round(h100["peak_tflops"]) == 1071    # same formula as cudakit/gpu
     assert round(h100["peak_gbps"]) == 3352
     assert fw.device_peaks(7, 5, 40, 1590, 5001, 256)["peak_tflops"] == 0
+
+
+def test_time_cap_is_the_reported_stop():
+    clock = FakeClock()
+
+    def sample():
+        clock.now += 1_000_000
+        return 1_000_000 + clock.now % 3
+
+    m = core.Measurement(warmup_runs=0, warmup_time_ns=0, min_samples=3, max_samples=1000, target_noise=1e-9,
+                         time_cap_ns=10_000_000)
+    _, stop = core.take_samples(m, sample, clock)
+    assert stop == core.STOP_TIME_CAP
+
+
+def test_phase_clock_encodes_as_sdk_does():
+    clock = FakeClock()
+    phases = core.PhaseClock(clock)
+    clock.now = 51_000_000
+    phases.mark("warmup")
+    clock.now += 7
+    assert phases.encode() == "warmup=51000000 other=7"
+
+
+def test_wall_clock_call_samples_are_the_last_kernel_samples():
+    more = iter([99, 98])
+    assert core.wall_clock_call_samples([1, 2, 3, 4], 2, lambda: next(more)) == [3, 4]
+    assert core.wall_clock_call_samples([1, 2], 4, lambda: next(more)) == [1, 2, 99, 98]
+    assert core.wall_clock_call_samples([1, 2], 0, lambda: 1 / 0) == []

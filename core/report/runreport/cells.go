@@ -81,6 +81,9 @@ func verdictCell(r *results.Result) string {
 	if throttled(r) {
 		word += " (throttled)"
 	}
+	if r.Budget != nil && len(r.Budget.Hit) > 0 {
+		word += " (budget)"
+	}
 	reason := cell.OneLine(r.Reason)
 	if reason == "" {
 		return word

@@ -174,3 +174,44 @@ func timedResult(caseID, backend string, status results.Status, ns float64) resu
 	}
 	return r
 }
+
+// timeFixture is a CPU run of the default suite (two of its cases) with
+// its time breakdown; one row ran under a budget that stopped its
+// sampling.
+var timeFixture = filepath.Join("testdata", "time.json")
+
+// TestExplainTimeGolden draws where the time went, and the table of a run
+// with a budget that stopped a row's sampling.
+func TestExplainTimeGolden(t *testing.T) {
+	run, err := results.Load(timeFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, markdown := range []bool{false, true} {
+		var out bytes.Buffer
+		if err := WriteTimeExplanation(&out, run, markdown); err != nil {
+			t.Fatal(err)
+		}
+		name := "explain-time.table.golden"
+		if markdown {
+			name = "explain-time.markdown.golden"
+		}
+		golden.Compare(t, filepath.Join("testdata", name), out.Bytes())
+	}
+	var out bytes.Buffer
+	if err := Render(&out, run, Options{Format: report.FormatTable}); err != nil {
+		t.Fatal(err)
+	}
+	golden.Compare(t, filepath.Join("testdata", "budget.table.golden"), out.Bytes())
+}
+
+// A file written before the breakdown says it has none.
+func TestExplainTimeOfAnOlderFile(t *testing.T) {
+	var out bytes.Buffer
+	if err := WriteTimeExplanation(&out, loadFixture(t), false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "no time breakdown") {
+		t.Errorf("an older file's explanation:\n%s", out.String())
+	}
+}

@@ -76,14 +76,70 @@ def relative_noise(samples):
     return (ordered[hi] - ordered[lo]) / 2 / median
 
 
-def collect_samples(m, sample, clock=time.perf_counter_ns, warm_up=None):
+# The phases of a Run (sdk/phases.go): the report travels in the Run's
+# facts under PHASES_FACT as "name=ns" pairs in order.
+PHASES_FACT = "phases"
+PHASE_WARMUP = "warmup"
+PHASE_SAMPLE = "sample"
+PHASE_MOVE = "move"
+PHASE_CALLS = "calls"
+PHASE_CROSS_CHECK = "cross_check"
+PHASE_OUTPUT = "output"
+PHASE_OTHER = "other"
+
+# Why a block's sampling stopped (sdk.StopNoise, StopMax, StopTimeCap).
+STOP_NOISE = "noise"
+STOP_MAX = "max"
+STOP_TIME_CAP = "time_cap"
+
+
+class PhaseClock:
+    """sdk.PhaseClock: each mark(name) closes the phase that began at the
+    previous mark (or at the clock's start)."""
+
+    def __init__(self, clock=time.perf_counter_ns):
+        self._clock = clock
+        self._last = clock()
+        self.phases = []
+
+    def mark(self, name):
+        now = self._clock()
+        self.phases.append((name, now - self._last))
+        self._last = now
+
+    def encode(self):
+        """sdk.EncodePhases of the marked phases and, when it is not
+        nothing, the time since the last mark as PHASE_OTHER."""
+        phases = list(self.phases)
+        rest = self._clock() - self._last
+        if rest > 0:
+            phases.append((PHASE_OTHER, rest))
+        return " ".join(f"{name}={int(ns)}" for name, ns in phases)
+
+
+def _mark(phases, name):
+    if phases is not None:
+        phases.mark(name)
+
+
+def collect_samples(m, sample, clock=time.perf_counter_ns, warm_up=None, phases=None):
     """sdk.CollectSamples, step for step: warm up until both warmup_runs
     and warmup_time are reached, then sample until min_samples are taken and
     the noise (checked every CHECK_EVERY samples) is below target_noise, or
     max_samples are taken, or time_cap has passed since the first sample.
     sample() returns nanoseconds. A warm-up run calls warm_up() where given
-    (an untimed call), else sample()."""
+    (an untimed call), else sample(). phases, a PhaseClock, is marked with
+    the warm-up and with the samples and why they stopped."""
     _warm_up(m, warm_up or sample, clock)
+    _mark(phases, PHASE_WARMUP)
+    samples, stop = take_samples(m, sample, clock)
+    _mark(phases, f"{PHASE_SAMPLE}:{stop}")
+    return samples
+
+
+def take_samples(m, sample, clock=time.perf_counter_ns):
+    """Step 2 of collect_samples (sdk's takeSamples): the timed samples,
+    and why they stopped (STOP_NOISE, STOP_MAX or STOP_TIME_CAP)."""
     min_samples = max(m.min_samples, 1)
     max_samples = max(m.max_samples, min_samples)
     samples = []
@@ -93,10 +149,20 @@ def collect_samples(m, sample, clock=time.perf_counter_ns, warm_up=None):
         if len(samples) < min_samples:
             continue
         if m.time_cap_ns > 0 and clock() - start >= m.time_cap_ns:
-            break
+            return samples, STOP_TIME_CAP
         if len(samples) % CHECK_EVERY == 0 and relative_noise(samples) < m.target_noise:
-            break
-    return samples
+            return samples, STOP_NOISE
+    return samples, STOP_MAX
+
+
+def wall_clock_call_samples(kernel, n, sample):
+    """sdk.WallClockCallSamples: on a CPU a call sample and a kernel sample
+    are the same measure, so the last n kernel samples are the call
+    samples; sample() takes more only when there are fewer than n."""
+    calls = list(kernel[max(len(kernel) - n, 0):]) if n > 0 else []
+    while len(calls) < n:
+        calls.append(sample())
+    return calls
 
 
 class StayPut(Exception):
@@ -128,13 +194,13 @@ def block_measurement(m, i):
     return b
 
 
-def collect_placed_samples(m, collect_block, move):
+def collect_placed_samples(m, collect_block, move, phases=None):
     """sdk.CollectPlacedSamples: the samples of placements(m) blocks, with
     move(placement) between two blocks; collect_block(block_measurement)
     takes one block's samples. Returns the samples and the samples per
     block (None for one placement). A move that raises StayPut leaves the
     buffers where they are, and its block's samples count to the block
-    before."""
+    before. phases, a PhaseClock, is marked with each move."""
     n = placements(m)
     if n <= 1 or move is None:
         return collect_block(m), None
@@ -146,6 +212,7 @@ def collect_placed_samples(m, collect_block, move):
                 move(i)
             except StayPut:
                 stay = True
+            _mark(phases, PHASE_MOVE)
         block = collect_block(block_measurement(m, i))
         samples.extend(block)
         if stay:

@@ -224,7 +224,7 @@ class CudaTimer:
         return (nvml or measured), facts, diagnostics
 
 
-def kernel_times(m, run, cold, timer, sampler, facts, move=None):
+def kernel_times(m, run, cold, timer, sampler, facts, move=None, phases=None):
     """The kernel-time samples of one Run, their method and the samples per
     placement block (None for one). With a CUPTI sampler (on a GPU) the
     samples are CUPTI's; where it cannot time the calls (CuptiUnavailable,
@@ -232,16 +232,17 @@ def kernel_times(m, run, cold, timer, sampler, facts, move=None):
     method (CUDA events behind a sleep) and the fact cupti_fallback says
     why. Either way the stopping rule runs whole in every block, so
     min_samples is honoured. move(placement) moves the case's buffers
-    between two blocks (collect_placed_samples)."""
+    between two blocks (collect_placed_samples); phases, a PhaseClock, is
+    marked with each block's warm-up, samples and move."""
     if sampler is not None:
         def cupti_block(bm):
             facts.update(sampler.prepare(bm.min_samples, bm.max_samples))
-            block = collect_samples(bm, sampler.sample, warm_up=sampler.warm_up)
+            block = collect_samples(bm, sampler.sample, warm_up=sampler.warm_up, phases=phases)
             sampler.finish_block()
             return block
 
         try:
-            times, blocks = collect_placed_samples(m, cupti_block, move)
+            times, blocks = collect_placed_samples(m, cupti_block, move, phases)
             facts.update(sampler.report())
             timer.reset_sample_counts()
             return times, sampler.method, blocks
@@ -250,9 +251,9 @@ def kernel_times(m, run, cold, timer, sampler, facts, move=None):
 
     def events_block(bm):
         facts.update(timer.prepare_sampling(run, cold))
-        return collect_samples(bm, lambda: timer.kernel_sample(run, cold))
+        return collect_samples(bm, lambda: timer.kernel_sample(run, cold), phases=phases)
 
-    times, blocks = collect_placed_samples(m, events_block, move)
+    times, blocks = collect_placed_samples(m, events_block, move, phases)
     return times, timer.method, blocks
 
 

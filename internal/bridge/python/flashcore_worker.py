@@ -56,7 +56,13 @@ from flashcore_protocol import (  # noqa: F401
 )
 from flashcore_sampling import (  # noqa: F401
     CHECK_EVERY,
+    PHASE_CALLS,
+    PHASE_CROSS_CHECK,
+    PHASE_OUTPUT,
+    PHASES_FACT,
+    STOP_TIME_CAP,
     Measurement,
+    PhaseClock,
     StayPut,
     block_measurement,
     collect_placed_samples,
@@ -65,6 +71,8 @@ from flashcore_sampling import (  # noqa: F401
     placements,
     relative_noise,
     spacer_bytes,
+    take_samples,
+    wall_clock_call_samples,
 )
 from flashcore_tensors import (  # noqa: F401
     DTYPE_SIZES,
@@ -635,6 +643,7 @@ class Worker:
         return {}
 
     def run(self, params):
+        phases = PhaseClock()
         case = self._case(params)
         kernel = case.kernel
         m = Measurement.from_json(params.get("measurement") or {})
@@ -656,13 +665,15 @@ class Worker:
             facts = {}
             move = self._mover(case, poison_output=bool(timed)) if self.device.type == "cuda" else None
             try:
-                kernel_times, method, blocks = self._kernel_times(m, run, cold, facts, profiled, move)
+                kernel_times, method, blocks = self._kernel_times(m, run, cold, facts, profiled, move, phases)
             finally:
                 self._spacer = None
             clock, timer_facts, diagnostics = timer.sampling_report()
-            call_times = [timer.call_sample(run, cold) for _ in range(m.call_samples)]
+            call_times = self._call_times(m, kernel_times, method, run, cold)
+            phases.mark(PHASE_CALLS)
             after = timer.device_state()
             cross = [] if profiled or m.no_cross_check else self._cross_check(case.kernel, method, cold, facts)
+            phases.mark(PHASE_CROSS_CHECK)
             if timed:
                 # The cross-check calls ran after the timed ones: write what
                 # the last timed call returned (or left in the kernel's buffer).
@@ -673,6 +684,7 @@ class Worker:
                     outputs = check_outputs(last_output(), case.outputs, f"{case.what} of {case.label}")
                     for f, tensor in zip(timed, outputs):
                         write_tensor(f.path, tensor)
+                phases.mark(PHASE_OUTPUT)
         facts.update(timer_facts)
         if profiled:
             facts["cross_check_note"] = "left out: the worker ran under a profiler, which holds CUPTI"
@@ -680,6 +692,7 @@ class Worker:
             facts["cross_check_note"] = "left out: the request asked for the timed calls alone"
         if cold:
             facts["l2_flush_bytes"] = str(timer.flush_bytes)
+        facts[PHASES_FACT] = phases.encode()
         return {
             "kernel_times": kernel_times,
             "call_times": call_times,
@@ -692,6 +705,15 @@ class Worker:
             "facts": facts,
             "kernel_blocks": blocks,
         }
+
+    def _call_times(self, m, kernel_times, method, run, cold):
+        """m.call_samples host-inclusive call times. Where the kernel times
+        are wall-clock times of whole calls (a CPU), they are the same
+        measure: the last of them serve (wall_clock_call_samples)."""
+        timer = self.timer()
+        if method == WallClockTimer.method:
+            return wall_clock_call_samples(kernel_times, m.call_samples, lambda: timer.call_sample(run, cold))
+        return [timer.call_sample(run, cold) for _ in range(m.call_samples)]
 
     def _timed_outputs(self, case, params):
         """Where Run writes the outputs of its last timed call: for
@@ -735,7 +757,7 @@ class Worker:
 
         return move
 
-    def _kernel_times(self, m, run, cold, facts, profiled, move=None):
+    def _kernel_times(self, m, run, cold, facts, profiled, move=None, phases=None):
         sampler = None
         if profiled:
             facts["cupti_fallback"] = "the worker runs under a profiler, which holds CUPTI"
@@ -744,7 +766,7 @@ class Worker:
 
             sampler = cupti.CuptiSampler(torch, run, cold, self.timer().flush,
                                          reference=os.environ.get(TIMING_REFERENCE_ENV) == "cupti")
-        return kernel_times(m, run, cold, self.timer(), sampler, facts, move)
+        return kernel_times(m, run, cold, self.timer(), sampler, facts, move, phases)
 
     def _cross_check(self, kernel, method, cold, facts):
         """An independent kernel time by the other GPU method: events behind

@@ -1,0 +1,333 @@
+package runreport
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flashcore/bench/core/report/cell"
+	"github.com/flashcore/bench/core/report/table"
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/sdk"
+)
+
+// Where a run's time went (flashcore run --explain-time, flashcore report
+// --explain-time; docs/measurement.md, "Where the time goes"):
+//
+//  1. the plugins' start, all at once before the first row: the longest;
+//  2. each case's inputs, generated once and shared by its rows;
+//  3. each step of every row (results.Phase), summed over the rows by
+//     step and L2 mode, with the plugin's own split of its Run calls
+//     beneath, labelled as its report;
+//  4. what is left of the run's wall time: saving, the order of work.
+//
+// Then the slowest rows, each split the same way.
+
+// SlowestRows is how many rows the time explanation lists by name.
+const SlowestRows = 10
+
+// WriteTimeExplanation writes where run's time went, as a terminal table
+// or as Markdown.
+func WriteTimeExplanation(w io.Writer, run *results.Run, markdown bool) error {
+	var out bytes.Buffer
+	heading := func(title string) {
+		if markdown {
+			fmt.Fprintf(&out, "\n### %s\n\n", title)
+		} else {
+			fmt.Fprintf(&out, "\n%s\n", title)
+		}
+	}
+	heading("Where the time went")
+	if !hasTimeBreakdown(run) {
+		out.WriteString("(this results file has no time breakdown: it was written before flashcore recorded one)\n")
+		_, err := w.Write(out.Bytes())
+		return err
+	}
+	if err := table.Draw(&out, totalsGrid(run), markdown); err != nil {
+		return err
+	}
+	heading(fmt.Sprintf("Slowest rows (of %d timed)", len(timedRows(run))))
+	if err := table.Draw(&out, slowestGrid(run, SlowestRows), markdown); err != nil {
+		return err
+	}
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+func hasTimeBreakdown(run *results.Run) bool {
+	return slices.ContainsFunc(run.Results, func(r results.Result) bool { return len(r.Time) > 0 })
+}
+
+// timedRows are the rows that took samples, the ones worth naming.
+func timedRows(run *results.Run) []*results.Result {
+	var rows []*results.Result
+	for i := range run.Results {
+		if len(run.Results[i].Timings) > 0 {
+			rows = append(rows, &run.Results[i])
+		}
+	}
+	return rows
+}
+
+// total is one line of the totals: a step's time summed over the rows.
+type total struct {
+	step, by string
+	ns       int64
+	count    int
+	indent   bool
+}
+
+func totalsGrid(run *results.Run) table.Grid {
+	wall := run.FinishedAt.Sub(run.StartedAt).Nanoseconds()
+	lines := []total{startTotal(run), inputsTotal(run)}
+	lines = append(lines, stepTotals(run)...)
+	accounted := int64(0)
+	for _, l := range lines {
+		if !l.indent {
+			accounted += l.ns
+		}
+	}
+	if wall > 0 {
+		lines = append(lines, total{step: "outside the rows (saving, the report, the rest)", by: "host", ns: wall - accounted})
+	}
+	g := table.Grid{}
+	g.Column("Step", table.Left)
+	g.Column("Measured by", table.Left)
+	g.Column("Total", table.Right)
+	g.Column("Share", table.Right)
+	g.Column("Times", table.Right)
+	for _, l := range lines {
+		step := l.step
+		if l.indent {
+			step = "· " + step // the renderer trims leading spaces
+		}
+		g.Rows = append(g.Rows, []string{step, l.by, seconds(l.ns), share(l.ns, wall), countCell(l.count)})
+	}
+	if wall > 0 {
+		g.Footer = []string{"run wall time", "host", seconds(wall), "100%", ""}
+	}
+	return g
+}
+
+// startTotal is the plugins' start: they start at once, so the longest is
+// what the run waited.
+func startTotal(run *results.Run) total {
+	t := total{step: "plugin start (all at once; the longest)", by: "host"}
+	for _, b := range run.Backends {
+		if b.StartNs > 0 {
+			t.ns = max(t.ns, b.StartNs)
+			t.count++
+		}
+	}
+	return t
+}
+
+func inputsTotal(run *results.Run) total {
+	t := total{step: "case inputs (once per case)", by: "host"}
+	for _, c := range run.Cases {
+		if c.InputsNs > 0 {
+			t.ns += c.InputsNs
+			t.count++
+		}
+	}
+	return t
+}
+
+// stepTotals sum every row's steps by step and L2 mode, in the order the
+// steps first appear; a Run's line is followed by the plugin's split of
+// it, summed the same way.
+func stepTotals(run *results.Run) []total {
+	var lines []total
+	index := map[string]int{}
+	plugin := map[string][]total{}
+	pluginIndex := map[string]map[string]int{}
+	for _, r := range run.Results {
+		for _, p := range r.Time {
+			key := stepName(p)
+			at, ok := index[key]
+			if !ok {
+				at = len(lines)
+				index[key] = at
+				lines = append(lines, total{step: key, by: "host"})
+				pluginIndex[key] = map[string]int{}
+			}
+			lines[at].ns += p.Ns
+			lines[at].count++
+			for _, q := range p.Plugin {
+				name := pluginStepName(q.Name)
+				j, ok := pluginIndex[key][name]
+				if !ok {
+					j = len(plugin[key])
+					pluginIndex[key][name] = j
+					plugin[key] = append(plugin[key], total{step: name, by: "plugin's report", indent: true})
+				}
+				plugin[key][j].ns += q.Ns
+				plugin[key][j].count++
+			}
+		}
+	}
+	var out []total
+	for _, l := range lines {
+		parts := plugin[l.step]
+		slices.SortStableFunc(parts, func(a, b total) int { return cmp.Compare(pluginStepRank(a.step), pluginStepRank(b.step)) })
+		out = append(append(out, l), parts...)
+	}
+	return out
+}
+
+// stepNames are the rows' steps as the tables name them.
+var stepNames = map[string]string{
+	results.PhaseStart:      "plugin restart",
+	results.PhaseInputs:     "inputs written to the row's workspace",
+	results.PhaseWalls:      "walls (freeze the others)",
+	results.PhasePrepare:    "prepare",
+	results.PhaseCheckedRun: "checked run (Fetch)",
+	results.PhaseCheck:      "fp64 check of the checked run",
+	results.PhaseRun:        "run",
+	results.PhaseTimedCheck: "rules and check of the timed output",
+	results.PhaseRecheck:    "recheck (host's clock, fresh inputs)",
+	results.PhaseRelease:    "release",
+	results.PhaseOther:      "other",
+}
+
+func stepName(p results.Phase) string {
+	name := cmp.Or(stepNames[p.Name], p.Name)
+	if p.L2 != "" {
+		name += " (L2 " + string(p.L2) + ")"
+	}
+	return name
+}
+
+// pluginStepNames name the parts of a Run (sdk.Phase*); a sampling block
+// is named with why it stopped.
+var pluginStepNames = map[string]string{
+	sdk.PhaseWarmup:                         "warm-up",
+	sdk.PhaseSample + ":" + sdk.StopNoise:   "sampling, stopped at the noise target",
+	sdk.PhaseSample + ":" + sdk.StopTimeCap: "sampling, stopped at the time cap",
+	sdk.PhaseSample + ":" + sdk.StopMax:     "sampling, stopped at max_samples",
+	sdk.PhaseMove:                           "moves between placements",
+	sdk.PhaseCalls:                          "call samples",
+	sdk.PhaseCrossCheck:                     "cross-check",
+	sdk.PhaseOutput:                         "timed output written",
+	sdk.PhaseOther:                          "rest of the call",
+}
+
+func pluginStepName(name string) string { return cmp.Or(pluginStepNames[name], name) }
+
+// pluginStepOrder is the order a Run's parts are listed in: the order
+// they run.
+var pluginStepOrder = []string{sdk.PhaseWarmup, sdk.PhaseSample + ":" + sdk.StopNoise, sdk.PhaseSample + ":" + sdk.StopTimeCap,
+	sdk.PhaseSample + ":" + sdk.StopMax, sdk.PhaseMove, sdk.PhaseCalls, sdk.PhaseCrossCheck, sdk.PhaseOutput, sdk.PhaseOther}
+
+// pluginStepRank places a part named (as the tables name it) in
+// pluginStepOrder; parts it does not know go last, in the order met.
+func pluginStepRank(named string) int {
+	for i, name := range pluginStepOrder {
+		if pluginStepNames[name] == named {
+			return i
+		}
+	}
+	return len(pluginStepOrder)
+}
+
+// slowestGrid lists the n slowest timed rows and where their time went.
+func slowestGrid(run *results.Run, n int) table.Grid {
+	rows := timedRows(run)
+	slices.SortStableFunc(rows, func(a, b *results.Result) int { return cmp.Compare(b.Duration, a.Duration) })
+	g := table.Grid{}
+	for _, c := range []struct {
+		title string
+		right bool
+	}{{"Case", table.Left}, {"Row", table.Left}, {"Wall", table.Right}, {"Sampling", table.Right},
+		{"Warm-up", table.Right}, {"Call samples", table.Right}, {"Checks", table.Right},
+		{"Recheck", table.Right}, {"Rest", table.Right}, {"Stopped by", table.Left}} {
+		g.Column(c.title, c.right)
+	}
+	for _, r := range rows[:min(n, len(rows))] {
+		s := splitRow(r)
+		g.Rows = append(g.Rows, []string{r.CaseID, r.Label, seconds(r.Duration.Nanoseconds()), seconds(s.sampling),
+			seconds(s.warmup), seconds(s.calls), seconds(s.checks), seconds(s.recheck),
+			seconds(r.Duration.Nanoseconds() - s.sampling - s.warmup - s.calls - s.checks - s.recheck), stoppedBy(r)})
+	}
+	return g
+}
+
+// rowSplit is one row's time in the slowest rows' columns.
+type rowSplit struct{ sampling, warmup, calls, checks, recheck int64 }
+
+func splitRow(r *results.Result) rowSplit {
+	var s rowSplit
+	for _, p := range r.Time {
+		switch p.Name {
+		case results.PhaseCheck, results.PhaseTimedCheck:
+			s.checks += p.Ns
+		case results.PhaseRecheck:
+			s.recheck += p.Ns
+		}
+		for _, q := range p.Plugin {
+			switch name, _, _ := strings.Cut(q.Name, ":"); name {
+			case sdk.PhaseSample, sdk.PhaseMove:
+				s.sampling += q.Ns
+			case sdk.PhaseWarmup:
+				s.warmup += q.Ns
+			case sdk.PhaseCalls:
+				s.calls += q.Ns
+			}
+		}
+	}
+	return s
+}
+
+// stoppedBy says why each sampling block of a row stopped, with counts:
+// "time cap", "noise target ×4, time cap".
+func stoppedBy(r *results.Result) string {
+	var order []string
+	counts := map[string]int{}
+	for _, p := range r.Time {
+		for _, q := range p.Plugin {
+			name, stop, ok := strings.Cut(q.Name, ":")
+			if !ok || name != sdk.PhaseSample {
+				continue
+			}
+			if counts[stop] == 0 {
+				order = append(order, stop)
+			}
+			counts[stop]++
+		}
+	}
+	words := map[string]string{sdk.StopNoise: "noise target", sdk.StopTimeCap: "time cap", sdk.StopMax: "max_samples"}
+	parts := make([]string, len(order))
+	for i, stop := range order {
+		parts[i] = cmp.Or(words[stop], stop)
+		if counts[stop] > 1 {
+			parts[i] += fmt.Sprintf(" ×%d", counts[stop])
+		}
+	}
+	if len(parts) == 0 {
+		return cell.Missing
+	}
+	return strings.Join(parts, ", ")
+}
+
+// seconds writes a time as seconds with two decimals: "1.27 s".
+func seconds(ns int64) string {
+	return fmt.Sprintf("%.2f s", time.Duration(ns).Seconds())
+}
+
+func share(ns, wall int64) string {
+	if wall <= 0 {
+		return cell.Missing
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(ns)/float64(wall))
+}
+
+func countCell(n int) string {
+	if n == 0 {
+		return cell.Missing
+	}
+	return fmt.Sprint(n)
+}
