@@ -11,8 +11,10 @@ one Kernel whose run() is exactly one library call:
   and v copied in Prepare to FlashAttention's [B, S, H, D] layout (the
   host's are [B, H, S, D]); the output is returned as a [B, H, S, D] view.
   Grouped-query heads are native (K and V keep their KVH heads). Its
-  causal mask is bottom-right aligned, so a causal case with seq_q !=
-  seq_k (top-left in the attention op) is refused.
+  causal mask and windows are bottom-right aligned: the op's masks
+  (causal_align = "bottom-right", window_left, window_right, softcap) map
+  onto causal, window_size and softcap, and a top-left causal or windowed
+  case with seq_q != seq_k is refused.
 - attention bwd and fwd+bwd: the same call through autograd
   (flashcore_extras.autograd_run).
 - decode: ``flash_attn_varlen_func(q, k_cache, v_cache, seqused_k=,
@@ -88,7 +90,8 @@ class Backend:
 
     def variants(self):
         head_dims = head_dims_for(self.capability)
-        attention = core.capabilities(_HALF, head_dims=head_dims, needs_gpu=True, modes=core.MODES)
+        attention = core.capabilities(_HALF, head_dims=head_dims, needs_gpu=True, modes=core.MODES,
+                                      masks=["bottom-right", "window", "softcap"])
         serving = core.op_capabilities(_HALF, head_dims=head_dims, needs_gpu=True, grouped_query_heads=True,
                                        causal=True, non_causal=True, masks=["window", "softcap"])
         return [{
@@ -107,14 +110,17 @@ class Backend:
         s = case.shape
         refuse_top_left(s)
         q, k, v = (to_bshd(t) for t in (case.q, case.k, case.v))
-        call = functools.partial(self.fa.flash_attn_func, softmax_scale=s.scale, causal=s.causal)
+        window = fa_window((s.window_left, s.window_right))
+        call = functools.partial(self.fa.flash_attn_func, softmax_scale=s.scale, causal=s.causal, window_size=window,
+                                 softcap=s.softcap)
 
         def run():
             out, _ = call(q, k, v)
             return out.transpose(1, 2)
 
         facts = self._facts(f"flash_attn.cute.flash_attn_func(q, k, v, softmax_scale={s.scale:.6g}, "
-                            f"causal={s.causal})", "the forward, one call")
+                            f"causal={s.causal}, window_size={window}, softcap={s.softcap:g})",
+                            "the forward, one call")
         facts["layout"] = LAYOUT_FACT
         facts["first_call"] = extras.first_call_fact(self._probe(run, str(s)))
         return core.Kernel(run, facts=facts)
@@ -226,11 +232,17 @@ def fa_window(window_size):
     return tuple(None if w < 0 else w for w in window_size)
 
 
-def refuse_top_left(shape):
-    """FlashAttention aligns its causal mask bottom-right (query i sees
-    keys j <= i + seq_k - seq_q); the attention op's causal mask is
-    top-left. The two are one mask when seq_q == seq_k."""
-    if shape.causal and shape.seq_q != shape.seq_k:
-        raise core.Unsupported(
-            f"{NAME}: causal with seq_q {shape.seq_q} != seq_k {shape.seq_k}",
-            "FlashAttention-4 aligns causal masks bottom-right; this case's mask is top-left (PyTorch's is_causal)")
+def refuse_top_left(shape, library="FlashAttention-4", name=NAME):
+    """FlashAttention (and FlashInfer) align causal masks and windows
+    bottom-right (query i sits at key position i + seq_k - seq_q); the
+    attention op's default alignment is top-left (PyTorch's is_causal). The
+    two are one mask when seq_q == seq_k or nothing is measured from the
+    diagonal (no causal cut, no window); a case with causal_align =
+    "bottom-right" is what the library computes."""
+    if shape.bottom_right or shape.seq_q == shape.seq_k or not (shape.causal or shape.windowed):
+        return
+    what = "causal" if shape.causal else "a window"
+    raise core.Unsupported(
+        f"{name}: {what} with seq_q {shape.seq_q} != seq_k {shape.seq_k}, top-left",
+        f"{library} aligns causal masks and windows bottom-right; this case's mask is top-left (PyTorch's "
+        f"is_causal); causal_align = \"bottom-right\" is the case it runs")

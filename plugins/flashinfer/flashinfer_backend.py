@@ -20,9 +20,9 @@ the checked call):
 - varlen: ``BatchPrefillWithRaggedKVCacheWrapper`` planned with the
   host's cu_seqlens; ``run(q, k, v, out=)`` on the packed tensors.
 - attention forward: the same ragged wrapper over B equal sequences, on q,
-  k and v copied to [B·S, H, D] in Prepare. FlashInfer's causal mask is
-  bottom-right aligned, so a causal case with seq_q != seq_k (top-left in
-  the attention op) is refused.
+  k and v copied to [B·S, H, D] in Prepare. FlashInfer's causal mask and
+  window are bottom-right aligned: a top-left causal or windowed case
+  with seq_q != seq_k is refused.
 
 Masks: window_left (FlashInfer's, inclusive) and logits_soft_cap (cap ·
 tanh(scale · q·k / cap), the ops' softcap); FlashInfer has no right
@@ -89,7 +89,8 @@ class Backend:
         self._workspace = None
 
     def variants(self):
-        attention = core.capabilities(_HALF, head_dims=HEAD_DIMS, needs_gpu=True)
+        attention = core.capabilities(_HALF, head_dims=HEAD_DIMS, needs_gpu=True,
+                                      masks=["bottom-right", "window", "softcap"])
         serving = core.op_capabilities(_HALF, head_dims=HEAD_DIMS, needs_gpu=True, grouped_query_heads=True,
                                        causal=True, non_causal=True, masks=["window", "softcap"])
         return [{
@@ -115,16 +116,22 @@ class Backend:
 
     def prepare(self, case):
         s = case.shape
-        if s.causal and s.seq_q != s.seq_k:
+        if not s.bottom_right and s.seq_q != s.seq_k and (s.causal or s.windowed):
+            what = "causal" if s.causal else "a window"
             raise core.Unsupported(
-                f"{NAME}: causal with seq_q {s.seq_q} != seq_k {s.seq_k}",
-                "FlashInfer aligns causal masks bottom-right; this case's mask is top-left (PyTorch's is_causal)")
+                f"{NAME}: {what} with seq_q {s.seq_q} != seq_k {s.seq_k}, top-left",
+                "FlashInfer aligns causal masks and windows bottom-right; this case's mask is top-left (PyTorch's "
+                "is_causal); causal_align = \"bottom-right\" is the case it runs")
+        if s.window_right >= 0 and not s.causal:
+            raise core.Unsupported(f"{NAME}: window_right {s.window_right} ({s})",
+                                   "FlashInfer's prefill takes a left window (window_left) alone")
         q, k, v = (t.transpose(1, 2).contiguous().view(-1, t.shape[1], t.shape[3]) for t in (case.q, case.k, case.v))
         qo_indptr = torch.arange(s.batch + 1, dtype=torch.int32, device=self.device) * s.seq_q
         kv_indptr = torch.arange(s.batch + 1, dtype=torch.int32, device=self.device) * s.seq_k
         wrapper = self.fi.BatchPrefillWithRaggedKVCacheWrapper(self.workspace, "NHD")
         plan = functools.partial(wrapper.plan, qo_indptr, kv_indptr, s.heads, s.kv_heads, s.head_dim,
-                                 causal=s.causal, sm_scale=s.scale, q_data_type=q.dtype, kv_data_type=k.dtype)
+                                 causal=s.causal, window_left=s.window_left, logits_soft_cap=s.softcap or None,
+                                 sm_scale=s.scale, q_data_type=q.dtype, kv_data_type=k.dtype)
         out = torch.empty_like(q)
 
         def call():
@@ -136,7 +143,8 @@ class Backend:
 
         facts = self._facts(
             f"BatchPrefillWithRaggedKVCacheWrapper(workspace, \"NHD\").run(q, k, v, out=) after plan(qo_indptr, "
-            f"kv_indptr, {s.heads}, {s.kv_heads}, {s.head_dim}, causal={s.causal}, sm_scale={s.scale:.6g})",
+            f"kv_indptr, {s.heads}, {s.kv_heads}, {s.head_dim}, causal={s.causal}, window_left={s.window_left}, "
+            f"logits_soft_cap={s.softcap or None}, sm_scale={s.scale:.6g})",
             "run() alone, planned in Prepare")
         facts["layout"] = ("q, k, v copied to [B·S, H, D] in Prepare, outside the time; B sequences of equal "
                            "length (qo_indptr, kv_indptr); the output is returned as a [B, H, S, D] view")

@@ -395,3 +395,34 @@ def assert_varlen_close(got, want, dtype, tolerance=None):
     tol = (tolerance or VARLEN_TOLERANCE)[dtype]
     err = decode_error(got, want)
     assert err <= tol, f"max error {err:.3g} > {tol}"
+
+
+# ---------------------------------------------------------------- dense attention under masks
+
+
+def masked_reference(q, k, v, s):
+    """softmax(cap(Q·Kᵀ/√D))·V in float64 under the mask of s: query row i
+    at key position i (top-left) or Sk - Sq + i (bottom-right), key j seen
+    when causal allows (j <= pos) and the window does (pos - left <= j <=
+    pos + right); a row that sees no key is zeros."""
+    q, k, v = (t.double() for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if s.softcap:
+        scores = s.softcap * torch.tanh(scores / s.softcap)
+    pos = torch.arange(s.seq_q)[:, None] + (s.seq_k - s.seq_q if s.causal_align == "bottom-right" else 0)
+    j = torch.arange(s.seq_k)[None, :]
+    seen = torch.ones(s.seq_q, s.seq_k, dtype=torch.bool)
+    if s.causal:
+        seen &= j <= pos
+    if s.window_left >= 0:
+        seen &= j >= pos - s.window_left
+    if s.window_right >= 0:
+        seen &= j <= pos + s.window_right
+    weights = torch.softmax(scores.masked_fill(~seen, float("-inf")), -1).nan_to_num(0.0)
+    return weights @ v
+
+
+def masked(s, **masks):
+    return s.with_masks({name: str(value) for name, value in masks.items()})

@@ -19,6 +19,8 @@ import worker_main
 from fake_libraries import load
 from helpers import (
     assert_close,
+    masked,
+    masked_reference,
     assert_decode_close,
     assert_grads_close,
     assert_varlen_close,
@@ -87,7 +89,7 @@ def test_top_left_causal_with_unequal_lengths_is_refused(fake, worker, tmp_path)
     params, _, _ = make_case(tmp_path, shape(1, 4, 2, 33, 95, 64, True, "fp16"), "flash-attn-4")
     (diag,) = worker.handle("prepare", params)["diagnostics"]
     assert diag["severity"] == "unsupported"
-    assert diag["summary"] == "flash-attn-4: causal with seq_q 33 != seq_k 95"
+    assert diag["summary"] == "flash-attn-4: causal with seq_q 33 != seq_k 95, top-left"
     assert "bottom-right" in diag["detail"]
     assert fake.CALLS == []  # refused before any call
 
@@ -108,6 +110,38 @@ def test_an_adapter_error_is_not_taken_for_a_refusal(fake, worker, tmp_path, mon
     params, _, _ = make_case(tmp_path, shape(1, 2, 2, 16, 16, 64, False, "fp16"), "flash-attn-4")
     with pytest.raises(AssertionError, match="the adapter's bug"):
         worker.handle("prepare", params)
+
+
+CHUNK = shape(1, 4, 2, 24, 80, 32, True, "fp16")  # GQA, a chunk of prefill: Sq < Sk
+TALL = shape(1, 2, 1, 70, 33, 16, True, "bf16")  # Sq > Sk: bottom-right rows above the first key see none
+SQUARE = shape(2, 2, 2, 40, 40, 16, False, "fp16")
+
+
+@pytest.mark.parametrize("s, window", [
+    (masked(CHUNK, causal_align="bottom-right"), (None, None)),
+    (masked(CHUNK, causal_align="bottom-right", window_left=9), (9, None)),
+    (masked(TALL, causal_align="bottom-right", window_left=4), (4, None)),
+    (masked(SQUARE, window_left=4, window_right=3), (4, 3)),
+    (masked(CHUNK, causal_align="bottom-right", window_left=16, softcap=30), (16, None)),
+    (masked(SQUARE, softcap=1.5), (None, None)),
+], ids=str)
+def test_dense_masks_map_onto_causal_window_and_softcap(fake, worker, tmp_path, s, window):
+    params, (q, k, v), _ = make_case(tmp_path, s, "flash-attn-4", seed=5)
+    params["params"] = {name: str(value) for name, value in s.mask_keywords().items()}
+    facts = prepared_ok(worker.handle("prepare", params))
+    kw = fake.CALLS[-1]["kwargs"]
+    assert (kw["causal"], kw["window_size"], kw["softcap"]) == (s.causal, window, s.softcap)
+    assert f"window_size={window}" in facts["function"]
+    worker.handle("fetch", {"case_id": "case"})
+    assert_close(read_output(params["files"]["Output"], s), masked_reference(q, k, v, s), s.dtype)
+
+
+def test_a_top_left_window_with_unequal_lengths_is_refused(worker, tmp_path):
+    s = masked(shape(1, 4, 2, 24, 80, 32, False, "fp16"), window_left=5)
+    params, _, _ = make_case(tmp_path, s, "flash-attn-4")
+    params["params"] = {name: str(value) for name, value in s.mask_keywords().items()}
+    (diag,) = worker.handle("prepare", params)["diagnostics"]
+    assert diag["summary"] == "flash-attn-4: a window with seq_q 24 != seq_k 80, top-left"
 
 
 # ---------------------------------------------------------------- attention backward
@@ -225,6 +259,7 @@ def test_it_declares_every_op_half_precision_and_a_gpu(worker):
     assert variant["name"] == "flash-attn-4" and variant["ops"] == ["attention", "decode", "varlen"]
     caps = variant["capabilities"]
     assert caps["dtypes"] == ["fp16", "bf16"] and caps["needs_gpu"] and caps["modes"] == list(core.MODES)
+    assert caps["masks"] == ["bottom-right", "window", "softcap"]
     for op in ("decode", "varlen"):
         assert variant["op_capabilities"][op]["masks"] == ["window", "softcap"]
 

@@ -19,6 +19,8 @@ import worker_main
 from fake_libraries import load
 from helpers import (
     assert_close,
+    masked,
+    masked_reference,
     assert_decode_close,
     assert_varlen_close,
     decode_reference,
@@ -163,10 +165,27 @@ def test_dense_attention_as_equal_sequences(fake, worker, tmp_path, s):
     assert_close(read_output(params["files"]["Output"], s), reference(q, k, v, s.causal), s.dtype)
 
 
+@pytest.mark.parametrize("s", [
+    masked(shape(1, 4, 2, 24, 80, 64, True, "fp16"), causal_align="bottom-right"),
+    masked(shape(1, 4, 2, 24, 80, 64, True, "fp16"), causal_align="bottom-right", window_left=9, softcap=30),
+    masked(shape(1, 2, 1, 70, 33, 64, True, "bf16"), causal_align="bottom-right"),
+    masked(shape(2, 2, 2, 40, 40, 64, False, "fp16"), window_left=4, softcap=1.5),
+], ids=str)
+def test_dense_masks_go_into_the_plan(fake, worker, tmp_path, s):
+    params, (q, k, v), _ = make_case(tmp_path, s, "flashinfer", seed=5)
+    params["params"] = {name: str(value) for name, value in s.mask_keywords().items()}
+    prepared_ok(worker.handle("prepare", params))
+    (plan,) = calls_of(fake, "BatchPrefillWithRaggedKVCacheWrapper.plan")
+    kw = plan["kwargs"]
+    assert (kw["causal"], kw["window_left"], kw["logits_soft_cap"]) == (s.causal, s.window_left, s.softcap or None)
+    worker.handle("fetch", {"case_id": "case"})
+    assert_close(read_output(params["files"]["Output"], s), masked_reference(q, k, v, s), s.dtype)
+
+
 def test_top_left_causal_with_unequal_lengths_is_refused(worker, tmp_path):
     params, _, _ = make_case(tmp_path, shape(1, 4, 2, 33, 95, 64, True, "fp16"), "flashinfer")
     (diag,) = worker.handle("prepare", params)["diagnostics"]
-    assert diag["summary"] == "flashinfer: causal with seq_q 33 != seq_k 95"
+    assert diag["summary"] == "flashinfer: causal with seq_q 33 != seq_k 95, top-left"
 
 
 def test_the_librarys_refusal_is_a_skip_in_its_own_words(worker, tmp_path):
