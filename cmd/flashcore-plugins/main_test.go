@@ -45,7 +45,7 @@ func TestMultiCallBinary(t *testing.T) {
 		t.Errorf("started as cpu-reference, described itself as %q (%v)", description.Name, err)
 	}
 	out, err := exec.Command(binary).CombinedOutput()
-	want := "holds the plugins cpu-reference, python-file, pytorch-sdpa, triton"
+	want := "holds the plugins cpu-reference, flash-attn-4, flashinfer, python-file, pytorch-sdpa, triton"
 	if code := exitCode(err); code != 2 || !strings.Contains(string(out), want) {
 		t.Errorf("run by hand without a name: exit %d, want 2 and %q\n%s", code, want, out)
 	}
