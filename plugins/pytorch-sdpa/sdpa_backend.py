@@ -458,7 +458,13 @@ class Backend:
             # Eager flex_attention warns once that it is not compiled; the
             # fact "compiled" says so.
             warnings.simplefilter("ignore")
-            run()
+            try:
+                run()
+            except Exception as exc:
+                if not compile_refusal(exc):
+                    raise
+                raise core.Unsupported("flex-attention: torch.compile found no kernel for this case",
+                                       first_line(exc)) from exc
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         first = time.perf_counter() - start
@@ -634,6 +640,28 @@ def refuse_unfitting_math(case, bytes_per_pair=MATH_BYTES_PER_PAIR, measured_on=
             f"sdpa-math needs about {need / 2**30:.0f} GiB for its B·H·Sq·Sk intermediates; "
             f"{free / 2**30:.0f} GiB of device memory is free",
             f"{bytes_per_pair} bytes per (query, key) pair, measured on {measured_on}")
+
+
+# The errors by which torch.compile says it has no kernel for a case: Inductor
+# finds no valid template choice (measured on an H100 with torch 2.11 for
+# flex_attention at B1 H4/2 S96x160 D64 fp16 causal: "LoweringException:
+# NoValidChoicesError: No choices to select"). They are the compiler's
+# refusal of the case, a skip, not an error of the row.
+COMPILE_REFUSALS = ("NoValidChoicesError",)
+
+
+def compile_refusal(exc):
+    """Whether exc (or what it wraps) is torch.compile's refusal of a case."""
+    while exc is not None:
+        if type(exc).__name__ in COMPILE_REFUSALS or any(r in str(exc) for r in COMPILE_REFUSALS):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def first_line(exc):
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]
 
 
 def sdpa_of(shape):

@@ -117,3 +117,32 @@ def test_masked_backward_is_refused():
     case = core.OpCase("case", "sdpa", core.ATTENTION, {}, {}, CPU, {}, [], s)
     with pytest.raises(core.Unsupported, match="masks beyond top-left causal in mode bwd"):
         sdpa_backend.Backend(CPU).prepare_op(case)
+
+
+def test_a_compiler_that_finds_no_kernel_is_a_skip(monkeypatch, tmp_path):
+    """Inductor's NoValidChoicesError (seen on an H100 for a GQA case of
+    lengths 96 and 160) is torch.compile refusing the case: a skip with its
+    words. Any other error of the first call stays an error."""
+    backend = sdpa_backend.Backend(CPU)
+    worker = core.Worker(backend, CPU)
+
+    class NoValidChoicesError(Exception):
+        pass
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("LoweringException: wrapped") from NoValidChoicesError("No choices to select")
+
+    import torch.nn.attention.flex_attention as flex
+
+    monkeypatch.setattr(flex, "flex_attention", refuse)
+    params, _, _ = make_case(tmp_path, shape(1, 4, 2, 96, 160, 64, True, "fp32"), "flex-attention")
+    (diag,) = worker.handle("prepare", params)["diagnostics"]
+    assert diag["summary"] == "flex-attention: torch.compile found no kernel for this case"
+    assert diag["detail"].startswith("RuntimeError: LoweringException")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(flex, "flex_attention", broken)
+    with pytest.raises(RuntimeError, match="something else"):
+        worker.handle("prepare", params)
