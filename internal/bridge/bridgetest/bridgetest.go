@@ -379,3 +379,26 @@ func (c OpCase) CheckOutputs(t testing.TB, files []sdk.TensorFile) {
 		}
 	}
 }
+
+// CheckUnavailableNamesInstall starts the plugin binary of an optional
+// third-party library (flash-attn-4, flashinfer) and, where the library is
+// not installed, checks that it describes itself unavailable with the
+// command that installs it, `make setup EXTRAS=extra`, as flashcore list
+// shows it. Where the library is installed it skips, saying so.
+func CheckUnavailableNamesInstall(t *testing.T, plugin, extra string) {
+	t.Helper()
+	RequireTorch(t)
+	backend := StartPlugin(t, Plugin(t, plugin))
+	d, err := backend.Describe(Context(t, 2*time.Minute))
+	if err != nil {
+		t.Fatalf("Describe: %v", err)
+	}
+	if d.Available {
+		t.Skipf("%s is installed here (version %s)", plugin, d.Version)
+	}
+	for _, want := range []string{"is not installed for ", "`make setup EXTRAS=" + extra + "`", "scripts/extras.py"} {
+		if !strings.Contains(d.UnavailableReason, want) {
+			t.Errorf("unavailable reason %q lacks %q", d.UnavailableReason, want)
+		}
+	}
+}
