@@ -24,7 +24,6 @@ a too-new NumPy makes the backend unavailable with that reason.
 """
 
 import inspect
-import math
 import os
 import platform
 
@@ -41,6 +40,7 @@ import triton_attention  # noqa: E402
 import triton_attention_bwd  # noqa: E402
 import triton_decode  # noqa: E402
 import triton_varlen  # noqa: E402
+from flashcore_serving import DECODE_INPUTS, VARLEN_INPUTS, Decode, Varlen  # noqa: E402, F401
 
 # Interpreter limits: a case of this size takes seconds, not minutes.
 INTERPRETER_MAX_SEQ_LEN = 256
@@ -50,9 +50,9 @@ MODES = ("fwd", "bwd", "fwd+bwd")
 # Each mode's inputs and outputs by name, in the op's order.
 MODE_INPUTS = {"fwd": ("q", "k", "v"), "bwd": ("q", "k", "v", "o", "do", "lse"), "fwd+bwd": ("q", "k", "v", "do")}
 MODE_OUTPUTS = {"fwd": ("o",), "bwd": ("dq", "dk", "dv"), "fwd+bwd": ("o", "dq", "dk", "dv")}
-# The decode op (triton_decode.py): its inputs and output, in the op's order.
+# The decode op (triton_decode.py): its output (its inputs, in the op's
+# order, are flashcore_serving's DECODE_INPUTS).
 DECODE = "decode"
-DECODE_INPUTS = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens")
 DECODE_OUTPUTS = ("o",)
 # The head dims decode declares (the kernel takes any power of two from 16)
 # and the masks it applies besides causal.
@@ -62,12 +62,11 @@ DECODE_MASKS = ("window", "softcap")
 # rows it combines: 2^18 elements per tensor (e.g. 32 pages of 16 slots,
 # 4 kv heads, head dim 128) take about a second.
 INTERPRETER_DECODE_MAX_ELEMENTS = 1 << 18
-# The varlen op (triton_varlen.py): its inputs and output, in the op's order,
-# the head dims it declares (the kernel takes any power of two from 16) and
-# the masks it applies besides causal (window is window_left and
-# window_right).
+# The varlen op (triton_varlen.py): its output (its inputs are
+# flashcore_serving's VARLEN_INPUTS), the head dims it declares (the kernel
+# takes any power of two from 16) and the masks it applies besides causal
+# (window is window_left and window_right).
 VARLEN = "varlen"
-VARLEN_INPUTS = ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k")
 VARLEN_OUTPUTS = ("o",)
 VARLEN_HEAD_DIMS = (64, 128)
 VARLEN_MASKS = ("window", "softcap")
@@ -302,26 +301,18 @@ class Backend:
         the splits' scratch, runs the case once (compiling it; the number of
         splits is triton_decode's heuristic, fixed from then on) and returns
         a Kernel whose run() returns the output."""
-        inputs = {name.lower(): tensor for name, tensor in case.inputs.items()}
-        missing = [name for name in DECODE_INPUTS if name not in inputs]
-        if missing:
-            raise ValueError(f"decode: inputs {', '.join(missing)} missing (have {', '.join(case.inputs)})")
         if len(case.outputs) != len(DECODE_OUTPUTS):
             raise ValueError(f"decode has {len(DECODE_OUTPUTS)} output ({', '.join(DECODE_OUTPUTS)}); "
                              f"the case names {len(case.outputs)}")
-        q, k_cache, v_cache = (inputs[name].contiguous() for name in ("q", "k_cache", "v_cache"))
-        block_table, cache_seqlens = (inputs[name].to(torch.int32).contiguous()
-                                      for name in ("block_table", "cache_seqlens"))
+        d = Decode.of(case)
+        q, k_cache, v_cache = (t.contiguous() for t in (d.q, d.k_cache, d.v_cache))
+        block_table, cache_seqlens = (t.to(torch.int32).contiguous() for t in (d.block_table, d.cache_seqlens))
         dtype = case.params.get("dtype")
         if dtype and q.dtype != core.torch_dtype(dtype):
             raise ValueError(f"q is {q.dtype}, the case's dtype is {dtype}")
-        head_dim = q.shape[-1]
-        if head_dim < 16 or head_dim & (head_dim - 1):
-            raise core.Unsupported(f"head dim {head_dim}: the decode kernel takes powers of two from 16")
-        params = {"causal": case.params.get("causal", "true") == "true",
-                  "scale": float(case.params.get("scale") or 1 / math.sqrt(head_dim)),
-                  "window_left": int(case.params.get("window_left") or -1),
-                  "softcap": float(case.params.get("softcap") or 0)}
+        if d.head_dim < 16 or d.head_dim & (d.head_dim - 1):
+            raise core.Unsupported(f"head dim {d.head_dim}: the decode kernel takes powers of two from 16")
+        params = {"causal": d.causal, "scale": d.scale, "window_left": d.window_left, "softcap": d.softcap}
         out = torch.empty_like(q)
         tensors = (q, k_cache, v_cache, block_table, cache_seqlens, out)
         # Compiles and picks the launch; later calls reuse it and the scratch.
@@ -350,35 +341,22 @@ class Backend:
         outside the timed region. Allocates the output, runs the case once
         (compiling it) and returns a Kernel whose run() returns the output
         [total_q, H, D]."""
-        inputs = {name.lower(): tensor for name, tensor in case.inputs.items()}
-        missing = [name for name in VARLEN_INPUTS if name not in inputs]
-        if missing:
-            raise ValueError(f"varlen: inputs {', '.join(missing)} missing (have {', '.join(case.inputs)})")
         if len(case.outputs) != len(VARLEN_OUTPUTS):
             raise ValueError(f"varlen has {len(VARLEN_OUTPUTS)} output ({', '.join(VARLEN_OUTPUTS)}); "
                              f"the case names {len(case.outputs)}")
-        q, k, v = (inputs[name].contiguous() for name in ("q", "k", "v"))
-        cu_q, cu_k = (inputs[name].to(torch.int32).contiguous() for name in ("cu_seqlens_q", "cu_seqlens_k"))
+        # The longest sequences are the params' (the grid is sized by
+        # seq_q), never shorter than the cu_seqlens say (Varlen.of checks,
+        # with one sync, in Prepare).
+        d = Varlen.of(case)
+        q, k, v = (t.contiguous() for t in (d.q, d.k, d.v))
+        cu_q, cu_k, max_q, max_k = d.cu_seqlens_q, d.cu_seqlens_k, d.max_seqlen_q, d.max_seqlen_k
         dtype = case.params.get("dtype")
         if dtype and q.dtype != core.torch_dtype(dtype):
             raise ValueError(f"q is {q.dtype}, the case's dtype is {dtype}")
-        head_dim = q.shape[-1]
-        if head_dim < 16 or head_dim & (head_dim - 1):
-            raise core.Unsupported(f"head dim {head_dim}: the varlen kernel takes powers of two from 16")
-        # The longest sequences: the params' (the grid is sized by seq_q),
-        # never shorter than the cu_seqlens say (one sync, in Prepare).
-        longest_q = int((cu_q[1:] - cu_q[:-1]).max()) if cu_q.numel() > 1 else 0
-        longest_k = int((cu_k[1:] - cu_k[:-1]).max()) if cu_k.numel() > 1 else 0
-        max_q = int(case.params.get("seq_q") or longest_q)
-        max_k = int(case.params.get("seq_k") or max(max_q, longest_k))
-        if longest_q > max_q or longest_k > max_k:
-            raise ValueError(f"varlen: the cu_seqlens hold sequences of up to {longest_q} queries and "
-                             f"{longest_k} keys, longer than seq_q {max_q} and seq_k {max_k}")
-        params = {"causal": case.params.get("causal", "true") == "true",
-                  "scale": float(case.params.get("scale") or 1 / math.sqrt(head_dim)),
-                  "window_left": int(case.params.get("window_left") or -1),
-                  "window_right": int(case.params.get("window_right") or -1),
-                  "softcap": float(case.params.get("softcap") or 0)}
+        if d.head_dim < 16 or d.head_dim & (d.head_dim - 1):
+            raise core.Unsupported(f"head dim {d.head_dim}: the varlen kernel takes powers of two from 16")
+        params = {"causal": d.causal, "scale": d.scale, "window_left": d.window_left,
+                  "window_right": d.window_right, "softcap": d.softcap}
         out = torch.empty_like(q)
         tensors = (q, k, v, cu_q, cu_k, max_q, max_k, out)
         # Compiles and picks the launch; later calls reuse it.
