@@ -16,7 +16,7 @@ one Kernel whose run() is exactly one library call:
   onto causal, window_size and softcap, and a top-left causal or windowed
   case with seq_q != seq_k is refused.
 - attention bwd and fwd+bwd: the same call through autograd
-  (flashcore_extras.autograd_run).
+  (flashcore_worker.autograd_run).
 - decode: ``flash_attn_varlen_func(q, k_cache, v_cache, seqused_k=,
   page_table=, softmax_scale=, causal=, window_size=, softcap=,
   num_splits=)`` on the host's tensors as they are (the layouts are
@@ -146,7 +146,7 @@ class Backend:
             return out
 
         with extras.refusals(NAME, "flash_attn", str(s)):
-            autograd, timed = extras.autograd_run(forward, leaves, do, s.mode)
+            autograd, timed = core.autograd_run(forward, leaves, do, s.mode)
 
         def run():
             # [B, S, H, D] grads (and output) returned as [B, H, S, D] views.

@@ -304,28 +304,18 @@ class Backend:
                                   "the returned tensors are written")
         if pinned == SDPBackend.MATH and self.device.type == "cuda":
             refuse_unfitting_math(case, MATH_BACKWARD_BYTES_PER_PAIR, "an H200")
+        if s.mode not in (core.BWD, core.FWD_BWD):
+            raise ValueError(f"attention mode {s.mode} is prepare's, not prepare_op's")
+        # Mode bwd runs the forward here, under the pinned backend, so that
+        # PyTorch's refusal of it is an Unsupported row.
+        with refused_as_unsupported(case.variant, s), (session or contextlib.nullcontext)():
+            run, facts["timed"] = core.autograd_run(sdpa, (q, k, v), do, s.mode)
         if s.mode == core.BWD:
-            with refused_as_unsupported(case.variant, s), (session or contextlib.nullcontext)():
-                out = sdpa(q, k, v)
-
-            def run():
-                return torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
-
             facts["function"] = "torch.autograd.grad of torch.nn.functional.scaled_dot_product_attention"
-            facts["timed"] = "the backward alone: the forward's graph is built once in Prepare, and each call " \
-                             "is torch.autograd.grad(out, (q, k, v), do, retain_graph=True)"
             facts["backward_inputs"] = "autograd of SDPA's own forward; the host's o and lse are not read"
-        elif s.mode == core.FWD_BWD:
-            def run():
-                out = sdpa(q, k, v)
-                dq, dk, dv = torch.autograd.grad(out, (q, k, v), do)
-                return out.detach(), dq, dk, dv
-
+        else:
             facts["function"] = ("torch.nn.functional.scaled_dot_product_attention, then torch.autograd.grad "
                                  "of its output")
-            facts["timed"] = "the forward and the backward, in one call"
-        else:
-            raise ValueError(f"attention mode {s.mode} is prepare's, not prepare_op's")
         kernel = core.Kernel(run, facts=facts, session=session)
         probe(kernel, case)
         return kernel

@@ -135,35 +135,3 @@ def probe(run, device, library, package_prefix, what):
 
 def is_out_of_memory(exc):
     return "out of memory" in str(exc).lower()
-
-
-def autograd_run(forward, leaves, grad_output, mode):
-    """Attention's backward modes through autograd. forward(*leaves) is the
-    library's forward on leaves that require grad and returns the output
-    (FlashAttention's layout); grad_output is dO in that layout.
-
-    - BWD: the forward's graph is built once here, and each call is
-      torch.autograd.grad(out, leaves, dO, retain_graph=True), the
-      backward alone; it returns the grads.
-    - FWD_BWD: each call runs the forward and then the grad; it returns
-      (out, *grads).
-
-    Returns (run, what the timed call is, for the facts)."""
-    import torch
-
-    if mode == core.BWD:
-        out = forward(*leaves)
-
-        def run():
-            return torch.autograd.grad(out, leaves, grad_output, retain_graph=True)
-
-        return run, ("the backward alone: the forward's graph is built once in Prepare, and each call is "
-                     "torch.autograd.grad(out, (q, k, v), do, retain_graph=True)")
-    if mode == core.FWD_BWD:
-        def run():
-            out = forward(*leaves)
-            grads = torch.autograd.grad(out, leaves, grad_output)
-            return (out.detach(), *grads)
-
-        return run, "the forward and the backward, in one call"
-    raise ValueError(f"attention mode {mode} has no backward")

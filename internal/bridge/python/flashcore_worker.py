@@ -532,6 +532,40 @@ def _recording(run):
     return recorded, lambda: holder[0]
 
 
+def autograd_run(forward, leaves, grad_output, mode):
+    """Attention's backward modes through autograd, for a backend whose
+    forward is differentiable (pytorch-sdpa, flash-attn-4).
+    forward(*leaves) is its forward on leaves that require grad and returns
+    the output, in the layout of the leaves; grad_output is dO in that
+    layout.
+
+    - BWD: the forward's graph is built once here, and each call is
+      torch.autograd.grad(out, leaves, dO, retain_graph=True), the
+      backward alone; it returns the grads.
+    - FWD_BWD: each call runs the forward and then the grad; it returns
+      (out, *grads).
+
+    Returns (run, what the timed call is, for the facts)."""
+    import torch
+
+    if mode == BWD:
+        out = forward(*leaves)
+
+        def run():
+            return torch.autograd.grad(out, leaves, grad_output, retain_graph=True)
+
+        return run, ("the backward alone: the forward's graph is built once in Prepare, and each call is "
+                     "torch.autograd.grad(out, (q, k, v), do, retain_graph=True)")
+    if mode == FWD_BWD:
+        def run():
+            out = forward(*leaves)
+            grads = torch.autograd.grad(out, leaves, grad_output)
+            return (out.detach(), *grads)
+
+        return run, "the forward and the backward, in one call"
+    raise ValueError(f"attention mode {mode} has no backward")
+
+
 # ---------------------------------------------------------------- worker
 
 
