@@ -378,3 +378,22 @@ def test_run_takes_no_cross_check_when_asked(worker, tmp_path, monkeypatch, no_c
     samples = worker.handle("run", {"case_id": "case", "measurement": {**QUICK, "no_cross_check": no_cross_check}})
     assert len(asked) == (0 if no_cross_check else 1)
     assert ("timed calls alone" in samples["facts"].get("cross_check_note", "")) == no_cross_check
+
+
+class _NoVariants:
+    def variants(self):
+        return []
+
+
+@pytest.mark.parametrize("device_type, under_profiler, started", [("cuda", False, True), ("cuda", True, False),
+                                                                   ("cpu", False, False)])
+def test_cupti_starts_with_the_worker_on_a_gpu(monkeypatch, device_type, under_profiler, started):
+    """CUPTI's first session (seconds on an H100) is paid as the worker
+    starts, in parallel with the other plugins' starts, not in a row's
+    warm-up; not under a profiler, which holds CUPTI, nor on a CPU."""
+    calls = []
+    monkeypatch.setattr(core.cupti, "start_profiler", lambda torch: calls.append(torch) or 1.5)
+    monkeypatch.setenv(core.UNDER_PROFILER_ENV, "1" if under_profiler else "0")
+    worker = core.Worker(_NoVariants(), torch.device(device_type))
+    assert (len(calls) == 1) is started
+    assert worker.profiler_start_s == (1.5 if started else 0.0)

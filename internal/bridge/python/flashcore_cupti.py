@@ -235,6 +235,23 @@ def profile_window(torch, body, host=False):
                                   int(e.linked_correlation_id())) for e in events]
 
 
+def start_profiler(torch):
+    """Starts torch.profiler's CUPTI once, around one tiny kernel, and
+    returns the seconds it took (0.0 where CUPTI is unavailable). The first
+    profiler session of a process costs seconds (measured on an H100 with
+    torch 2.11: the first Run of each Python worker spent 4.5 to 5.5 s in
+    its warm-up, later Runs 0.1 s). The worker calls this as it starts,
+    while the host starts every plugin at once, so that no row's warm-up
+    pays it."""
+    start = time.perf_counter()
+    try:
+        buffer = torch.zeros(1, device="cuda")
+        profile_window(torch, lambda: buffer.add_(1), host=True)
+    except CuptiUnavailable:
+        return 0.0
+    return time.perf_counter() - start
+
+
 class CuptiSampler:
     """Kernel times of one Run from CUPTI (see the module doc).
 

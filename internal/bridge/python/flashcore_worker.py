@@ -584,6 +584,14 @@ class Worker:
         self._timer = None
         self._spacer = None  # the spacer in front of the current placement (_mover)
         self._variants = {v["name"]: v for v in backend.variants()}
+        # CUPTI's first session costs seconds: paid here, while the host
+        # starts every plugin at once, rather than in a row's warm-up.
+        # Under a profiler (ncu) CUPTI is the profiler's.
+        self.profiler_start_s = 0.0
+        if device.type == "cuda" and not under_profiler():
+            import torch
+
+            self.profiler_start_s = cupti.start_profiler(torch)
 
     def handle(self, method, params):
         handler = {
