@@ -125,12 +125,16 @@ type decodeCase struct {
 func readDecodeCase(c cudakit.OpCase) (decodeCase, error) {
 	var d decodeCase
 	dims := map[string][]int{}
-	for name, rank := range map[string]int{decodeQ: 4, decodeKCache: 4, decodeVCache: 4, decodeBlockTable: 2, decodeCacheSeqlens: 1, decodeO: 4} {
-		t, ok := c.Tensor(name)
-		if !ok || len(t.Dims) != rank {
-			return d, fmt.Errorf("%w: decode without %s of rank %d", cudakit.ErrInvalidPlan, name, rank)
+	// In the op's order, so that the first tensor missing is the one named.
+	for _, want := range []struct {
+		name string
+		rank int
+	}{{decodeQ, 4}, {decodeKCache, 4}, {decodeVCache, 4}, {decodeBlockTable, 2}, {decodeCacheSeqlens, 1}, {decodeO, 4}} {
+		t, ok := c.Tensor(want.name)
+		if !ok || len(t.Dims) != want.rank {
+			return d, fmt.Errorf("%w: decode without %s of rank %d", cudakit.ErrInvalidPlan, want.name, want.rank)
 		}
-		dims[name] = t.Dims
+		dims[want.name] = t.Dims
 	}
 	q, _ := c.Tensor(decodeQ)
 	d.dtype = q.DType
