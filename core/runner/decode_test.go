@@ -1,15 +1,9 @@
 package runner
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/results"
-	"github.com/flashcore/bench/core/suite"
-	"github.com/flashcore/bench/internal/buildtest"
 )
 
 // decodeSuite is a small suite of decode over a paged cache: speculative
@@ -55,51 +49,11 @@ context_dist = "long-tail"
 // key 0 alone, as PyTorch's is_causal makes it); the honest copy and the
 // cpu-reference must PASS.
 func TestWrongPagesFail(t *testing.T) {
-	want := []struct {
-		fault  string
-		status [2]results.Status // per case of decodeSuite
-	}{
-		{"past-context", [2]results.Status{results.StatusFail, results.StatusFail}},
-		{"in-order", [2]results.Status{results.StatusFail, results.StatusFail}},
-		{"top-left", [2]results.Status{results.StatusFail, results.StatusFail}},
-		{"wrong-kv-head", [2]results.Status{results.StatusFail, results.StatusFail}},
-		{"honest", [2]results.Status{results.StatusPass, results.StatusPass}},
-	}
-	var faults []string
-	for _, w := range want {
-		faults = append(faults, w.fault)
-	}
-	plugins := append(pluginCopies(t, "test-wrongpage", "internal/testplugins/wrongpage", faults...),
-		host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference")})
-	s, err := suite.Parse("paged.toml", []byte(decodeSuite))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := Run(context.Background(), Config{
-		Suite: s, Plugins: plugins, ResultsPath: filepath.Join(t.TempDir(), "results.json"),
-		HostOptions: host.Options{StartTimeout: 10 * time.Second},
+	checkPlanted(t, "test-wrongpage", "internal/testplugins/wrongpage", "paged.toml", decodeSuite, []plantedFault{
+		{"past-context", []results.Status{results.StatusFail, results.StatusFail}},
+		{"in-order", []results.Status{results.StatusFail, results.StatusFail}},
+		{"top-left", []results.Status{results.StatusFail, results.StatusFail}},
+		{"wrong-kv-head", []results.Status{results.StatusFail, results.StatusFail}},
+		{"honest", []results.Status{results.StatusPass, results.StatusPass}},
 	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	for i, c := range s.Cases {
-		if r := find(run, c.ID, "cpu-reference"); r == nil || r.Status != results.StatusPass {
-			t.Errorf("%s cpu-reference: %+v, want PASS", c.ID, r)
-		}
-		for _, w := range want {
-			backend := "test-wrongpage-" + w.fault
-			r := find(run, c.ID, backend)
-			if r == nil {
-				t.Errorf("%s %s: no row", c.ID, backend)
-				continue
-			}
-			t.Logf("%s %-28s %-5s %s", c.ID, backend, r.Status, r.Reason)
-			if r.Status != w.status[i] {
-				t.Errorf("%s %s: %s %q, want %s", c.ID, backend, r.Status, r.Reason, w.status[i])
-			}
-		}
-	}
-	if r := find(run, s.Cases[1].ID, "cpu-reference"); r != nil && !r.Check.Sampled {
-		t.Errorf("%s: checked every row, want a sample (the suite's sampled_rows)", s.Cases[1].ID)
-	}
 }

@@ -1,16 +1,10 @@
 package runner
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/results"
-	"github.com/flashcore/bench/core/suite"
-	"github.com/flashcore/bench/internal/buildtest"
 )
 
 // gradientSuite is a small suite of attention's backward modes: a bwd case
@@ -45,12 +39,6 @@ head_dim = 16
 mode = "fwd+bwd"
 `
 
-// wronggradPlugins copies the wronggrad test plugin once per fault (the
-// fault is read from the executable's name) and returns them in order.
-func wronggradPlugins(t *testing.T, faults ...string) []host.Plugin {
-	return pluginCopies(t, "test-wronggrad", "internal/testplugins/wronggrad", faults...)
-}
-
 // TestWrongGradientsFail runs the backward suite through the host on the
 // cpu-reference and on a copy of it per planted fault. Every faulty row
 // must FAIL with a reason that names the gradient the fault is in, on both
@@ -76,19 +64,7 @@ func TestWrongGradientsFail(t *testing.T) {
 	for _, w := range want {
 		faults = append(faults, w.fault)
 	}
-	plugins := append(wronggradPlugins(t, faults...),
-		host.Plugin{Name: "cpu-reference", Path: buildtest.Plugin(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference")})
-	s, err := suite.Parse("gradients.toml", []byte(gradientSuite))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := Run(context.Background(), Config{
-		Suite: s, Plugins: plugins, ResultsPath: filepath.Join(t.TempDir(), "results.json"),
-		HostOptions: host.Options{StartTimeout: 10 * time.Second},
-	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	run, s, plugins := runPlanted(t, "test-wronggrad", "internal/testplugins/wronggrad", "gradients.toml", gradientSuite, faults)
 	sampled := 0
 	for _, c := range s.Cases {
 		for _, w := range want {
