@@ -33,19 +33,8 @@ VERIFY_BACKENDS=${VERIFY_BACKENDS:-sdpa,flash-attn-4,flashinfer}
 VERIFY_SERVING_BACKENDS=${VERIFY_SERVING_BACKENDS:-flash-attn-4,flashinfer}
 SUITE_TAG=${SUITE_TAG:-}
 
-rc=0
-# timed NAME COMMAND...: runs a command, its output to NAME.txt, and
-# prints its exit status and wall time.
-timed() {
-  local name=$1 start end status
-  shift
-  start=$(date +%s%N)
-  "$@" >"$OUT_DIR/$name.txt" 2>&1
-  status=$?
-  end=$(date +%s%N)
-  [ "$status" -eq 0 ] || rc=$status
-  printf '%s: exit %s, wall %s ms\n' "$name" "$status" "$(( (end - start) / 1000000 ))" | tee -a "$OUT_DIR/summary.txt"
-}
+# shellcheck source=gpu-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/gpu-common.sh"
 
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 

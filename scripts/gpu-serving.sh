@@ -24,19 +24,8 @@ export FLASHCORE_PYTHON=${FLASHCORE_PYTHON:-python3} FLASHCORE_BIN=$DIST
   "$DIST/flashcore" version
 } 2>&1 | tee -a "$OUT_DIR/env.txt"
 
-rc=0
-# timed NAME COMMAND...: runs a command, its output to NAME.txt, and
-# prints its exit status and wall time.
-timed() {
-  local name=$1 start end status
-  shift
-  start=$(date +%s%N)
-  "$@" >"$OUT_DIR/$name.txt" 2>&1
-  status=$?
-  end=$(date +%s%N)
-  [ "$status" -eq 0 ] || rc=$status
-  printf '%s: exit %s, wall %s ms\n' "$name" "$status" "$(( (end - start) / 1000000 ))" | tee -a "$OUT_DIR/summary.txt"
-}
+# shellcheck source=gpu-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/gpu-common.sh"
 
 # A small serving suite for verify-timing and the planted faults: the
 # decode shape B3 H5/1 8191, speculative tokens over uneven lengths, a
