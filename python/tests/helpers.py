@@ -23,7 +23,8 @@ def shape_json(s):
 
 def make_case(tmp_path, s, variant, seed=0, case_id="case"):
     """Writes Q, K and V for s into tmp_path; returns the prepare params, the
-    tensors and the SHA-256 of the bytes written."""
+    tensors and the SHA-256 of the bytes written. The mask axes s sets away
+    from their defaults go into the params, as the host sends them."""
     gen = torch.Generator().manual_seed(seed)
     tensors = [torch.randn(dims, generator=gen).to(DTYPES[s.dtype]) for dims in (s.q_shape, s.kv_shape, s.kv_shape)]
     files, digest = {}, hashlib.sha256()
@@ -35,7 +36,16 @@ def make_case(tmp_path, s, variant, seed=0, case_id="case"):
         files[key] = str(path)
     files["Output"] = str(tmp_path / "out.bin")
     params = {"case_id": case_id, "variant": variant, "shape": shape_json(s), "files": files}
+    masks = s.mask_keywords()
+    if masks:
+        params["params"] = {name: str(value) for name, value in masks.items()}
     return params, tensors, digest.hexdigest()
+
+
+def prepared_ok(prepared):
+    """The facts of a Prepare that ran the case (no diagnostic)."""
+    assert "diagnostics" not in prepared, prepared
+    return prepared["facts"]
 
 
 def make_op_case(tmp_path, op, variant, inputs, outputs, params=None, case_id="case"):

@@ -21,6 +21,7 @@ from helpers import (
     assert_close,
     masked,
     masked_reference,
+    prepared_ok,
     assert_decode_close,
     assert_grads_close,
     assert_varlen_close,
@@ -50,10 +51,6 @@ def fake():
 def worker(fake):
     return core.Worker(fa4_backend.Backend(CPU, library=fake), CPU)
 
-
-def prepared_ok(prepared):
-    assert "diagnostics" not in prepared, prepared
-    return prepared["facts"]
 
 
 # ---------------------------------------------------------------- attention forward
@@ -127,7 +124,6 @@ SQUARE = shape(2, 2, 2, 40, 40, 16, False, "fp16")
 ], ids=str)
 def test_dense_masks_map_onto_causal_window_and_softcap(fake, worker, tmp_path, s, window):
     params, (q, k, v), _ = make_case(tmp_path, s, "flash-attn-4", seed=5)
-    params["params"] = {name: str(value) for name, value in s.mask_keywords().items()}
     facts = prepared_ok(worker.handle("prepare", params))
     kw = fake.CALLS[-1]["kwargs"]
     assert (kw["causal"], kw["window_size"], kw["softcap"]) == (s.causal, window, s.softcap)
@@ -139,7 +135,6 @@ def test_dense_masks_map_onto_causal_window_and_softcap(fake, worker, tmp_path, 
 def test_a_top_left_window_with_unequal_lengths_is_refused(worker, tmp_path):
     s = masked(shape(1, 4, 2, 24, 80, 32, False, "fp16"), window_left=5)
     params, _, _ = make_case(tmp_path, s, "flash-attn-4")
-    params["params"] = {name: str(value) for name, value in s.mask_keywords().items()}
     (diag,) = worker.handle("prepare", params)["diagnostics"]
     assert diag["summary"] == "flash-attn-4: a window with seq_q 24 != seq_k 80, top-left"
 

@@ -21,6 +21,7 @@ from helpers import (
     assert_close,
     masked,
     masked_reference,
+    prepared_ok,
     assert_decode_close,
     assert_varlen_close,
     decode_reference,
@@ -58,10 +59,6 @@ def worker(backend):
 def calls_of(fake, suffix):
     return [c for c in fake.CALLS if c["function"].endswith(suffix)]
 
-
-def prepared_ok(prepared):
-    assert "diagnostics" not in prepared, prepared
-    return prepared["facts"]
 
 
 # ---------------------------------------------------------------- pages as FlashInfer's CSR
@@ -173,7 +170,6 @@ def test_dense_attention_as_equal_sequences(fake, worker, tmp_path, s):
 ], ids=str)
 def test_dense_masks_go_into_the_plan(fake, worker, tmp_path, s):
     params, (q, k, v), _ = make_case(tmp_path, s, "flashinfer", seed=5)
-    params["params"] = {name: str(value) for name, value in s.mask_keywords().items()}
     prepared_ok(worker.handle("prepare", params))
     (plan,) = calls_of(fake, "BatchPrefillWithRaggedKVCacheWrapper.plan")
     kw = plan["kwargs"]

@@ -41,7 +41,6 @@ def prepare_masked(worker, tmp_path, s, variant):
     """A prepare request for s as the host sends it: the mask axes in the
     params, set away from their defaults alone."""
     params, (q, k, v), _ = make_case(tmp_path, s, variant, seed=5)
-    params["params"] = {name: str(value) for name, value in s.mask_keywords().items()}
     return params, (q, k, v), worker.handle("prepare", params)
 
 
