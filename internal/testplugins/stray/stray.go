@@ -63,6 +63,7 @@ func Leave(kind Kind) {
 	case roleChild:
 		os.Exit(child(kind))
 	case roleSleeper:
+		sayReady()
 		sleepForever()
 	}
 	if os.Getenv(MarkerEnv) == "" {
@@ -109,30 +110,42 @@ func startChild(kind Kind) error {
 	return nil
 }
 
-// child starts the grandchild, says so on fd 3, and then either stays
-// (Setsid) or exits so the grandchild is orphaned (DoubleFork).
+// child starts the grandchild, handing it fd 3 to say that it runs, and
+// then either stays (Setsid) or exits so the grandchild is orphaned
+// (DoubleFork).
 func child(kind Kind) int {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Env = append(os.Environ(), roleEnv+"="+roleSleeper)
 	cmd.Stderr = os.Stderr
+	ready := os.NewFile(3, "ready")
+	cmd.ExtraFiles = []*os.File{ready} // the grandchild says it runs
 	switch kind {
 	case Setsid:
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	case DoubleFork:
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	ready.Close()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "stray child:", err)
 		return 1
 	}
-	ready := os.NewFile(3, "ready")
-	fmt.Fprintln(ready, "ready")
-	ready.Close()
 	if kind == DoubleFork {
 		return 0
 	}
 	sleepForever()
 	return 0
+}
+
+// sayReady tells the plugin, on fd 3, that the grandchild runs as itself.
+// The grandchild says it, not the child: the child's exec of it returns
+// before the kernel has put the new environment in place, so a test that
+// looked for the marker at once could miss it.
+func sayReady() {
+	ready := os.NewFile(3, "ready")
+	fmt.Fprintln(ready, "ready")
+	ready.Close()
 }
 
 // sleepForever sleeps, deaf to the polite signals: only SIGKILL ends it.
