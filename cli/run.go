@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/devices"
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/progress"
@@ -22,6 +25,8 @@ import (
 	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/shard"
 	"github.com/flashcore/bench/core/suite"
+	"github.com/flashcore/bench/core/timingcheck"
+	"github.com/flashcore/bench/internal/ncu"
 )
 
 // DefaultResultsPath is where `flashcore run` saves the run unless --out
@@ -40,9 +45,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	yes := fs.Bool("yes", false, fmt.Sprintf("run a suite of more than %d cases without asking", largeSuiteCases))
 	devicesSpec := fs.String("devices", "", "spread the rows over GPUs: all, or indexes such as 0,1 (docs/cluster.md)")
 	explainTime := fs.Bool("explain-time", false, "after the results, print where the run's time went and its slowest rows")
+	auditRows := fs.Int("audit", timingcheck.DefaultAuditRows, "on a GPU, rows per backend whose timing is not flashcore's own (py: files, other plugins) measured again under ncu, chosen at random after the run; 0 turns the audit off")
 	budgetSpec := fs.String("budget", "", "stop each row's sampling at a time budget, precision traded openly: 2s per row, suite=60s for the run, or row=2s,suite=60s")
 	if _, err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if *auditRows < 0 {
+		return withCode(ExitUsage, fmt.Errorf("--audit %d: want 0 (off) or more rows per backend", *auditRows))
 	}
 	budget, err := parseBudget(*budgetSpec)
 	if err != nil {
@@ -95,6 +104,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Progress:    stderr,
 		NewProgress: func(total int) progress.Reporter { return progress.For(stdout, stderr, total) },
 		Budget:      budget,
+		HostOptions: host.Options{Env: timingcheck.AuditRunEnv()},
 	}
 	applyShard(&cfg, slice)
 	var run *results.Run
@@ -103,6 +113,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		run, runErr = runner.RunDevices(ctx, cfg, gpus)
 	} else {
 		run, runErr = runner.Run(ctx, cfg)
+	}
+	if runErr == nil && run != nil && *auditRows > 0 {
+		runErr = auditTiming(ctx, s, run, plugins, *auditRows, *out, stderr)
 	}
 	if run != nil && len(run.Results)+len(run.Backends) > 0 {
 		if err := runreport.Render(stdout, run, runreport.Options{Format: report.Format(*format)}); err != nil {
@@ -125,6 +138,49 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	return verdictError(run, *backends != "")
+}
+
+// auditTiming runs the timing audit (core/timingcheck, audit.go) over
+// the finished run: up to perBackend random rows of each GPU backend
+// whose timing is not flashcore's own, measured again under ncu. Its
+// reports go beside the results file (out + ".audit"), and the results
+// file is saved again with the verdicts. Without ncu, or where ncu may
+// not read the counters, the run's header says the audit was not done;
+// only an interrupt is an error.
+func auditTiming(ctx context.Context, s *suite.Suite, run *results.Run, plugins []host.Plugin, perBackend int, out string, stderr io.Writer) error {
+	self, _ := os.Executable() // "" on error: no plugin counts as shipped
+	rows := timingcheck.AuditRows(run, plugins, self, perBackend, rand.New(rand.NewPCG(check.FreshSeed(), check.FreshSeed())))
+	if len(rows) == 0 {
+		return nil
+	}
+	tool, err := ncu.Find()
+	flagged := 0
+	if err == nil {
+		dir := auditDir(out)
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			flagged, err = timingcheck.Audit(ctx, tool, s, run, rows, dir, stderr)
+		}
+	}
+	if errors.Is(err, runner.ErrInterrupted) {
+		return err
+	}
+	run.Environment.TimingAudit = timingcheck.AuditSummary(len(rows), flagged, perBackend, err)
+	if err != nil {
+		fmt.Fprintf(stderr, "flashcore: timing audit not done: %v\n", err)
+	}
+	if out != "" {
+		return results.NewWriter(out).Save(run)
+	}
+	return nil
+}
+
+// auditDir is where the audit's ncu reports and logs go: beside the
+// results file, or in a temporary directory when results are not saved.
+func auditDir(out string) string {
+	if out == "" {
+		return filepath.Join(os.TempDir(), fmt.Sprintf("flashcore-audit-%d", os.Getpid()))
+	}
+	return out + ".audit"
 }
 
 // verdictError turns the run into the exit code: ERROR rows and plugins

@@ -50,6 +50,7 @@ func deviceDescription(d gpu.DeviceInfo) sdk.Device {
 		Runtime:           "CUDA driver API (gorgonia.org/cu)",
 		PeakTFLOPS:        d.PeakTFLOPS(),
 		PeakGBps:          d.PeakGBps(),
+		UUID:              d.UUID,
 	}
 }
 

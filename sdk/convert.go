@@ -53,6 +53,7 @@ func deviceToProto(d Device) *pb.Device {
 		Cores:             int64(d.Cores),
 		PeakTflops:        d.PeakTFLOPS,
 		PeakGbps:          d.PeakGBps,
+		Uuid:              d.UUID,
 	}
 }
 
@@ -72,6 +73,7 @@ func deviceFromProto(p *pb.Device) Device {
 		Cores:             int(p.GetCores()),
 		PeakTFLOPS:        p.GetPeakTflops(),
 		PeakGBps:          p.GetPeakGbps(),
+		UUID:              p.GetUuid(),
 	}
 }
 

@@ -48,6 +48,7 @@ func fixtureDescription() Description {
 			Cores:             16,
 			PeakTFLOPS:        989.4,
 			PeakGBps:          3352.5,
+			UUID:              "GPU-8a7b6c5d-aaaa-bbbb-cccc-111111111111",
 		},
 		Variants: []Variant{{
 			Name:        "cuda-v8",

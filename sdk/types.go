@@ -17,6 +17,11 @@ import (
 // still fills Shape and Files, so an attention plugin reads what it read
 // in version 1. A variant may declare capabilities per op
 // (Variant.OpCapabilities).
+//
+// Version 2 later gained Device.UUID, an optional field on the wire, so
+// plugins built before it still start; but a GPU backend without it (or
+// with one the host's driver does not list) is held to the CPU's
+// ceilings.
 const ProtocolVersion = 2
 
 // DType is the element type of a tensor: Q, K, V and O are fp16, bf16 or
@@ -251,6 +256,11 @@ type Device struct {
 	PeakTFLOPS float64 `json:"peak_tflops,omitempty"`
 	// PeakGBps is the memory bandwidth peak of the device, when known.
 	PeakGBps float64 `json:"peak_gbps,omitempty"`
+	// UUID is a GPU's UUID as its driver gives it ("GPU-…"; cuDeviceGetUuid,
+	// torch's device properties). The host applies a GPU's ceilings only to
+	// a backend whose UUID is one of the GPUs it sees itself (nvidia-smi):
+	// a plugin cannot borrow a device it does not run on.
+	UUID string `json:"uuid,omitempty"`
 }
 
 // Description is what Describe returns: who the backend is and what it can

@@ -122,3 +122,42 @@ func indexes(gpus []results.RowDevice) string {
 func PinEnv(gpu results.RowDevice) []string {
 	return []string{"CUDA_VISIBLE_DEVICES=" + gpu.UUID}
 }
+
+// UUIDs are the UUIDs nvidia-smi -L lists: every GPU's ("GPU-…") and, on a
+// GPU split by MIG, every instance's ("MIG-…"); none where nvidia-smi is
+// missing or fails. The host matches a backend's claimed GPU against them
+// (sdk.Device.UUID).
+func UUIDs(ctx context.Context) []string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "nvidia-smi", "-L").Output()
+	if err != nil {
+		return nil
+	}
+	return ParseUUIDs(out)
+}
+
+// ParseUUIDs reads nvidia-smi -L's lines, such as
+//
+//	GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-8a7b6c5d-…)
+//	  MIG 1g.10gb     Device  0: (UUID: MIG-0f1e2d3c-…)
+func ParseUUIDs(out []byte) []string {
+	var uuids []string
+	for _, line := range strings.Split(string(out), "\n") {
+		_, rest, ok := strings.Cut(line, "(UUID: ")
+		if !ok {
+			continue
+		}
+		if uuid, _, ok := strings.Cut(rest, ")"); ok && uuid != "" {
+			uuids = append(uuids, strings.TrimSpace(uuid))
+		}
+	}
+	return uuids
+}
+
+// SameUUID reports whether two spellings name one device: case and a
+// missing "GPU-" prefix (as some libraries print it) aside.
+func SameUUID(a, b string) bool {
+	norm := func(s string) string { return strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "gpu-") }
+	return a != "" && b != "" && norm(a) == norm(b)
+}

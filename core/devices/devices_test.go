@@ -2,6 +2,7 @@ package devices
 
 import (
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/flashcore/bench/core/results"
@@ -56,6 +57,36 @@ func TestChoose(t *testing.T) {
 		}
 		if err != nil || uuids != tc.want {
 			t.Errorf("Choose(%q) = %q, %v; want %q", tc.spec, uuids, err, tc.want)
+		}
+	}
+}
+
+func TestParseUUIDs(t *testing.T) {
+	out := []byte(`GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-8a7b6c5d-aaaa-bbbb-cccc-111111111111)
+GPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-1b2c3d4e-aaaa-bbbb-cccc-333333333333)
+  MIG 1g.5gb      Device  0: (UUID: MIG-0f1e2d3c-dddd-eeee-ffff-222222222222)
+No devices were found
+`)
+	want := []string{"GPU-8a7b6c5d-aaaa-bbbb-cccc-111111111111", "GPU-1b2c3d4e-aaaa-bbbb-cccc-333333333333", "MIG-0f1e2d3c-dddd-eeee-ffff-222222222222"}
+	if got := ParseUUIDs(out); !slices.Equal(got, want) {
+		t.Errorf("ParseUUIDs = %q, want %q", got, want)
+	}
+}
+
+func TestSameUUID(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{"GPU-8a7b6c5d-aaaa", "GPU-8a7b6c5d-aaaa", true},
+		{"GPU-8a7b6c5d-aaaa", "8A7B6C5D-AAAA", true},
+		{"GPU-8a7b6c5d-aaaa", "GPU-8a7b6c5d-aaab", false},
+		{"MIG-8a7b6c5d-aaaa", "8a7b6c5d-aaaa", false},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		if got := SameUUID(tt.a, tt.b); got != tt.want {
+			t.Errorf("SameUUID(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
 		}
 	}
 }

@@ -106,6 +106,10 @@ type Environment struct {
 	// Isolation is what the host enforced between plugins, and what it
 	// could not on this machine, as the run's header said it.
 	Isolation string `json:"isolation,omitempty"`
+	// TimingAudit is what the timing audit did (flashcore run --audit):
+	// how many rows ncu measured and how many it flagged, or why it could
+	// not run. Empty when no row needed it.
+	TimingAudit string `json:"timing_audit,omitempty"`
 }
 
 // Suite is the suite the run followed, with every default filled in, so

@@ -75,7 +75,8 @@ type clockSlack struct {
 }
 
 func slackFor(device sdk.Device) clockSlack {
-	if device.Kind == "gpu" {
+	// A GPU the host does not believe in (ceilingsFor) earns no GPU slack.
+	if device.Kind == "gpu" && unseenGPU(device) == "" {
 		// On the H100 (2026-11-25) an honest call of a microsecond kernel
 		// took the host 2.3 to 4.4 ms in the batch (events or CUPTI, the
 		// sleep or spin kernel, Python dispatch), sdpa-efficient's 11 ms,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flashcore/bench/core/devices"
 	"github.com/flashcore/bench/core/stats"
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
@@ -102,7 +102,11 @@ const (
 // count and maximum clocks), never above the universal ceiling; a CPU by the
 // host's own estimate of this machine's peak, whatever the plugin says.
 func ceilingsFor(d sdk.Device, cpu Ceilings) Ceilings {
-	if d.Kind != "gpu" || !machineHasGPU() {
+	if d.Kind != "gpu" {
+		return cpu
+	}
+	if why := unseenGPU(d); why != "" {
+		cpu.Source += " (" + why + ")"
 		return cpu
 	}
 	c := Ceilings{TFLOPS: universalGPUTFLOPS, GBps: universalGPUGBps, Source: "the universal accelerator ceiling"}
@@ -115,41 +119,34 @@ func ceilingsFor(d sdk.Device, cpu Ceilings) Ceilings {
 	return c
 }
 
-// machineHasGPU reports whether this machine really has a GPU: the NVIDIA
-// driver answers (nvidia-smi lists a GPU; a device node alone can be an
-// empty file anyone made), or another vendor's device nodes exist. A
-// plugin that claims a GPU the host cannot see is held to the CPU's
-// ceiling. The device's name is not matched: MIG slices and drivers name
-// one GPU in several ways, and an honest row must never be refused for it.
-func machineHasGPU() bool {
-	if len(nvidiaGPUs()) > 0 {
-		return true
+// unseenGPU says why the host does not believe a backend's claimed GPU,
+// or "" when it does. Where the NVIDIA driver answers (nvidia-smi lists
+// GPUs), the backend must name one of them by its UUID, which the driver
+// gave the plugin (sdk.Device.UUID); a device node alone proves nothing,
+// as anyone can make an empty /dev/nvidiactl. Another vendor's GPU is
+// believed where its device nodes exist. The device's name is not
+// matched: MIG slices and drivers name one GPU in several ways.
+func unseenGPU(d sdk.Device) string {
+	uuids := hostGPUUUIDs()
+	switch {
+	case len(uuids) > 0 && d.UUID == "":
+		return "the backend claims a GPU but gives no UUID to show which; the host's driver lists " + strings.Join(uuids, ", ")
+	case len(uuids) > 0 && !slices.ContainsFunc(uuids, func(u string) bool { return devices.SameUUID(u, d.UUID) }):
+		return fmt.Sprintf("the backend claims GPU %s, which is none of the host's: %s", d.UUID, strings.Join(uuids, ", "))
+	case len(uuids) > 0:
+		return ""
 	}
 	for _, node := range []string{"/dev/kfd", "/dev/dxg"} { // AMD, WSL
 		if _, err := os.Stat(node); err == nil {
-			return true
+			return ""
 		}
 	}
-	return false
+	return "the backend claims a GPU, but this machine's NVIDIA driver lists none"
 }
 
-// nvidiaGPUs are the names of the GPUs the NVIDIA driver reports, asked
-// once per process; none where nvidia-smi is missing or fails.
-var nvidiaGPUs = sync.OnceValue(func() []string {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "nvidia-smi", "--query-gpu=name", "--format=csv,noheader").Output()
-	if err != nil {
-		return nil
-	}
-	var names []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if name := strings.TrimSpace(line); name != "" {
-			names = append(names, name)
-		}
-	}
-	return names
-})
+// hostGPUUUIDs are the UUIDs of the GPUs (and MIG instances) the NVIDIA
+// driver lists, asked once per process.
+var hostGPUUUIDs = sync.OnceValue(func() []string { return devices.UUIDs(context.Background()) })
 
 // cpuFLOPPerCycle is a generous bound on a core's dense FLOP per cycle for
 // any floating-point type attention uses: 2048 with AMX tiles (bf16), 128

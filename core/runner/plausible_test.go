@@ -135,7 +135,7 @@ func TestThrottled(t *testing.T) {
 // on a machine without the NVIDIA driver does not earn a plugin that
 // claims a GPU the GPU's ceiling: the driver must answer.
 func TestFakeGPUNodeIsNoGPU(t *testing.T) {
-	if len(nvidiaGPUs()) > 0 {
+	if len(hostGPUUUIDs()) > 0 {
 		t.Skip("this machine has an NVIDIA GPU")
 	}
 	const node = "/dev/nvidiactl"
@@ -147,8 +147,43 @@ func TestFakeGPUNodeIsNoGPU(t *testing.T) {
 	}
 	cpu := Ceilings{TFLOPS: 0.5, Source: "cpu"}
 	got := ceilingsFor(sdk.Device{Kind: "gpu", Name: "NVIDIA H100 80GB HBM3", PeakTFLOPS: 989}, cpu)
-	if got != cpu {
-		t.Errorf("a claimed GPU beside a fake device node got %+v, want the CPU's ceiling", got)
+	if got.TFLOPS != cpu.TFLOPS || !strings.Contains(got.Source, "NVIDIA driver lists none") {
+		t.Errorf("a claimed GPU beside a fake device node got %+v, want the CPU's ceiling and why", got)
+	}
+}
+
+// TestClaimedGPUMustBeTheHosts: where the NVIDIA driver lists GPUs, a
+// backend earns a GPU's ceiling only by naming one of them by UUID.
+func TestClaimedGPUMustBeTheHosts(t *testing.T) {
+	saved := hostGPUUUIDs
+	t.Cleanup(func() { hostGPUUUIDs = saved })
+	hostGPUUUIDs = func() []string {
+		return []string{"GPU-8a7b6c5d-aaaa-bbbb-cccc-111111111111", "MIG-0f1e2d3c-dddd-eeee-ffff-222222222222"}
+	}
+	cpu := Ceilings{TFLOPS: 0.5, Source: "cpu"}
+	h100 := func(uuid string) sdk.Device {
+		return sdk.Device{Kind: "gpu", Name: "NVIDIA H100 80GB HBM3", PeakTFLOPS: 989, PeakGBps: 3350, UUID: uuid}
+	}
+	tests := []struct {
+		name   string
+		device sdk.Device
+		gpu    bool
+		source string
+	}{
+		{"the host's GPU", h100("GPU-8a7b6c5d-aaaa-bbbb-cccc-111111111111"), true, "H100 80GB HBM3 peak"},
+		{"spelt without the prefix, in capitals", h100("8A7B6C5D-AAAA-BBBB-CCCC-111111111111"), true, "peak"},
+		{"a MIG instance the driver lists", h100("MIG-0f1e2d3c-dddd-eeee-ffff-222222222222"), true, "peak"},
+		{"no UUID", h100(""), false, "gives no UUID to show which"},
+		{"another machine's GPU", h100("GPU-00000000-0000-0000-0000-000000000000"), false, "which is none of the host's"},
+		{"a CPU", sdk.Device{Kind: "cpu"}, false, "cpu"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ceilingsFor(tt.device, cpu)
+			if (got.TFLOPS != cpu.TFLOPS) != tt.gpu || !strings.Contains(got.Source, tt.source) {
+				t.Errorf("ceilingsFor = %+v, want GPU %v with %q", got, tt.gpu, tt.source)
+			}
+		})
 	}
 }
 

@@ -27,6 +27,10 @@ type Row struct {
 	Check  ncu.TimingRow
 	Reach  ncu.Reach
 	Plugin host.Plugin
+	// Report is the ncu report of the row's session, once it ran.
+	Report string
+	// mode is the L2 mode the audit checks (AuditRows).
+	mode sdk.L2Mode
 }
 
 // RunEnv is what the plugins' environment holds in the unprofiled run:

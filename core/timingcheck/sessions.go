@@ -31,6 +31,7 @@ func Measure(ctx context.Context, tool ncu.Tool, s *suite.Suite, mode sdk.L2Mode
 		}
 		for _, r := range sess.members {
 			r.Check = judge(r, outcome, err)
+			r.Report = outcome.Report
 		}
 	}
 	return nil
@@ -42,11 +43,32 @@ func judge(r *Row, outcome underncu.Outcome, sessionErr error) ncu.TimingRow {
 	if sessionErr != nil {
 		return ncu.Errored(c.Backend, c.Row, c.OursNs, ncu.ReferenceNcu, sessionErr.Error())
 	}
+	if status, reason := statusUnderNcu(r.Result, outcome.Run); status != results.StatusPass {
+		return ncu.Errored(c.Backend, c.Row, c.OursNs, ncu.ReferenceNcu,
+			fmt.Sprintf("under ncu the row ended %s (%s): no comparable figure", status, reason))
+	}
 	if changed := kernelChangedUnderNcu(r.Result, outcome.Run); changed != "" {
 		return ncu.Errored(c.Backend, c.Row, c.OursNs, ncu.ReferenceNcu,
 			"under ncu the row ran another kernel ("+changed+"): no comparable figure")
 	}
 	return ncu.CompareCalls(c.Backend, c.Row, c.OursNs, ncu.CallsOf(outcome.Calls, c.Row))
+}
+
+// statusUnderNcu is the status, and its reason, of the row's run under
+// ncu: a row that did not PASS there (a wrong output, a crash) gave ncu
+// nothing to compare. A row missing from that run is PASS: its session
+// error, if any, is judged already.
+func statusUnderNcu(unprofiled results.Result, profiled *results.Run) (results.Status, string) {
+	if profiled == nil {
+		return results.StatusPass, ""
+	}
+	for i := range profiled.Results {
+		p := &profiled.Results[i]
+		if p.CaseID == unprofiled.CaseID && p.Label == unprofiled.Label {
+			return p.Status, p.Reason
+		}
+	}
+	return results.StatusPass, ""
 }
 
 // kernelChangedUnderNcu names the identity facts (results.IdentityFacts)

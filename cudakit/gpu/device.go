@@ -18,6 +18,8 @@ type DeviceInfo struct {
 	// after opting in with SetMaxDynamicSharedBytes.
 	MaxSharedPerBlockOptin int
 	MaxThreadsPerBlock     int
+	// UUID is cuDeviceGetUuid's, as nvidia-smi prints it: "GPU-…".
+	UUID string
 }
 
 // ComputeCapability is "major.minor", e.g. "9.0".

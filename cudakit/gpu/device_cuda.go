@@ -24,6 +24,11 @@ func QueryDevice(ordinal int) (DeviceInfo, error) {
 	if info.Name, err = dev.Name(); err != nil {
 		return DeviceInfo{}, wrap("device name", err)
 	}
+	uuid, err := dev.UUID()
+	if err != nil {
+		return DeviceInfo{}, wrap("device UUID", err)
+	}
+	info.UUID = "GPU-" + uuid.String()
 	if info.MemoryBytes, err = dev.TotalMem(); err != nil {
 		return DeviceInfo{}, wrap("device memory", err)
 	}

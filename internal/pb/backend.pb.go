@@ -537,8 +537,12 @@ type Device struct {
 	Cores             int64                  `protobuf:"varint,12,opt,name=cores,proto3" json:"cores,omitempty"`
 	PeakTflops        float64                `protobuf:"fixed64,13,opt,name=peak_tflops,json=peakTflops,proto3" json:"peak_tflops,omitempty"`
 	PeakGbps          float64                `protobuf:"fixed64,14,opt,name=peak_gbps,json=peakGbps,proto3" json:"peak_gbps,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// uuid is the GPU's UUID as its driver gives it ("GPU-..."), which the
+	// host matches against the GPUs it sees itself before a GPU ceiling
+	// applies.
+	Uuid          string `protobuf:"bytes,15,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Device) Reset() {
@@ -667,6 +671,13 @@ func (x *Device) GetPeakGbps() float64 {
 		return x.PeakGbps
 	}
 	return 0
+}
+
+func (x *Device) GetUuid() string {
+	if x != nil {
+		return x.Uuid
+	}
+	return ""
 }
 
 // Description is sdk.Description.
@@ -1686,7 +1697,7 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\x0fop_capabilities\x18\x06 \x03(\v2).flashcore.v1.Variant.OpCapabilitiesEntryR\x0eopCapabilities\x1a]\n" +
 	"\x13OpCapabilitiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
-	"\x05value\x18\x02 \x01(\v2\x1a.flashcore.v1.CapabilitiesR\x05value:\x028\x01\"\xc0\x03\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.flashcore.v1.CapabilitiesR\x05value:\x028\x01\"\xd4\x03\n" +
 	"\x06Device\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12-\n" +
@@ -1704,7 +1715,8 @@ const file_flashcore_v1_backend_proto_rawDesc = "" +
 	"\x05cores\x18\f \x01(\x03R\x05cores\x12\x1f\n" +
 	"\vpeak_tflops\x18\r \x01(\x01R\n" +
 	"peakTflops\x12\x1b\n" +
-	"\tpeak_gbps\x18\x0e \x01(\x01R\bpeakGbps\"\xff\x01\n" +
+	"\tpeak_gbps\x18\x0e \x01(\x01R\bpeakGbps\x12\x12\n" +
+	"\x04uuid\x18\x0f \x01(\tR\x04uuid\"\xff\x01\n" +
 	"\vDescription\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x14\n" +

@@ -91,6 +91,20 @@ def test_device_peaks_match_the_go_table():
     assert fw.device_peaks(7, 5, 40, 1590, 5001, 256)["peak_tflops"] == 0
 
 
+@pytest.mark.parametrize("given, want", [
+    ("GPU-8a7b6c5d-aaaa-bbbb-cccc-111111111111", "GPU-8a7b6c5d-aaaa-bbbb-cccc-111111111111"),
+    ("8a7b6c5d-aaaa-bbbb-cccc-111111111111", "GPU-8a7b6c5d-aaaa-bbbb-cccc-111111111111"),  # torch's spelling
+    ("MIG-0f1e2d3c-dddd-eeee-ffff-222222222222", "MIG-0f1e2d3c-dddd-eeee-ffff-222222222222"),
+    (None, ""),
+])
+def test_device_uuid_is_spelt_as_nvidia_smi_does(given, want):
+    import flashcore_device
+
+    class Props:
+        uuid = given
+    assert flashcore_device.device_uuid(Props()) == want
+
+
 def test_time_cap_is_the_reported_stop():
     clock = FakeClock()
 

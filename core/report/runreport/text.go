@@ -113,6 +113,7 @@ func headerItems(v *report.View, quote func(string) string) []item {
 		{"Host", hostLine(run.Environment)},
 		{"Devices", devicesLine(run.Environment)},
 		{"Isolation", strings.TrimPrefix(run.Environment.Isolation, "isolation: ")},
+		{"Timing audit", run.Environment.TimingAudit},
 		{"GPUs", rowGPUsLine(v.GPUs)},
 		{"Baseline", baselineLine(v.Baseline)},
 		{"Timing", timingLine(v)},

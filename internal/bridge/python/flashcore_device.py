@@ -43,6 +43,9 @@ def _describe_gpu(torch, device):
         "memory_bytes": int(props.total_memory),
         "runtime": runtime,
     }
+    uuid = device_uuid(props)
+    if uuid:
+        out["uuid"] = uuid
     for field, attr, scale in (("sm_clock_mhz", "clock_rate", 1e-3), ("mem_clock_mhz", "memory_clock_rate", 1e-3),
                                ("mem_bus_width_bits", "memory_bus_width", 1)):
         value = getattr(props, attr, 0)
@@ -52,6 +55,15 @@ def _describe_gpu(torch, device):
     out.update(device_peaks(props.major, props.minor, props.multi_processor_count, out.get("sm_clock_mhz", 0),
                             out.get("mem_clock_mhz", 0), out.get("mem_bus_width_bits", 0)))
     return out
+
+
+def device_uuid(props):
+    """The GPU's UUID as nvidia-smi prints it ("GPU-..."), from torch's
+    device properties; "" where torch does not give it."""
+    uuid = str(getattr(props, "uuid", "") or "")
+    if not uuid or uuid.startswith(("GPU-", "MIG-")):
+        return uuid
+    return "GPU-" + uuid
 
 
 # Dense fp16 tensor-core FLOP per clock per SM, by compute capability: the

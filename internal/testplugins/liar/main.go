@@ -36,6 +36,10 @@
 //	               and a formula, and fails every case with a 12 MiB reason
 //	eighth-rows    computes 1/8 of the rows in timed calls and leaves the
 //	               output the checked call wrote as the timed output
+//	claims-gpu     computes on the CPU, divides its times by 8, and claims
+//	               the host's first GPU, whose name and UUID it reads from
+//	               nvidia-smi as any process may: only a clock the plugin
+//	               does not hold (the timing audit's ncu) can tell
 //
 // and the lies against neighbours, in neighbours.go: peek, meddle, burn
 // and escape.
@@ -45,6 +49,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -52,6 +57,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flashcore/bench/core/devices"
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/reference"
 	"github.com/flashcore/bench/sdk"
@@ -120,12 +126,16 @@ func (l *liar) Describe(context.Context) (sdk.Description, error) {
 	if l.lie == "impostor" {
 		row = "cpu-reference"
 	}
+	dev := sdk.Device{Kind: "cpu", Name: device, Runtime: runtime.Version(), Cores: runtime.NumCPU()}
+	if l.lie == "claims-gpu" {
+		dev = borrowedGPU()
+	}
 	return sdk.Description{
 		Name:      row,
 		Version:   version,
 		Build:     runtime.Version(),
 		Available: true,
-		Device:    sdk.Device{Kind: "cpu", Name: device, Runtime: runtime.Version(), Cores: runtime.NumCPU()},
+		Device:    dev,
 		Variants: []sdk.Variant{{
 			Name:        row,
 			Description: "test only: correct attention, then the lie " + l.lie,
@@ -278,7 +288,7 @@ func (l *liar) Run(ctx context.Context, request sdk.RunRequest) (sdk.Samples, er
 		for i := range calls {
 			calls[i] /= 8
 		}
-	case "slow-clock":
+	case "slow-clock", "claims-gpu":
 		for i := range kernel {
 			kernel[i] /= 8
 		}
@@ -380,4 +390,15 @@ func encodeRows(t *inputs.Tensors, rows []reference.RowIndex, fill func(referenc
 		copy(values[rows[i].Flat(s)*s.HeadDim:], row)
 	}
 	return inputs.Encode(s.DType, values)
+}
+
+// borrowedGPU is the host's first GPU as nvidia-smi names it, claimed as
+// this plugin's own; a GPU with no UUID where nvidia-smi says nothing.
+func borrowedGPU() sdk.Device {
+	d := sdk.Device{Kind: "gpu", Name: "NVIDIA H100 80GB HBM3", PeakTFLOPS: 989, PeakGBps: 3350}
+	out, _ := exec.Command("nvidia-smi", "-L").Output()
+	if uuids := devices.ParseUUIDs(out); len(uuids) > 0 {
+		d.UUID = uuids[0]
+	}
+	return d
 }

@@ -1,0 +1,149 @@
+package timingcheck
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flashcore/bench/core/host"
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/internal/ncu"
+	"github.com/flashcore/bench/sdk"
+)
+
+func TestAuditFinding(t *testing.T) {
+	row := func(ours, ref float64, kernels int) ncu.TimingRow {
+		return ncu.TimingRow{OursNs: ours, RefNs: ref, Calls: 20, KernelsPerCall: kernels, Verdict: ncu.Pass}
+	}
+	tests := []struct {
+		name  string
+		check ncu.TimingRow
+		want  string // "" when the row is not flagged
+	}{
+		{"equal", row(100_000, 100_000, 1), ""},
+		{"ncu's extra µs on a tiny kernel", row(4_000, 5_100, 1), ""},
+		{"three kernels, each a µs more under ncu", row(10_000, 13_000, 3), ""},
+		{"slower than ncu harms only itself", row(300_000, 100_000, 1), ""},
+		{"within the relative slack", row(81_000, 100_000, 1), ""},
+		{"clock divided by 1.3", row(100_000/1.3, 100_000, 1), "ncu measured 100µs"},
+		{"clock divided by 8", row(12_500, 100_000, 1), "reported 12.5µs a call"},
+		{"divided by 8 at a microsecond kernel", row(1_000, 8_000, 1), "ncu measured 8µs"},
+		{"no figure", ncu.Errored("b", ncu.RowKey{}, 1000, ncu.ReferenceNcu, "ncu profiled no call of this row"), "ncu measured no figure for it: ncu profiled no call"},
+		{"skipped", ncu.TimingRow{Verdict: ncu.Skip}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := AuditFinding(tt.check)
+			if (got == "") != (tt.want == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("AuditFinding = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAuditRows: only the PASSed GPU rows of backends whose timing is not
+// flashcore's own are candidates, at most perBackend each, and which ones
+// is left to chance.
+func TestAuditRows(t *testing.T) {
+	dir := t.TempDir()
+	self := filepath.Join(dir, "flashcore")
+	shipped := filepath.Join(dir, "flashcore-plugins")
+	for _, f := range []string{self, shipped} {
+		if err := os.WriteFile(f, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plugins := []host.Plugin{
+		{Name: "pytorch-sdpa", Path: shipped},                           // ours: trusted
+		{Name: "py:mine.py", Path: shipped, PythonFile: "/x/mine.py"},   // a py: file inside our worker
+		{Name: "theirs", Path: filepath.Join(t.TempDir(), "theirs")},    // someone else's binary
+		{Name: "theirs-cpu", Path: filepath.Join(t.TempDir(), "other")}, // on the CPU: nothing to audit
+	}
+	gpu := sdk.Device{Kind: "gpu", Name: "H100"}
+	run := &results.Run{Backends: []results.Backend{
+		{Name: "pytorch-sdpa", Device: gpu}, {Name: "py:mine.py", Device: gpu}, {Name: "theirs", Device: gpu},
+		{Name: "theirs-cpu", Device: sdk.Device{Kind: "cpu"}},
+	}}
+	timed := func(mode sdk.L2Mode) []results.Timing {
+		return []results.Timing{{L2: mode, Method: "cupti", Kernel: results.Stats{N: 10, MedianNs: 5000}}}
+	}
+	for _, c := range []string{"c1", "c2", "c3", "c4", "c5"} {
+		for _, b := range []string{"pytorch-sdpa", "py:mine.py", "theirs", "theirs-cpu"} {
+			run.Results = append(run.Results, results.Result{CaseID: c, Backend: b, Label: "x", Status: results.StatusPass, Timings: timed(sdk.L2Hot)})
+		}
+	}
+	run.Results = append(run.Results,
+		results.Result{CaseID: "failed", Backend: "theirs", Label: "x", Status: results.StatusFail, Timings: timed(sdk.L2Hot)},
+		results.Result{CaseID: "cold", Backend: "theirs", Label: "x", Status: results.StatusPass, Timings: timed(sdk.L2Cold)},
+	)
+
+	seen := map[string]bool{}
+	for seed := range uint64(40) {
+		rows := AuditRows(run, plugins, self, 2, rand.New(rand.NewPCG(seed, 1)))
+		perBackend := map[string]int{}
+		for _, r := range rows {
+			perBackend[r.Result.Backend]++
+			seen[r.Result.Backend+"/"+r.Result.CaseID] = true
+			if r.Result.CaseID == "failed" {
+				t.Errorf("a FAILed row was chosen")
+			}
+			if r.Check.OursNs != 5000 {
+				t.Errorf("%s/%s: ours %v, want the row's median", r.Result.Backend, r.Result.CaseID, r.Check.OursNs)
+			}
+			wantMode := sdk.L2Hot
+			if r.Result.CaseID == "cold" {
+				wantMode = sdk.L2Cold
+			}
+			if r.mode != wantMode {
+				t.Errorf("%s: mode %s, want %s", r.Result.CaseID, r.mode, wantMode)
+			}
+		}
+		want := map[string]int{"py:mine.py": 2, "theirs": 2}
+		if len(perBackend) != len(want) || perBackend["py:mine.py"] != 2 || perBackend["theirs"] != 2 {
+			t.Fatalf("seed %d: rows per backend %v, want %v", seed, perBackend, want)
+		}
+	}
+	// Over the seeds, every candidate row of each audited backend came up.
+	for _, c := range []string{"c1", "c2", "c3", "c4", "c5", "cold"} {
+		if !seen["theirs/"+c] {
+			t.Errorf("theirs/%s never chosen in 40 draws", c)
+		}
+	}
+	if rows := AuditRows(run, plugins, self, 0, rand.New(rand.NewPCG(1, 1))); len(rows) != 0 {
+		t.Errorf("perBackend 0 chose %d rows", len(rows))
+	}
+}
+
+func TestAuditReach(t *testing.T) {
+	tests := []struct {
+		name   string
+		plugin host.Plugin
+		method string
+		want   ncu.Reach
+	}{
+		{"py: file, whatever it claims", host.Plugin{PythonFile: "f.py"}, "made-up", ncu.Reach{Process: ncu.WorkerProcess, NVTX: true}},
+		{"a plugin timing like the CUDA plugins", host.Plugin{}, ncu.MethodCUPTISpin, ncu.Reach{Process: ncu.PluginProcess, KernelRegex: ncu.AttentionKernels, NVTX: true}},
+		{"a plugin claiming the bridges' method", host.Plugin{}, ncu.MethodCUPTI, ncu.Reach{Process: ncu.PluginProcess}},
+		{"a method no one knows", host.Plugin{}, "my-clock", ncu.Reach{Process: ncu.PluginProcess}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := auditReach(tt.plugin, tt.method); got != tt.want {
+				t.Errorf("auditReach = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStatusUnderNcu(t *testing.T) {
+	row := results.Result{CaseID: "c", Label: "x"}
+	under := &results.Run{Results: []results.Result{{CaseID: "c", Label: "x", Status: results.StatusFail, Reason: "wrong rows"}}}
+	if status, reason := statusUnderNcu(row, under); status != results.StatusFail || reason != "wrong rows" {
+		t.Errorf("got %s %q", status, reason)
+	}
+	if status, _ := statusUnderNcu(row, nil); status != results.StatusPass {
+		t.Errorf("no run: %s", status)
+	}
+}
