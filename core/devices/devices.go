@@ -155,9 +155,13 @@ func ParseUUIDs(out []byte) []string {
 	return uuids
 }
 
-// SameUUID reports whether two spellings name one device: case and a
-// missing "GPU-" prefix (as some libraries print it) aside.
+// SameUUID reports whether two spellings name one device: case and the
+// "GPU-" or "MIG-" prefix aside (torch prints the bare UUID, and the
+// driver's bytes for a MIG instance are the same under either prefix).
 func SameUUID(a, b string) bool {
-	norm := func(s string) string { return strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "gpu-") }
+	norm := func(s string) string {
+		s = strings.ToLower(strings.TrimSpace(s))
+		return strings.TrimPrefix(strings.TrimPrefix(s, "gpu-"), "mig-")
+	}
 	return a != "" && b != "" && norm(a) == norm(b)
 }

@@ -81,7 +81,8 @@ func TestSameUUID(t *testing.T) {
 		{"GPU-8a7b6c5d-aaaa", "GPU-8a7b6c5d-aaaa", true},
 		{"GPU-8a7b6c5d-aaaa", "8A7B6C5D-AAAA", true},
 		{"GPU-8a7b6c5d-aaaa", "GPU-8a7b6c5d-aaab", false},
-		{"MIG-8a7b6c5d-aaaa", "8a7b6c5d-aaaa", false},
+		{"MIG-8a7b6c5d-aaaa", "GPU-8a7b6c5d-aaaa", true},
+		{"MIG-8a7b6c5d-aaaa", "MIG-8a7b6c5d-aaab", false},
 		{"", "", false},
 	}
 	for _, tt := range tests {

@@ -147,12 +147,17 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		refuse(res, fmt.Sprintf("input hash mismatch on fresh inputs: backend loaded %s, host wrote %s", prepared.LoadedSHA256, fresh.SHA256))
 		return
 	}
-	n := batchCalls(checkedCall, b.description.Device)
 	reported := time.Duration(res.Timings[0].Kernel.MedianNs)
+	n := batchCalls(checkedCall, b.description.Device)
+	onCPU := !believedGPU(b.description.Device)
+	if onCPU {
+		n = marginalCalls(reported) // its batch is also the marginal rule's short one
+	}
 	// A batch that breaks the bound is run again, up to batchTries in all,
 	// before the row is blamed: a stall of a busy machine must not make a
 	// finding. A backend that lies breaks it every time.
 	var best batchVerdict
+	var lastShort shortBatch
 	tries := 0
 	for attempt := 1; attempt <= batchTries; attempt++ {
 		tries = attempt
@@ -160,6 +165,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		if !ok {
 			return
 		}
+		lastShort = shortBatch{wall, samples}
 		v := judgeBatch(n, wall, sdk.MedianDuration(samples.KernelTimes), reported, totalBytes(ws.timed), b.description.Device)
 		if attempt == 1 || v.excess < best.excess {
 			best = v
@@ -178,10 +184,127 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		"host_checked_call_ns": strconv.FormatInt(checkedCall.Nanoseconds(), 10),
 		"fresh_input_sha256":   fresh.SHA256,
 	})
+	if best.reason == "" && onCPU && n >= marginalMinCalls {
+		if marginal, ok := r.marginalCheck(ctx, b, c, ws, n, lastShort, res); !ok {
+			return
+		} else if marginal.reason != "" {
+			best = marginal
+		}
+	}
 	r.checkFreshOutput(c, fresh, ws, res)
 	if best.reason != "" {
 		refuse(res, fmt.Sprintf("clock: %s, at best of %d tries (docs/measurement.md, \"The host's clock\")", best.reason, best.tries))
 	}
+}
+
+// The marginal rule, on a CPU. The batch rule above must allow each Run a
+// fixed slack (the RPC, a worker's wake-up on a loaded machine, the output
+// file) and each call a slack of its own, which together hide a lie about
+// a kernel of a few milliseconds or less. Two batches on the same fresh
+// inputs, of n and 2n calls, cost the host the same fixed part; their
+// difference is what n calls cost, with nothing else in it. Each of those
+// calls is the work the backend timed plus its own loop around it (the
+// clock read, the Python dispatch): honest, at most marginalFactor × the
+// kernel time it reported plus marginalSlack. The kernel time and the
+// batches are taken together, so a loaded machine slows both.
+const (
+	marginalFactor   = 2.0
+	marginalSlack    = 150 * time.Microsecond
+	marginalTarget   = 40 * time.Millisecond
+	marginalMaxCalls = 512
+	// marginalMinCalls: below it (a kernel of 5 ms or more) the difference
+	// of two batches is mostly noise on a loaded machine, and the batch
+	// rule's slacks are small against the calls anyway.
+	marginalMinCalls = 8
+)
+
+// believedGPU reports whether the host holds the backend to a GPU's rules:
+// it claims a GPU the host sees (unseenGPU).
+func believedGPU(d sdk.Device) bool { return d.Kind == "gpu" && unseenGPU(d) == "" }
+
+// marginalCalls is n: enough calls at the row's reported kernel time to
+// fill marginalTarget, at least 2 and at most marginalMaxCalls. A backend
+// that reports less than it takes is given more calls, and pays for them.
+func marginalCalls(reported time.Duration) int {
+	if reported <= 0 {
+		return marginalMaxCalls
+	}
+	return int(min(max(int64(marginalTarget/reported), 2), marginalMaxCalls))
+}
+
+// shortBatch is a batch of n calls: the host's time of it and the samples.
+type shortBatch struct {
+	wall    time.Duration
+	samples sdk.Samples
+}
+
+// marginalCheck runs batches of 2n calls against batches of n (the first
+// of which is short, the batch rule's last) up to batchTries times and
+// returns the verdict of the best pair; ok is false when the row is
+// finished (an error or refused samples, recorded in res).
+func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *workspace, n int, short shortBatch, res *results.Result) (batchVerdict, bool) {
+	var best batchVerdict
+	for attempt := 1; attempt <= batchTries; attempt++ {
+		if attempt > 1 {
+			wall, samples, ok := r.hostBatch(ctx, b, c, ws, n, res)
+			if !ok {
+				return best, false
+			}
+			short = shortBatch{wall, samples}
+		}
+		long, longSamples, ok := r.hostBatch(ctx, b, c, ws, 2*n, res)
+		if !ok {
+			return best, false
+		}
+		v := judgeMarginal(n, short.wall, long, sumDurations(short.samples.KernelTimes), sumDurations(longSamples.KernelTimes))
+		if attempt == 1 || v.excess < best.excess {
+			best = v
+		}
+		best.tries = attempt
+		if v.reason == "" {
+			break
+		}
+	}
+	addFacts(res, map[string]string{
+		"host_marginal_calls":     strconv.Itoa(n),
+		"host_marginal_call_ns":   strconv.FormatInt(best.wall.Nanoseconds(), 10),
+		"host_marginal_bound_ns":  strconv.FormatInt(best.bound.Nanoseconds(), 10),
+		"host_marginal_kernel_ns": strconv.FormatInt(best.batchKernel.Nanoseconds(), 10),
+		"host_marginal_tries":     strconv.Itoa(best.tries),
+	})
+	return best, true
+}
+
+// judgeMarginal holds what n more calls cost the host (long − short, the
+// host's times of batches of 2n and n calls) to the marginal rule, given
+// the sums of the kernel samples the backend reported for each batch.
+// The kernel time of the n more calls is the difference of the sums, not
+// of medians: on a loaded machine a call preempted inside its timed span
+// is in both the host's time and the backend's sum, where a median would
+// leave it out. Where noise makes that difference smaller than the long
+// batch's mean, the mean is taken: a backend that lies reports both
+// smaller alike. The verdict's wall, bound and kernel are per call.
+func judgeMarginal(n int, short, long, shortSum, longSum time.Duration) batchVerdict {
+	calls := time.Duration(n)
+	more := long - short
+	kernel := max((longSum-shortSum)/calls, longSum/(2*calls))
+	v := batchVerdict{wall: more / calls, batchKernel: kernel, bound: time.Duration(marginalFactor*float64(kernel)) + marginalSlack}
+	v.excess = float64(v.wall) / float64(v.bound)
+	if v.wall > v.bound {
+		v.reason = fmt.Sprintf("%d more calls on fresh inputs took the host %v more (%v a call, the difference of batches of %d and %d calls); "+
+			"the backend reported %v a call for them, and an honest call takes the host at most %v", n, more.Round(time.Microsecond),
+			v.wall.Round(time.Microsecond), n, 2*n, kernel, v.bound.Round(time.Microsecond))
+	}
+	return v
+}
+
+// sumDurations is the sum of ds.
+func sumDurations(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum
 }
 
 // batchVerdict is what the host made of one batch: reason is "" when it

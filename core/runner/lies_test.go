@@ -234,6 +234,78 @@ func TestClockLiesAreCaught(t *testing.T) {
 	}
 }
 
+// smallClockSuite is a case whose kernel takes about a millisecond on a
+// CPU: below what the batch rule's slacks can tell, so only the marginal
+// rule (clock.go) sees the lies.
+const smallClockSuite = `
+name = "small-clock-lies"
+[measurement]
+warmup_runs = 1
+min_samples = 3
+time_cap = "200ms"
+call_samples = 1
+call_timeout = "60s"
+[[cases]]
+batch = 1
+heads = 2
+seq_q = 128
+head_dim = 64
+`
+
+// TestSmallKernelClockLiesAreCaught: a divided clock about a kernel of a
+// millisecond, and the same lie told by a plugin that claims a GPU the
+// host does not see, are ERRORs by the marginal rule; the honest control
+// and cpu-reference PASS with its facts.
+func TestSmallKernelClockLiesAreCaught(t *testing.T) {
+	if len(hostGPUUUIDs()) > 0 {
+		t.Skip("on a GPU machine the claims-gpu liar earns a GPU's slack, and the timing audit is its check")
+	}
+	want := []lieVerdict{
+		{"slow-clock", results.StatusError, "more calls on fresh inputs took the host"},
+		{"claims-gpu", results.StatusError, "more calls on fresh inputs took the host"},
+		{"honest", results.StatusPass, ""},
+		{"", results.StatusPass, ""},
+	}
+	run, s, _ := runLies(t, "small-clock.toml", smallClockSuite, want)
+	for _, w := range want {
+		r := checkLie(t, run, s.Cases[0].ID, w)
+		if r == nil {
+			continue
+		}
+		t.Logf("%-24s kernel %v, %s more calls at %s ns a call (bound %s)", w.backend(), time.Duration(medianKernel(r)),
+			r.Facts["host_marginal_calls"], r.Facts["host_marginal_call_ns"], r.Facts["host_marginal_bound_ns"])
+		if w.status == results.StatusPass && r.Facts["host_marginal_call_ns"] == "" {
+			t.Errorf("%s: passed without the marginal rule: facts %v", w.backend(), r.Facts)
+		}
+	}
+}
+
+func TestJudgeMarginal(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name                           string
+		n                              int
+		short, long, shortSum, longSum time.Duration
+		want                           string
+	}{
+		{"honest, a small gap per call", 100, 30 * ms, 60 * ms, 28 * ms, 56 * ms, ""},
+		{"honest, the fixed part is large", 100, 130 * ms, 160 * ms, 28 * ms, 56 * ms, ""},
+		{"honest, preempted inside its spans", 10, 50 * ms, 150 * ms, 45 * ms, 140 * ms, ""},
+		{"honest, preempted inside the short batch", 8, 90 * ms, 60 * ms, 85 * ms, 56 * ms, ""},
+		{"honest, the sums' difference lost in noise", 8, 40 * ms, 75 * ms, 60 * ms, 58 * ms, ""},
+		{"a clock divided by 8 at 400 µs", 200, 90 * ms, 170 * ms, 10 * ms, 20 * ms, "an honest call takes the host at most"},
+		{"a clock divided by 8 at 2 ms", 20, 45 * ms, 85 * ms, 5 * ms, 10 * ms, "(2ms a call"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := judgeMarginal(tt.n, tt.short, tt.long, tt.shortSum, tt.longSum)
+			if (tt.want == "") != (v.reason == "") || !strings.Contains(v.reason, tt.want) {
+				t.Errorf("judgeMarginal = %q (%.2f of the bound), want %q", v.reason, v.excess, tt.want)
+			}
+		})
+	}
+}
+
 // lieVerdict is how one liar's rows must end: the backend is
 // test-liar-<lie>, or cpu-reference for "".
 type lieVerdict struct {
