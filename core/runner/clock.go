@@ -184,7 +184,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		"host_checked_call_ns": strconv.FormatInt(checkedCall.Nanoseconds(), 10),
 		"fresh_input_sha256":   fresh.SHA256,
 	})
-	if best.reason == "" && onCPU && n >= marginalMinCalls {
+	if best.reason == "" && onCPU {
 		if marginal, ok := r.marginalCheck(ctx, b, c, ws, n, lastShort, res); !ok {
 			return
 		} else if marginal.reason != "" {
@@ -212,10 +212,6 @@ const (
 	marginalSlack    = 150 * time.Microsecond
 	marginalTarget   = 40 * time.Millisecond
 	marginalMaxCalls = 512
-	// marginalMinCalls: below it (a kernel of 5 ms or more) the difference
-	// of two batches is mostly noise on a loaded machine, and the batch
-	// rule's slacks are small against the calls anyway.
-	marginalMinCalls = 8
 )
 
 // believedGPU reports whether the host holds the backend to a GPU's rules:
