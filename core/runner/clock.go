@@ -219,13 +219,13 @@ const (
 func believedGPU(d sdk.Device) bool { return d.Kind == "gpu" && unseenGPU(d) == "" }
 
 // marginalCalls is n: enough calls at the row's reported kernel time to
-// fill marginalTarget, at least 2 and at most marginalMaxCalls. A backend
+// fill marginalTarget, at least 1 and at most marginalMaxCalls. A backend
 // that reports less than it takes is given more calls, and pays for them.
 func marginalCalls(reported time.Duration) int {
 	if reported <= 0 {
 		return marginalMaxCalls
 	}
-	return int(min(max(int64(marginalTarget/reported), 2), marginalMaxCalls))
+	return int(min(max(int64(marginalTarget/reported), 1), marginalMaxCalls))
 }
 
 // shortBatch is a batch of n calls: the host's time of it and the samples.

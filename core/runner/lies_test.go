@@ -255,9 +255,11 @@ func TestSmallKernelClockLiesAreCaught(t *testing.T) {
 		t.Skip("on a GPU machine the claims-gpu liar earns a GPU's slack, and the timing audit is its check")
 	}
 	want := []lieVerdict{
-		{"slow-clock", results.StatusError, "more calls on fresh inputs took the host"},
-		{"best-of-8", results.StatusError, "clock: "}, // by either rule: it runs 8× the calls
-		{"claims-gpu", results.StatusError, "more calls on fresh inputs took the host"},
+		// The marginal rule catches them on quiet cores; on loaded ones the
+		// batch rule may be first, and either is the host's clock.
+		{"slow-clock", results.StatusError, "clock: "},
+		{"best-of-8", results.StatusError, "clock: "},
+		{"claims-gpu", results.StatusError, "clock: "},
 		{"honest", results.StatusPass, ""},
 		{"", results.StatusPass, ""},
 	}
