@@ -12,12 +12,17 @@ import "github.com/flashcore/bench/internal/untrusted"
 // maxPluginMessage bounds one error message or diagnostic from a plugin.
 const maxPluginMessage = 64 << 10
 
+// maxUUID bounds a device's UUID ("GPU-" and 36 characters, or "MIG-…").
+const maxUUID = 64
+
 func cleanDescription(d Description) Description {
 	d.Name, d.Version, d.Build = untrusted.Line(d.Name), untrusted.Line(d.Version), untrusted.Line(d.Build)
 	d.UnavailableReason = cleanMessage(d.UnavailableReason)
 	dev := &d.Device
 	dev.Kind, dev.Name, dev.ComputeCapability = untrusted.Line(dev.Kind), untrusted.Line(dev.Name), untrusted.Line(dev.ComputeCapability)
 	dev.Driver, dev.Runtime = untrusted.Line(dev.Driver), untrusted.Line(dev.Runtime)
+	// A UUID is about 40 bytes; it is quoted in reasons, so it is capped.
+	dev.UUID, _ = untrusted.Cap(untrusted.Line(dev.UUID), maxUUID)
 	for i := range d.Variants {
 		v := &d.Variants[i]
 		v.Name, v.Description = untrusted.Line(v.Name), untrusted.Text(v.Description)

@@ -72,3 +72,12 @@ func TestCleanDescriptionCleansCapabilityNames(t *testing.T) {
 		}
 	}
 }
+
+// A device's UUID is quoted in the host's reasons: it arrives cleaned and
+// capped like the plugin's other strings.
+func TestCleanDescriptionCleansTheUUID(t *testing.T) {
+	d := cleanDescription(Description{Device: Device{Kind: "gpu", UUID: "GPU-\x1b[31m" + strings.Repeat("a", 10000)}})
+	if strings.Contains(d.Device.UUID, "\x1b") || len(d.Device.UUID) > maxUUID+32 {
+		t.Errorf("UUID kept an escape or its length (%d bytes): %.80q", len(d.Device.UUID), d.Device.UUID)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/flashcore/bench/core/suite"
 	"github.com/flashcore/bench/core/underncu"
 	"github.com/flashcore/bench/internal/ncu"
+	"github.com/flashcore/bench/internal/untrusted"
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/sdk"
 )
@@ -45,13 +46,20 @@ func judge(r *Row, outcome underncu.Outcome, sessionErr error) ncu.TimingRow {
 	}
 	if status, reason := statusUnderNcu(r.Result, outcome.Run); status != results.StatusPass {
 		return ncu.Errored(c.Backend, c.Row, c.OursNs, ncu.ReferenceNcu,
-			fmt.Sprintf("under ncu the row ended %s (%s): no comparable figure", status, reason))
+			fmt.Sprintf("under ncu the row ended %s (%s): no comparable figure", status, capReason(reason)))
 	}
 	if changed := kernelChangedUnderNcu(r.Result, outcome.Run); changed != "" {
 		return ncu.Errored(c.Backend, c.Row, c.OursNs, ncu.ReferenceNcu,
 			"under ncu the row ran another kernel ("+changed+"): no comparable figure")
 	}
 	return ncu.CompareCalls(c.Backend, c.Row, c.OursNs, ncu.CallsOf(outcome.Calls, c.Row))
+}
+
+// capReason keeps a reason quoted inside another short enough that the
+// row's own reason stays within the host's cap.
+func capReason(reason string) string {
+	capped, _ := untrusted.Cap(reason, 1<<10)
+	return capped
 }
 
 // statusUnderNcu is the status, and its reason, of the row's run under
