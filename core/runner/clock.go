@@ -70,13 +70,13 @@ type clockSlack struct {
 	// perOutputByte is the time allowed for writing the output file (and
 	// copying it off the GPU) once per Run.
 	perOutputByte time.Duration
-	// maxCalls bounds N.
+	// maxCalls bounds N on a GPU (batchCalls).
 	maxCalls int
 }
 
 func slackFor(device sdk.Device) clockSlack {
 	// A GPU the host does not believe in (ceilingsFor) earns no GPU slack.
-	if device.Kind == "gpu" && unseenGPU(device) == "" {
+	if believedGPU(device) {
 		// On the H100 (2026-11-25) an honest call of a microsecond kernel
 		// took the host 2.3 to 4.4 ms in the batch (events or CUPTI, the
 		// sleep or spin kernel, Python dispatch), sdpa-efficient's 11 ms,
@@ -87,14 +87,18 @@ func slackFor(device sdk.Device) clockSlack {
 	// kernel time at the default suite's shapes on two quiet cores; on two
 	// cores shared with a parallel go test, a wake-up of a Python worker can
 	// wait a scheduler slice of several ms, so the slacks are set for that.
-	return clockSlack{perCall: 10 * time.Millisecond, perRun: 100 * time.Millisecond, perOutputByte: 10 * time.Nanosecond, maxCalls: 64}
+	return clockSlack{perCall: 10 * time.Millisecond, perRun: 100 * time.Millisecond, perOutputByte: 10 * time.Nanosecond}
 }
 
-// batchCalls is N: enough calls to fill batchTarget at the checked call's
-// host time, at least 1 and at most the device kind's maxCalls (a GPU call
+// batchCalls is N. On a GPU: enough calls to fill batchTarget at the
+// checked call's host time, at least 1 and at most maxCalls (a GPU call
 // costs milliseconds of host time whatever its kernel, so more buys
-// nothing there).
-func batchCalls(checkedCall time.Duration, device sdk.Device) int {
+// nothing there). On a CPU: the marginal rule's n at the reported kernel
+// time (marginalCalls), as this batch is also its short one.
+func batchCalls(checkedCall, reported time.Duration, device sdk.Device) int {
+	if !believedGPU(device) {
+		return marginalCalls(reported)
+	}
 	most := int64(slackFor(device).maxCalls)
 	if checkedCall <= 0 {
 		return int(most)
@@ -148,11 +152,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		return
 	}
 	reported := time.Duration(res.Timings[0].Kernel.MedianNs)
-	n := batchCalls(checkedCall, b.description.Device)
-	onCPU := !believedGPU(b.description.Device)
-	if onCPU {
-		n = marginalCalls(reported) // its batch is also the marginal rule's short one
-	}
+	n := batchCalls(checkedCall, reported, b.description.Device)
 	// A batch that breaks the bound is run again, up to batchTries in all,
 	// before the row is blamed: a stall of a busy machine must not make a
 	// finding. A backend that lies breaks it every time.
@@ -184,7 +184,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		"host_checked_call_ns": strconv.FormatInt(checkedCall.Nanoseconds(), 10),
 		"fresh_input_sha256":   fresh.SHA256,
 	})
-	if best.reason == "" && onCPU {
+	if best.reason == "" && !believedGPU(b.description.Device) {
 		if marginal, ok := r.marginalCheck(ctx, b, c, ws, n, lastShort, res); !ok {
 			return
 		} else if marginal.reason != "" {
@@ -334,7 +334,7 @@ func judgeBatch(n int, wall, batchKernel, reported time.Duration, outputBytes in
 		v.reason = fmt.Sprintf("the host timed %d calls on fresh inputs at %v (%v a call); the backend reported %v a call for them, "+
 			"and %d honest calls take at most %v", n, wall.Round(time.Microsecond), (wall / time.Duration(n)).Round(time.Microsecond),
 			batchKernel, n, v.bound.Round(time.Microsecond))
-	case device.Kind == "gpu" && batchKernel > drift:
+	case believedGPU(device) && batchKernel > drift:
 		v.excess = max(v.excess, float64(batchKernel)/float64(drift))
 		v.reason = fmt.Sprintf("the backend reported %v a call while the host timed its calls on fresh inputs, "+
 			"but %v for the row: more than %.0f× apart", batchKernel, reported, driftFactor)

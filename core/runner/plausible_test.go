@@ -189,7 +189,10 @@ func TestClaimedGPUMustBeTheHosts(t *testing.T) {
 
 // TestJudgeBatch: the host's two rules for its batch, on each device kind.
 func TestJudgeBatch(t *testing.T) {
-	gpu, cpu := sdk.Device{Kind: "gpu"}, sdk.Device{Kind: "cpu"}
+	saved := hostGPUUUIDs
+	t.Cleanup(func() { hostGPUUUIDs = saved })
+	hostGPUUUIDs = func() []string { return []string{"GPU-8a7b6c5d-aaaa-bbbb-cccc-111111111111"} }
+	gpu, cpu := sdk.Device{Kind: "gpu", UUID: "GPU-8a7b6c5d-aaaa-bbbb-cccc-111111111111"}, sdk.Device{Kind: "cpu"}
 	ms := time.Millisecond
 	tests := []struct {
 		name                        string
