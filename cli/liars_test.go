@@ -10,11 +10,12 @@ import (
 	"github.com/flashcore/bench/internal/bridge/bridgetest"
 )
 
-// TestDividedClockPyFileIsCaught runs testdata/liars: a py: file that
-// replaces the worker's Run, in its own Python process, with one that
+// TestDividedClockPyFileIsCaught runs testdata/liars/cpu.toml: a py: file
+// that replaces the worker's Run, in its own Python process, with one that
 // divides every time it reports by 8, and its honest twin. On a CPU the
 // host's clock (its batch and marginal rules) or the CPU's ceiling refuses
-// every row of the liar, at kernels from 0.3 to 10 ms, and the twin PASSes.
+// every row of the liar, at kernels of milliseconds, even on cores loaded
+// by a parallel go test, and the twin PASSes.
 // On a GPU the timing audit is the check (scripts/gpu-audit.sh).
 func TestDividedClockPyFileIsCaught(t *testing.T) {
 	if testing.Short() {
@@ -26,7 +27,7 @@ func TestDividedClockPyFileIsCaught(t *testing.T) {
 	bridgetest.RequireTorch(t)
 	plugins := pluginDir(t, map[string]string{"python-file": "plugins/python-file/cmd/flashcore-backend-python-file"})
 	out := filepath.Join(t.TempDir(), "r.json")
-	_, stderr, code := runMain(t, quietTorch(plugins), "run", "--suite", "testdata/liars/suite.toml", "--out", out)
+	_, stderr, code := runMain(t, quietTorch(plugins), "run", "--suite", "testdata/liars/cpu.toml", "--out", out)
 	if code != ExitFailures {
 		t.Errorf("exit %d, want %d (the liar's ERROR rows):\n%s", code, ExitFailures, stderr)
 	}
@@ -50,7 +51,7 @@ func TestDividedClockPyFileIsCaught(t *testing.T) {
 		}
 		t.Logf("%-14s %-30s %s %.120s", r.Backend, r.CaseID, r.Status, r.Reason)
 	}
-	if liar != 3 || honest != 3 {
-		t.Errorf("%d divided-clock and %d honest-sdpa rows, want 3 each", liar, honest)
+	if liar != 2 || honest != 2 {
+		t.Errorf("%d divided-clock and %d honest-sdpa rows, want 2 each", liar, honest)
 	}
 }
