@@ -212,6 +212,11 @@ const (
 	marginalSlack    = 150 * time.Microsecond
 	marginalTarget   = 40 * time.Millisecond
 	marginalMaxCalls = 512
+	// marginalStall is one stall of a loaded machine (a scheduler slice
+	// or a page-cache write-back) that the long batch may take in its gaps
+	// and the short one not: allowed once per pair, so marginalStall / n
+	// a call.
+	marginalStall = 20 * time.Millisecond
 )
 
 // believedGPU reports whether the host holds the backend to a GPU's rules:
@@ -284,7 +289,8 @@ func judgeMarginal(n int, short, long, shortSum, longSum time.Duration) batchVer
 	calls := time.Duration(n)
 	more := long - short
 	kernel := max((longSum-shortSum)/calls, longSum/(2*calls))
-	v := batchVerdict{wall: more / calls, batchKernel: kernel, bound: time.Duration(marginalFactor*float64(kernel)) + marginalSlack}
+	v := batchVerdict{wall: more / calls, batchKernel: kernel,
+		bound: time.Duration(marginalFactor*float64(kernel)) + marginalSlack + marginalStall/calls}
 	v.excess = float64(v.wall) / float64(v.bound)
 	if v.wall > v.bound {
 		v.reason = fmt.Sprintf("%d more calls on fresh inputs took the host %v more (%v a call, the difference of batches of %d and %d calls); "+
