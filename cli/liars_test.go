@@ -14,7 +14,7 @@ import (
 // that replaces the worker's Run, in its own Python process, with one that
 // divides every time it reports by 8, and its honest twin. On a CPU the
 // host's clock (its batch and marginal rules) or the CPU's ceiling refuses
-// every row of the liar, at kernels of milliseconds, even on cores loaded
+// every row of the liar, at kernels of tens of milliseconds, even on cores loaded
 // by a parallel go test, and the twin PASSes.
 // On a GPU the timing audit is the check (scripts/gpu-audit.sh).
 func TestDividedClockPyFileIsCaught(t *testing.T) {
