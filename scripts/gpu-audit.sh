@@ -4,8 +4,10 @@
 # checks what it must show and the script exits 1 when one does not:
 #
 #   liars-audit   the liars' suite with every row audited: the py: file
-#                 that divides its clock by 8 and the plugin that claims the
-#                 host's GPU while computing on the CPU are ERROR "audit:",
+#                 that divides its clock by 8 is ERROR "audit:" by ncu's
+#                 figure (not by the host's clock, which is off under ncu),
+#                 the plugin that claims the host's GPU while computing on
+#                 the CPU is ERROR "audit:" for launching no GPU kernel, and
 #                 their honest twin PASSes every row
 #   liars-off     the same with --audit 0: the liars PASS, so the audit is
 #                 the check that catches them
@@ -74,7 +76,7 @@ liar_rows='[r for r in rows if r[0] != "honest-sdpa"]'
 if has liars-audit; then
   echo "== liars-audit" >>"$OUT_DIR/checks.txt"
   timed liars-audit "$FC" run --suite "$OUT_DIR/liars.toml" --audit 100 --out "$OUT_DIR/liars-audit.json" --format markdown
-  expect liars-audit "all(s == 'error' and why.startswith('audit:') for b, c, s, why, f in $liar_rows) and len($liar_rows) > 0 and all(s == 'pass' and f.get('audit_verdict') == 'agrees' for b, c, s, why, f in rows if b == 'honest-sdpa')"
+  expect liars-audit "all(s == 'error' and why.startswith('audit:') for b, c, s, why, f in $liar_rows) and len($liar_rows) > 0 and all('an honest report is at least' in why for b, c, s, why, f in rows if b == 'divided-clock') and all('launched no GPU kernel' in why for b, c, s, why, f in rows if b == 'test-liar-claims-gpu') and all(s == 'pass' and f.get('audit_verdict') == 'agrees' for b, c, s, why, f in rows if b == 'honest-sdpa')"
 fi
 if has liars-off; then
   echo "== liars-off" >>"$OUT_DIR/checks.txt"

@@ -59,6 +59,11 @@ type Config struct {
 	// Budget bounds the time rows spend sampling (budget.go); zero for
 	// none.
 	Budget Budget
+	// UnderProfiler says the run is a measuring session under a profiler
+	// (ncu), whose own figures are not used: the host's clock check is
+	// off there, since the profiler's serialisation and replays make every
+	// honest call far slower than the kernel time it reports.
+	UnderProfiler bool
 }
 
 // Saver saves a run as it grows. It is called from the run's goroutine,

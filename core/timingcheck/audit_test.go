@@ -1,6 +1,8 @@
 package timingcheck
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/core/underncu"
 	"github.com/flashcore/bench/internal/ncu"
 	"github.com/flashcore/bench/sdk"
 )
@@ -145,5 +148,28 @@ func TestStatusUnderNcu(t *testing.T) {
 	}
 	if status, _ := statusUnderNcu(row, nil); status != results.StatusPass {
 		t.Errorf("no run: %s", status)
+	}
+}
+
+// TestJudgeNoKernel: a session under ncu that profiled no kernel at all
+// is a finding about a GPU claim, said as such, where another session
+// error is only "no figure".
+func TestJudgeNoKernel(t *testing.T) {
+	r := &Row{Check: ncu.TimingRow{Backend: "b", OursNs: 1000}}
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"no kernel", fmt.Errorf("%w (ncu wrote no report x)", ncu.ErrNoKernel), "launched no GPU kernel under ncu"},
+		{"another error", errors.New("the plugin crashed"), "the plugin crashed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := AuditFinding(judge(r, underncu.Outcome{}, tt.err))
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("finding %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -41,6 +41,10 @@ func Measure(ctx context.Context, tool ncu.Tool, s *suite.Suite, mode sdk.L2Mode
 // judge is r's check against what its session under ncu gave.
 func judge(r *Row, outcome underncu.Outcome, sessionErr error) ncu.TimingRow {
 	c := r.Check
+	if errors.Is(sessionErr, ncu.ErrNoKernel) {
+		return ncu.Errored(c.Backend, c.Row, c.OursNs, ncu.ReferenceNcu,
+			"its calls launched no GPU kernel under ncu, so no time it reports is a GPU kernel's")
+	}
 	if sessionErr != nil {
 		return ncu.Errored(c.Backend, c.Row, c.OursNs, ncu.ReferenceNcu, sessionErr.Error())
 	}

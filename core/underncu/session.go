@@ -69,7 +69,7 @@ func Run(ctx context.Context, tool ncu.Tool, s Session, set Settings, dir string
 		opts.Env = append(opts.Env, bridge.WorkerWrapperEnv+"="+strings.Join(argv, " "))
 		opts.Profiled = true
 	}
-	run, runErr := runner.Run(ctx, runner.Config{Suite: s.Suite, Plugins: []host.Plugin{s.Plugin}, HostOptions: opts})
+	run, runErr := runner.Run(ctx, runner.Config{Suite: s.Suite, Plugins: []host.Plugin{s.Plugin}, HostOptions: opts, UnderProfiler: true})
 	if ctx.Err() != nil {
 		return Outcome{}, fmt.Errorf("%w: %v", runner.ErrInterrupted, ctx.Err())
 	}

@@ -16,6 +16,10 @@ var ErrNotFound = errors.New("ncu (Nsight Compute) not found on PATH: install Ns
 	"(it comes with the CUDA toolkit) and put the directory holding ncu on PATH")
 
 // ErrNoPermission is ncu refused access to the GPU's performance counters.
+// ErrNoKernel is a session under ncu that profiled no GPU kernel at all:
+// ncu writes no report then.
+var ErrNoKernel = errors.New("ncu profiled no GPU kernel")
+
 var ErrNoPermission = errors.New("ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM): " +
 	"run as root, or let every user profile with the driver option " +
 	"`options nvidia NVreg_RestrictProfilingToAdminUsers=0` in a file under /etc/modprobe.d, then reboot")
@@ -65,7 +69,7 @@ func checkOutput(text string) error {
 // (calls.go).
 func (t Tool) Import(ctx context.Context, report string, rename bool) ([]Kernel, error) {
 	if _, err := os.Stat(report); err != nil {
-		return nil, fmt.Errorf("ncu wrote no report %s: it profiled no kernel", report)
+		return nil, fmt.Errorf("%w (ncu wrote no report %s)", ErrNoKernel, report)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, t.Path, ImportArgs(report, rename)...)
