@@ -46,9 +46,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	devicesSpec := fs.String("devices", "", "spread the rows over GPUs: all, or indexes such as 0,1 (docs/cluster.md)")
 	explainTime := fs.Bool("explain-time", false, "after the results, print where the run's time went and its slowest rows")
 	auditRows := fs.Int("audit", timingcheck.DefaultAuditRows, "on a GPU, rows per backend whose timing is not flashcore's own (py: files, other plugins) measured again under ncu, chosen at random after the run; 0 turns the audit off")
+	fullReference := fs.String("full-reference", runner.FullReferenceAuto, "where the harness's fp32 reference checks every row of the cases whose fp64 check samples rows: auto (the GPU, where there is one), gpu, cpu (slow) or off")
 	budgetSpec := fs.String("budget", "", "stop each row's sampling at a time budget, precision traded openly: 2s per row, suite=60s for the run, or row=2s,suite=60s")
 	if _, err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if !slices.Contains(runner.FullReferenceModes, *fullReference) {
+		return withCode(ExitUsage, fmt.Errorf("--full-reference %q: want one of %s", *fullReference, strings.Join(runner.FullReferenceModes, ", ")))
 	}
 	if *auditRows < 0 {
 		return withCode(ExitUsage, fmt.Errorf("--audit %d: want 0 (off) or more rows per backend", *auditRows))
@@ -101,10 +105,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		// A live bar when stdout and stderr are both terminals; the
 		// one-line-per-row log otherwise, so that what is captured reads
 		// as before. A run over several GPUs always writes lines (Progress).
-		Progress:    stderr,
-		NewProgress: func(total int) progress.Reporter { return progress.For(stdout, stderr, total) },
-		Budget:      budget,
-		HostOptions: host.Options{Env: timingcheck.AuditRunEnv()},
+		Progress:      stderr,
+		NewProgress:   func(total int) progress.Reporter { return progress.For(stdout, stderr, total) },
+		Budget:        budget,
+		HostOptions:   host.Options{Env: timingcheck.AuditRunEnv()},
+		FullReference: *fullReference,
 	}
 	applyShard(&cfg, slice)
 	var run *results.Run

@@ -45,6 +45,9 @@ type Report struct {
 	// OutOfRange counts output elements outside the range of V over the
 	// keys their row sees (the whole-output bound, see boundViolations).
 	OutOfRange int
+	// EveryRow is the check of every row against a full reference, where
+	// one was held (CheckEveryRow); nil otherwise.
+	EveryRow *EveryRow
 }
 
 // Check compares output, the raw bytes a backend wrote for the case of t,

@@ -132,11 +132,30 @@ type CheckResult struct {
 	// OutOfRange counts output elements outside the range of V over the
 	// keys their row sees; the bound covers every element.
 	OutOfRange int `json:"out_of_range"`
+	// EveryRow is the check of every row against the harness's fp32
+	// reference, where the case had one (Case.FullReference); nil
+	// otherwise.
+	EveryRow *EveryRow `json:"every_row,omitempty"`
 	// Tolerance is the tolerance the verdict applied.
 	Tolerance Tolerance `json:"tolerance"`
 	// Outputs are the checks of every output, each naming its output,
 	// when the op has several (schema 5); nil otherwise.
 	Outputs []CheckResult `json:"outputs,omitempty"`
+}
+
+// EveryRow is a check of every element of an output against the
+// harness's fp32 reference (docs/correctness.md).
+type EveryRow struct {
+	// Reference names it: "fp32 (NVIDIA H100 80GB HBM3)".
+	Reference string `json:"reference"`
+	// Calibration is the reference's largest error against fp64 on the
+	// rows it was held to; twice it is added to every element's bound.
+	Calibration float64 `json:"calibration"`
+	MaxAbsErr   float64 `json:"max_abs_err"`
+	RelL2Err    float64 `json:"rel_l2_err"`
+	// Violations counts elements outside atol + rtol·|r| + 2·Calibration.
+	Violations int `json:"violations"`
+	Rows       int `json:"rows"`
 }
 
 // Repeats summarise the checked runs of one row on the same inputs: the

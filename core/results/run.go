@@ -200,6 +200,24 @@ type Case struct {
 	// inputs, once for all its rows; absent when no row ran, and in
 	// files written before it was recorded.
 	InputsNs int64 `json:"inputs_ns,omitempty"`
+	// FullReference is the harness's fp32 reference of every row, for a
+	// case whose fp64 check samples rows, or why it has none; absent when
+	// the run did not ask for one (docs/correctness.md).
+	FullReference *FullReference `json:"full_reference,omitempty"`
+}
+
+// FullReference is what the harness's fp32 reference of a case was.
+type FullReference struct {
+	// Device is what it ran on, Torch the PyTorch that ran it.
+	Device string `json:"device,omitempty"`
+	Torch  string `json:"torch,omitempty"`
+	// Ns is its time, its files included.
+	Ns int64 `json:"ns,omitempty"`
+	// Calibration is its largest |fp32 − fp64| over the rows it was held to.
+	Calibration float64 `json:"calibration,omitempty"`
+	// Skip says why the case's rows were not checked against it: no GPU,
+	// too little memory, or a calibration out of bounds.
+	Skip string `json:"skip,omitempty"`
 }
 
 // OpName is the case's op: attention for a case built without one, as

@@ -324,6 +324,13 @@ func (w lieVerdict) backend() string {
 // which has no rows to judge) and cpu-reference.
 func runLies(t *testing.T, name, text string, want []lieVerdict, extra ...string) (*results.Run, *suite.Suite, []host.Plugin) {
 	t.Helper()
+	return runLiesWith(t, name, text, want, Config{}, extra...)
+}
+
+// runLiesWith is runLies with the settings of cfg (its suite, plugins,
+// results path and host options are the test's).
+func runLiesWith(t *testing.T, name, text string, want []lieVerdict, cfg Config, extra ...string) (*results.Run, *suite.Suite, []host.Plugin) {
+	t.Helper()
 	var lies []string
 	for _, w := range want {
 		if w.lie != "" {
@@ -336,10 +343,9 @@ func runLies(t *testing.T, name, text string, want []lieVerdict, extra ...string
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := Run(context.Background(), Config{
-		Suite: s, Plugins: plugins, ResultsPath: filepath.Join(t.TempDir(), "results.json"),
-		HostOptions: host.Options{StartTimeout: 3 * time.Second},
-	})
+	cfg.Suite, cfg.Plugins, cfg.ResultsPath = s, plugins, filepath.Join(t.TempDir(), "results.json")
+	cfg.HostOptions = host.Options{StartTimeout: 3 * time.Second}
+	run, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

@@ -44,6 +44,7 @@ func clearOutputs(files []sdk.TensorFile) error {
 func (r *runner) checkOutputs(c op.Case, in *op.Inputs, outputs [][]byte) (check.Report, *results.CheckResult) {
 	tols := r.cfg.Suite.TolerancesOf(c)
 	reports := ops.Of(c).Check(c, in, outputs, r.cfg.Suite.Check, tols)
+	reports[0] = r.checkEveryRow(c, in, outputs, tols[0], reports[0])
 	return outputsVerdict(ops.Of(c).Spec().OutputsOf(c.Params), reports, tols)
 }
 

@@ -105,6 +105,7 @@ func checkRecord(r check.Report, tol op.Tolerance) *results.CheckResult {
 		Sampled:     r.Sampled,
 		RowSeed:     r.RowSeed,
 		OutOfRange:  r.OutOfRange,
+		EveryRow:    everyRowRecord(r.EveryRow),
 		Tolerance:   results.Tolerance{Atol: tol.Atol, Rtol: tol.Rtol, RelL2: tol.RelL2},
 	}
 }

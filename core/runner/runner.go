@@ -64,6 +64,10 @@ type Config struct {
 	// off there, since the profiler's serialisation and replays make every
 	// honest call far slower than the kernel time it reports.
 	UnderProfiler bool
+	// FullReference is where the harness's fp32 reference of every row
+	// runs, for the cases whose fp64 check samples rows: FullReferenceAuto
+	// (also ""), FullReferenceGPU, FullReferenceCPU or FullReferenceOff.
+	FullReference string
 }
 
 // Saver saves a run as it grows. It is called from the run's goroutine,
@@ -87,6 +91,7 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 	r.run.Shard = cfg.Shard
 	r.workDir = workRoot(cfg.WorkDir)
 	defer r.closeBackends()
+	defer r.closeFullReference()
 
 	r.run.Environment.Isolation = host.CurrentIsolation().String()
 	r.startBackends(ctx)
@@ -140,6 +145,8 @@ type runner struct {
 	clock *rowClock
 	// started is when the run began, for a suite's budget.
 	started time.Time
+	// full is the harness's fp32 reference of every row (fullref.go).
+	full fullReference
 }
 
 // newProgress is the config's Reporter for total rows: NewProgress's, else
@@ -222,6 +229,7 @@ func (r *runner) runCase(ctx context.Context, c op.Case, name string, rows []row
 			in = prepareInputs(r.cfg.Suite.Seed, c, name)
 			record := &r.run.Cases[len(r.run.Cases)-1]
 			record.InputSHA256, record.InputsNs = in.inputs.SHA256, time.Since(generated).Nanoseconds()
+			r.prepareFullReference(c, in.inputs, record)
 		}
 		r.progress.Begin(c.ID + " · " + rw.label)
 		res := r.runRow(ctx, rw, c, in)

@@ -11,6 +11,11 @@
 //	               every other row, V's first key row: finite and within
 //	               V's range, so only rows the backend could not predict
 //	               catch it
+//	some-rows      computes every row but three in the middle of each
+//	               head, where it writes V's first key row: finite and
+//	               within V's range, so only a check that reaches those
+//	               rows (the harness's reference of every row) catches it
+//	               at a sampled case
 //	fast-clock     reports 1 ns kernel samples
 //	few-samples    reports one kernel sample whatever min_samples says
 //	bad-calls      reports negative call times
@@ -208,6 +213,8 @@ func (l *liar) Fetch(_ context.Context, request sdk.FetchRequest) (sdk.Fetched, 
 		return sdk.Fetched{}, os.WriteFile(workspaces, []byte("wrecked"), 0o644)
 	case "rows-only":
 		return sdk.Fetched{}, os.WriteFile(path, rowsOnly(c.tensors), 0o644)
+	case "some-rows":
+		return sdk.Fetched{}, os.WriteFile(path, someRows(c.tensors), 0o644)
 	case "strings":
 		return sdk.Fetched{Diagnostics: []sdk.Diagnostic{{Severity: sdk.Failure,
 			Summary: "@SUM(1)<script>alert(1)</script>\x1b[2J",
@@ -306,6 +313,8 @@ func (l *liar) Run(ctx context.Context, request sdk.RunRequest) (sdk.Samples, er
 		output = rowsOnly(c.tensors)
 	case "rows-only":
 		output = rowsOnly(c.tensors)
+	case "some-rows":
+		output = someRows(c.tensors)
 	}
 	if request.Output != "" {
 		if l.lie == "huge-output" {
@@ -365,6 +374,25 @@ func rowsOnly(t *inputs.Tensors) []byte {
 	var computed []reference.RowIndex
 	for _, r := range allRows(s) {
 		if r.Row == 0 || r.Row == s.SeqQ-1 || r.Row%97 == 0 {
+			computed = append(computed, r)
+		}
+	}
+	return encodeRows(t, computed, func(r reference.RowIndex) []float64 {
+		kvHead := r.Batch*s.KVHeads + r.Head/(s.Heads/s.KVHeads)
+		size := s.DType.Size()
+		start := kvHead * s.SeqK * s.HeadDim * size
+		return inputs.Decode(s.DType, t.V[start:start+s.HeadDim*size])
+	})
+}
+
+// someRows is every row computed but three in the middle of each head,
+// which hold V's first key row.
+func someRows(t *inputs.Tensors) []byte {
+	s := t.Shape
+	wrong := func(r reference.RowIndex) bool { return r.Row >= s.SeqQ/2 && r.Row < s.SeqQ/2+3 }
+	var computed []reference.RowIndex
+	for _, r := range allRows(s) {
+		if !wrong(r) {
 			computed = append(computed, r)
 		}
 	}

@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/flashcore/bench/core/check"
+	"github.com/flashcore/bench/core/fullref"
+	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/core/reference"
+	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/internal/bridge"
+	"github.com/flashcore/bench/op"
+	"github.com/flashcore/bench/ops/attention"
+	"github.com/flashcore/bench/sdk"
+)
+
+// Where the harness's fp32 reference of every row runs (Config.FullReference).
+const (
+	FullReferenceAuto = "auto" // on the GPU, where the host has one
+	FullReferenceGPU  = "gpu"  // on the GPU, or the run says why not
+	FullReferenceCPU  = "cpu"  // on the CPU: slow, for machines without a GPU and for tests
+	FullReferenceOff  = "off"
+)
+
+// FullReferenceModes are the values Config.FullReference takes ("" is auto).
+var FullReferenceModes = []string{FullReferenceAuto, FullReferenceGPU, FullReferenceCPU, FullReferenceOff}
+
+// calibrationRows is how many rows at random, besides the edges, the fp32
+// reference is held to the fp64 one on before it is trusted.
+const calibrationRows = 64
+
+// fullReference is the harness's fp32 reference of the case being run,
+// for every row of a case whose fp64 check samples its rows
+// (core/fullref): started on the first case that needs it.
+type fullReference struct {
+	worker   *fullref.Worker
+	startErr error
+	started  bool
+	// of is the inputs ref is of; a check of other inputs (the host's
+	// fresh ones) does not use it.
+	of  *op.Inputs
+	ref *check.FullReference
+}
+
+// fullReferenceWhere is the device the run's fp32 reference runs on, or
+// "" with why there is none; "" with "" when the run does not ask.
+func (r *runner) fullReferenceWhere() (string, string) {
+	switch r.cfg.FullReference {
+	case FullReferenceOff:
+		return "", ""
+	case FullReferenceCPU:
+		return fullref.CPU, ""
+	case FullReferenceGPU:
+		if len(hostGPUUUIDs()) == 0 {
+			return "", "the host sees no GPU (nvidia-smi)"
+		}
+		return fullref.GPU, ""
+	}
+	if len(hostGPUUUIDs()) == 0 {
+		return "", ""
+	}
+	return fullref.GPU, ""
+}
+
+// needsFullReference says whether c's rows get the fp32 reference: an
+// attention forward whose fp64 check samples its rows.
+func (r *runner) needsFullReference(c op.Case) bool {
+	if c.Op != "" && c.Op != attention.Name {
+		return false
+	}
+	s := attention.ShapeOf(c)
+	return s.Mode.Or() == sdk.Forward && reference.Sampled(s, r.cfg.Suite.Check)
+}
+
+// prepareFullReference computes the fp32 reference of in, the inputs of
+// c, when the case needs one, and records in record what it was or why
+// there is none.
+func (r *runner) prepareFullReference(c op.Case, in *op.Inputs, record *results.Case) {
+	r.full.of, r.full.ref = nil, nil
+	if !r.needsFullReference(c) {
+		return
+	}
+	where, why := r.fullReferenceWhere()
+	if where == "" {
+		if why != "" {
+			record.FullReference = &results.FullReference{Skip: why}
+		}
+		return
+	}
+	if !r.full.started {
+		r.full.started = true
+		python := r.cfg.Suite.Python
+		if python == "" {
+			python = bridge.Interpreter()
+		}
+		r.full.worker, r.full.startErr = fullref.Start(python, where)
+	}
+	if r.full.startErr != nil {
+		record.FullReference = &results.FullReference{Skip: r.full.startErr.Error()}
+		return
+	}
+	t, ok := in.Private.(*inputs.Tensors)
+	if !ok {
+		return
+	}
+	w := r.full.worker
+	out, err := w.Attention(t)
+	rec := &results.FullReference{Device: w.Device, Torch: w.Torch, Ns: out.Elapsed.Nanoseconds()}
+	record.FullReference = rec
+	switch {
+	case err != nil:
+		rec.Skip = err.Error()
+		r.full.startErr = err
+		return
+	case out.Skip != "":
+		rec.Skip = out.Skip
+		return
+	}
+	tol := r.cfg.Suite.TolerancesOf(c)[0]
+	rec.Calibration = fullref.Calibrate(t, out.O, calibrationRows)
+	if limit := tol.Atol / 4; !(rec.Calibration <= limit) {
+		rec.Skip = fmt.Sprintf("its largest error against fp64, %.3g, exceeds a quarter of atol (%.3g): not trusted", rec.Calibration, limit)
+		return
+	}
+	r.full.of = in
+	r.full.ref = &check.FullReference{Values: out.O, Calibration: rec.Calibration, Name: "fp32 (" + w.Device + ")"}
+}
+
+// checkEveryRow holds the first output (o) of a forward call on in to
+// the case's fp32 reference, where there is one; report is the fp64
+// check's, which a FAIL here overrides.
+func (r *runner) checkEveryRow(c op.Case, in *op.Inputs, outputs [][]byte, tol op.Tolerance, report check.Report) check.Report {
+	if r.full.ref == nil || r.full.of != in || len(outputs) == 0 {
+		return report
+	}
+	s := attention.ShapeOf(c)
+	every := check.CheckEveryRow(outputs[0], s.DType, s.HeadDim, r.full.ref, tol, func(row, col int) string {
+		perHead := s.SeqQ
+		return fmt.Sprintf("[b%d h%d q%d d%d]", row/(perHead*s.Heads), row/perHead%s.Heads, row%perHead, col)
+	})
+	report.EveryRow = every.EveryRow
+	if report.Verdict == check.Pass && every.Verdict != check.Pass {
+		report.Verdict, report.Reason = every.Verdict, every.Reason
+	}
+	return report
+}
+
+// closeFullReference stops the reference's process.
+func (r *runner) closeFullReference() {
+	if r.full.worker != nil {
+		r.full.worker.Close()
+	}
+}
+
+// everyRowRecord is the record of an every-row check.
+func everyRowRecord(e *check.EveryRow) *results.EveryRow {
+	if e == nil {
+		return nil
+	}
+	rec := &results.EveryRow{Reference: e.Reference, Calibration: e.Calibration, MaxAbsErr: e.MaxAbsErr,
+		RelL2Err: e.RelL2Err, Violations: e.Violations, Rows: e.Rows}
+	if math.IsNaN(rec.MaxAbsErr) {
+		rec.MaxAbsErr = 0
+	}
+	return rec
+}
