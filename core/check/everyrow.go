@@ -2,6 +2,8 @@ package check
 
 import (
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/op"
@@ -45,28 +47,27 @@ func CheckEveryRow(output []byte, dtype sdk.DType, cols int, ref *FullReference,
 		return r.fail("wrong output size: %d bytes, want %d", len(output), len(ref.Values)*dtype.Size())
 	}
 	slack := tol.Atol + 2*ref.Calibration
+	// Row ranges in parallel, each with its own sums, merged in order so
+	// that the figures do not depend on the scheduling.
+	parts := make([]everyRowPart, min(runtime.GOMAXPROCS(0), max(rows/64, 1)))
+	var wg sync.WaitGroup
+	for i := range parts {
+		wg.Add(1)
+		go func(p *everyRowPart, first, last int) {
+			defer wg.Done()
+			p.compare(output, dtype, cols, ref.Values, first, last, slack, tol.Rtol)
+		}(&parts[i], i*rows/len(parts), (i+1)*rows/len(parts))
+	}
+	wg.Wait()
 	var worst matrixElement
 	var sumSqErr, sumSqRef float64
-	got := make([]float64, cols)
-	rowBytes := cols * dtype.Size()
-	for row := range rows {
-		inputs.DecodeInto(got, dtype, output[row*rowBytes:(row+1)*rowBytes])
-		want := ref.Values[row*cols : (row+1)*cols]
-		for col, o := range got {
-			if math.IsNaN(o) || math.IsInf(o, 0) {
-				continue
-			}
-			w := float64(want[col])
-			diff := math.Abs(o - w)
-			found.MaxAbsErr = max(found.MaxAbsErr, diff)
-			sumSqErr += diff * diff
-			sumSqRef += w * w
-			if excess := diff - (slack + tol.Rtol*math.Abs(w)); excess > 0 {
-				found.Violations++
-				if !worst.found || excess > worst.excess {
-					worst = matrixElement{row: row, col: col, got: o, want: w, excess: excess, found: true}
-				}
-			}
+	for _, p := range parts {
+		found.MaxAbsErr = max(found.MaxAbsErr, p.maxAbs)
+		found.Violations += p.violations
+		sumSqErr += p.sumSqErr
+		sumSqRef += p.sumSqRef
+		if p.worst.found && (!worst.found || p.worst.excess > worst.excess) {
+			worst = p.worst
 		}
 	}
 	found.RelL2Err = relativeL2(sumSqErr, sumSqRef)
@@ -80,4 +81,36 @@ func CheckEveryRow(output []byte, dtype sdk.DType, cols int, ref *FullReference,
 			ref.Name, found.RelL2Err, tol.RelL2)
 	}
 	return r
+}
+
+// everyRowPart is one range of rows' share of CheckEveryRow.
+type everyRowPart struct {
+	maxAbs, sumSqErr, sumSqRef float64
+	violations                 int
+	worst                      matrixElement
+}
+
+func (p *everyRowPart) compare(output []byte, dtype sdk.DType, cols int, values []float32, first, last int, slack, rtol float64) {
+	got := make([]float64, cols)
+	rowBytes := cols * dtype.Size()
+	for row := first; row < last; row++ {
+		inputs.DecodeInto(got, dtype, output[row*rowBytes:(row+1)*rowBytes])
+		want := values[row*cols : (row+1)*cols]
+		for col, o := range got {
+			if math.IsNaN(o) || math.IsInf(o, 0) {
+				continue // the fp64 check counts them over the whole output
+			}
+			w := float64(want[col])
+			diff := math.Abs(o - w)
+			p.maxAbs = max(p.maxAbs, diff)
+			p.sumSqErr += diff * diff
+			p.sumSqRef += w * w
+			if excess := diff - (slack + rtol*math.Abs(w)); excess > 0 {
+				p.violations++
+				if !p.worst.found || excess > p.worst.excess {
+					p.worst = matrixElement{row: row, col: col, got: o, want: w, excess: excess, found: true}
+				}
+			}
+		}
+	}
 }

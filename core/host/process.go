@@ -67,9 +67,10 @@ func (pp *pluginProcess) command(wrapper []string, profiled bool, extra, env, pi
 	if len(wrapper) > 0 || profiled {
 		pp.walled = false
 	}
-	if pp.walled {
-		extra = pp.caches(extra)
-	}
+	// Its own caches, walled or not: a plugin under ncu (the timing
+	// audit's, verify-timing's) loads the kernels and the autotuner's
+	// choices that it made in the run, so that ncu times the same kernel.
+	extra = pp.caches(extra)
 	// exec keeps the last of a duplicated key.
 	all := append(append(append([]string(nil), extra...), env...), pin...)
 	wall := ""

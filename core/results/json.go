@@ -127,8 +127,34 @@ type checkJSON struct {
 	Sampled     bool          `json:"sampled"`
 	RowSeed     uint64        `json:"row_seed,omitempty"`
 	OutOfRange  int           `json:"out_of_range"`
+	EveryRow    *everyRowJSON `json:"every_row,omitempty"`
 	Tolerance   Tolerance     `json:"tolerance"`
 	Outputs     []CheckResult `json:"outputs,omitempty"`
+}
+
+type everyRowJSON struct {
+	Reference   string `json:"reference"`
+	Calibration number `json:"calibration"`
+	MaxAbsErr   number `json:"max_abs_err"`
+	RelL2Err    number `json:"rel_l2_err"`
+	Violations  int    `json:"violations"`
+	Rows        int    `json:"rows"`
+}
+
+func (e *EveryRow) toJSON() *everyRowJSON {
+	if e == nil {
+		return nil
+	}
+	return &everyRowJSON{Reference: e.Reference, Calibration: number(e.Calibration), MaxAbsErr: number(e.MaxAbsErr),
+		RelL2Err: number(e.RelL2Err), Violations: e.Violations, Rows: e.Rows}
+}
+
+func (j *everyRowJSON) fromJSON() *EveryRow {
+	if j == nil {
+		return nil
+	}
+	return &EveryRow{Reference: j.Reference, Calibration: float64(j.Calibration), MaxAbsErr: float64(j.MaxAbsErr),
+		RelL2Err: float64(j.RelL2Err), Violations: j.Violations, Rows: j.Rows}
 }
 
 func (c CheckResult) MarshalJSON() ([]byte, error) {
@@ -138,7 +164,7 @@ func (c CheckResult) MarshalJSON() ([]byte, error) {
 		NaN: c.NaN, Inf: c.Inf, Unwritten: c.Unwritten, Violations: c.Violations,
 		RowsChecked: c.RowsChecked, RowsTotal: c.RowsTotal, Sampled: c.Sampled,
 		RowSeed: c.RowSeed, OutOfRange: c.OutOfRange, Tolerance: c.Tolerance,
-		Outputs: c.Outputs,
+		Outputs: c.Outputs, EveryRow: c.EveryRow.toJSON(),
 	})
 }
 
@@ -153,7 +179,7 @@ func (c *CheckResult) UnmarshalJSON(data []byte) error {
 		NaN: j.NaN, Inf: j.Inf, Unwritten: j.Unwritten, Violations: j.Violations,
 		RowsChecked: j.RowsChecked, RowsTotal: j.RowsTotal, Sampled: j.Sampled,
 		RowSeed: j.RowSeed, OutOfRange: j.OutOfRange, Tolerance: j.Tolerance,
-		Outputs: j.Outputs,
+		Outputs: j.Outputs, EveryRow: j.EveryRow.fromJSON(),
 	}
 	return nil
 }

@@ -436,3 +436,28 @@ func TestCheckResultRoundTrip(t *testing.T) {
 		t.Errorf("round trip lost fields:\n got %+v\nwant %+v\njson %s", got, want, data)
 	}
 }
+
+// TestEveryRowRoundTrip: the check of every row is kept in the file and
+// read back; a figure that is not finite is null there, NaN when read.
+func TestEveryRowRoundTrip(t *testing.T) {
+	in := CheckResult{RowsChecked: 8, RowsTotal: 64, Sampled: true,
+		EveryRow: &EveryRow{Reference: "fp32 (cpu)", Calibration: 2e-7, MaxAbsErr: 2.5, RelL2Err: math.Inf(1), Violations: 3, Rows: 64}}
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out CheckResult
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := *in.EveryRow
+	want.RelL2Err = 0
+	if out.EveryRow == nil || !math.IsNaN(out.EveryRow.RelL2Err) {
+		t.Fatalf("every_row %+v after the round trip (%s), want rel_l2_err NaN", out.EveryRow, data)
+	}
+	got := *out.EveryRow
+	got.RelL2Err = 0
+	if got != want {
+		t.Errorf("every_row %+v after the round trip (%s), want %+v", got, data, want)
+	}
+}

@@ -211,7 +211,9 @@ type FullReference struct {
 	// Device is what it ran on, Torch the PyTorch that ran it.
 	Device string `json:"device,omitempty"`
 	Torch  string `json:"torch,omitempty"`
-	// Ns is its time, its files included.
+	// Ns is the host's time on it for the case: the process's start (on
+	// the first case that needs it), the inputs' files, the computation,
+	// the output's reading and the calibration.
 	Ns int64 `json:"ns,omitempty"`
 	// Calibration is its largest |fp32 − fp64| over the rows it was held to.
 	Calibration float64 `json:"calibration,omitempty"`

@@ -2,7 +2,7 @@ package runner
 
 import (
 	"fmt"
-	"math"
+	"time"
 
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/fullref"
@@ -82,6 +82,12 @@ func (r *runner) prepareFullReference(c op.Case, in *op.Inputs, record *results.
 		return
 	}
 	where, why := r.fullReferenceWhere()
+	began := time.Now()
+	defer func() {
+		if record.FullReference != nil {
+			record.FullReference.Ns = time.Since(began).Nanoseconds()
+		}
+	}()
 	if where == "" {
 		if why != "" {
 			record.FullReference = &results.FullReference{Skip: why}
@@ -106,7 +112,7 @@ func (r *runner) prepareFullReference(c op.Case, in *op.Inputs, record *results.
 	}
 	w := r.full.worker
 	out, err := w.Attention(t)
-	rec := &results.FullReference{Device: w.Device, Torch: w.Torch, Ns: out.Elapsed.Nanoseconds()}
+	rec := &results.FullReference{Device: w.Device, Torch: w.Torch}
 	record.FullReference = rec
 	switch {
 	case err != nil:
@@ -158,10 +164,6 @@ func everyRowRecord(e *check.EveryRow) *results.EveryRow {
 	if e == nil {
 		return nil
 	}
-	rec := &results.EveryRow{Reference: e.Reference, Calibration: e.Calibration, MaxAbsErr: e.MaxAbsErr,
+	return &results.EveryRow{Reference: e.Reference, Calibration: e.Calibration, MaxAbsErr: e.MaxAbsErr,
 		RelL2Err: e.RelL2Err, Violations: e.Violations, Rows: e.Rows}
-	if math.IsNaN(rec.MaxAbsErr) {
-		rec.MaxAbsErr = 0
-	}
-	return rec
 }

@@ -84,6 +84,9 @@ type total struct {
 func totalsGrid(run *results.Run) table.Grid {
 	wall := run.FinishedAt.Sub(run.StartedAt).Nanoseconds()
 	lines := []total{startTotal(run), inputsTotal(run)}
+	if full := fullReferenceTotal(run); full.count > 0 {
+		lines = append(lines, full)
+	}
 	lines = append(lines, stepTotals(run)...)
 	accounted := int64(0)
 	for _, l := range lines {
@@ -131,6 +134,19 @@ func inputsTotal(run *results.Run) total {
 	for _, c := range run.Cases {
 		if c.InputsNs > 0 {
 			t.ns += c.InputsNs
+			t.count++
+		}
+	}
+	return t
+}
+
+// fullReferenceTotal is the harness's fp32 reference of every row, over
+// the cases that had one (its process's start included).
+func fullReferenceTotal(run *results.Run) total {
+	t := total{step: "fp32 reference of every row (once per case)", by: "host"}
+	for _, c := range run.Cases {
+		if c.FullReference != nil && c.FullReference.Ns > 0 {
+			t.ns += c.FullReference.Ns
 			t.count++
 		}
 	}
