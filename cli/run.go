@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/flashcore/bench/internal/bridge"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -110,6 +111,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Budget:        budget,
 		HostOptions:   host.Options{Env: timingcheck.AuditRunEnv()},
 		FullReference: *fullReference,
+		Python:        bridge.Interpreter(),
 	}
 	applyShard(&cfg, slice)
 	var run *results.Run

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flashcore/bench/core/check"
@@ -9,7 +10,6 @@ import (
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/core/reference"
 	"github.com/flashcore/bench/core/results"
-	"github.com/flashcore/bench/internal/bridge"
 	"github.com/flashcore/bench/op"
 	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
@@ -37,6 +37,8 @@ type fullReference struct {
 	worker   *fullref.Worker
 	startErr error
 	started  bool
+	// ready is closed once the start begun with the plugins' is done.
+	ready chan struct{}
 	// of is the inputs ref is of; a check of other inputs (the host's
 	// fresh ones) does not use it.
 	of  *op.Inputs
@@ -61,6 +63,34 @@ func (r *runner) fullReferenceWhere() (string, string) {
 		return "", ""
 	}
 	return fullref.GPU, ""
+}
+
+// startFullReference starts the reference's process beside the plugins
+// when some case of the suite will need it, so that its start (importing
+// torch, the CUDA context) overlaps theirs.
+func (r *runner) startFullReference() {
+	where, _ := r.fullReferenceWhere()
+	if where == "" || !slices.ContainsFunc(r.cfg.Suite.Cases, r.needsFullReference) {
+		return
+	}
+	r.full.started = true
+	r.full.ready = make(chan struct{})
+	go func() {
+		defer close(r.full.ready)
+		r.full.worker, r.full.startErr = fullref.Start(r.python(), where)
+	}()
+}
+
+// python is the interpreter the reference runs on: the suite's, else
+// Config.Python, else python3.
+func (r *runner) python() string {
+	switch {
+	case r.cfg.Suite.Python != "":
+		return r.cfg.Suite.Python
+	case r.cfg.Python != "":
+		return r.cfg.Python
+	}
+	return "python3"
 }
 
 // needsFullReference says whether c's rows get the fp32 reference: an
@@ -94,13 +124,12 @@ func (r *runner) prepareFullReference(c op.Case, in *op.Inputs, record *results.
 		}
 		return
 	}
+	if r.full.ready != nil {
+		<-r.full.ready
+	}
 	if !r.full.started {
 		r.full.started = true
-		python := r.cfg.Suite.Python
-		if python == "" {
-			python = bridge.Interpreter()
-		}
-		r.full.worker, r.full.startErr = fullref.Start(python, where)
+		r.full.worker, r.full.startErr = fullref.Start(r.python(), where)
 	}
 	if r.full.startErr != nil {
 		record.FullReference = &results.FullReference{Skip: r.full.startErr.Error()}
@@ -154,6 +183,9 @@ func (r *runner) checkEveryRow(c op.Case, in *op.Inputs, outputs [][]byte, tol o
 
 // closeFullReference stops the reference's process.
 func (r *runner) closeFullReference() {
+	if r.full.ready != nil {
+		<-r.full.ready
+	}
 	if r.full.worker != nil {
 		r.full.worker.Close()
 	}

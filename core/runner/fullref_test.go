@@ -44,7 +44,7 @@ func TestEveryRowIsChecked(t *testing.T) {
 		{"some-rows", results.StatusFail, "every row, against the harness's fp32 (cpu) reference"},
 		{"", results.StatusPass, ""},
 	}
-	run, s, _ := runLiesWith(t, "every-row.toml", everyRowSuite, want, Config{FullReference: FullReferenceCPU})
+	run, s, _ := runLiesWith(t, "every-row.toml", everyRowSuite, want, Config{FullReference: FullReferenceCPU, Python: bridge.Interpreter()})
 	id := s.Cases[0].ID
 	for _, w := range want {
 		r := checkLie(t, run, id, w)

@@ -68,6 +68,9 @@ type Config struct {
 	// runs, for the cases whose fp64 check samples rows: FullReferenceAuto
 	// (also ""), FullReferenceGPU, FullReferenceCPU or FullReferenceOff.
 	FullReference string
+	// Python runs the fp32 reference where the suite names none: the
+	// bridges' interpreter (bridge.Interpreter), which the caller knows.
+	Python string
 }
 
 // Saver saves a run as it grows. It is called from the run's goroutine,
@@ -94,6 +97,7 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 	defer r.closeFullReference()
 
 	r.run.Environment.Isolation = host.CurrentIsolation().String()
+	r.startFullReference()
 	r.startBackends(ctx)
 	r.run.Environment.GPUs = gpusOf(r.backends)
 	r.run.Environment.Driver, r.run.Environment.CUDA = driverVersions(devicesOf(r.backends))
