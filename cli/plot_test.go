@@ -33,7 +33,7 @@ func TestPlotWritesChartsAndReport(t *testing.T) {
 // point: each must exit 0, or with an error, never a panic.
 func TestPlotNeverPanics(t *testing.T) {
 	var files []string
-	for _, pattern := range []string{"../core/*/testdata/*.json", "../docs/results/*.json", "../docs/results/*/*.json"} {
+	for _, pattern := range []string{"../core/*/testdata/*.json", "../docs/results/*.json", "../docs/results/*/*.json", "../docs/results/*/*/*.json"} {
 		found, _ := filepath.Glob(pattern)
 		files = append(files, found...)
 	}
