@@ -166,8 +166,9 @@ func envValue(env []string, key string) string {
 var cacheEnv = []string{"TRITON_CACHE_DIR", "CUDA_CACHE_PATH", "TORCHINDUCTOR_CACHE_DIR", "FLASHCORE_CACHE_DIR"}
 
 // caches gives the plugin a cache directory of its own, kept between runs
-// (compiled Triton and CUDA kernels, cu: files' cubins): it returns extra
-// with TRITON_CACHE_DIR, CUDA_CACHE_PATH and FLASHCORE_CACHE_DIR pointing
+// (compiled Triton and CUDA kernels, torch.compile's graphs, cu: files'
+// cubins): it returns extra with TRITON_CACHE_DIR, CUDA_CACHE_PATH,
+// TORCHINDUCTOR_CACHE_DIR and FLASHCORE_CACHE_DIR pointing
 // into it, which lose to the host's environment where it names others
 // (cacheDirs makes whichever wins writable). No plugin can then leave a
 // compiled kernel where another would load it.
@@ -179,7 +180,7 @@ func (pp *pluginProcess) caches(extra []string) []string {
 	dir := filepath.Join(base, "flashcore", "plugins", safeName(pp.plugin.Name))
 	return append(append([]string(nil), extra...),
 		"TRITON_CACHE_DIR="+filepath.Join(dir, "triton"), "CUDA_CACHE_PATH="+filepath.Join(dir, "nv"),
-		"FLASHCORE_CACHE_DIR="+dir)
+		"TORCHINDUCTOR_CACHE_DIR="+filepath.Join(dir, "inductor"), "FLASHCORE_CACHE_DIR="+dir)
 }
 
 // cacheDirs are the directories the cache variables of env name, made
