@@ -49,13 +49,18 @@ func CheckEveryRow(output []byte, dtype sdk.DType, cols int, ref *FullReference,
 	slack := tol.Atol + 2*ref.Calibration
 	// Row ranges in parallel, each with its own sums, merged in order so
 	// that the figures do not depend on the scheduling.
-	parts := make([]everyRowPart, min(runtime.GOMAXPROCS(0), max(rows/64, 1)))
+	parts := make([]errorSums, min(runtime.GOMAXPROCS(0), max(rows/64, 1)))
 	var wg sync.WaitGroup
 	for i := range parts {
 		wg.Add(1)
-		go func(p *everyRowPart, first, last int) {
+		go func(sums *errorSums, first, last int) {
 			defer wg.Done()
-			p.compare(output, dtype, cols, ref.Values, first, last, slack, tol.Rtol)
+			got := make([]float64, cols)
+			rowBytes := cols * dtype.Size()
+			for row := first; row < last; row++ {
+				inputs.DecodeInto(got, dtype, output[row*rowBytes:(row+1)*rowBytes])
+				addRow(sums, row, row, got, ref.Values[row*cols:(row+1)*cols], slack, tol.Rtol)
+			}
 		}(&parts[i], i*rows/len(parts), (i+1)*rows/len(parts))
 	}
 	wg.Wait()
@@ -81,36 +86,4 @@ func CheckEveryRow(output []byte, dtype sdk.DType, cols int, ref *FullReference,
 			ref.Name, found.RelL2Err, tol.RelL2)
 	}
 	return r
-}
-
-// everyRowPart is one range of rows' share of CheckEveryRow.
-type everyRowPart struct {
-	maxAbs, sumSqErr, sumSqRef float64
-	violations                 int
-	worst                      matrixElement
-}
-
-func (p *everyRowPart) compare(output []byte, dtype sdk.DType, cols int, values []float32, first, last int, slack, rtol float64) {
-	got := make([]float64, cols)
-	rowBytes := cols * dtype.Size()
-	for row := first; row < last; row++ {
-		inputs.DecodeInto(got, dtype, output[row*rowBytes:(row+1)*rowBytes])
-		want := values[row*cols : (row+1)*cols]
-		for col, o := range got {
-			if math.IsNaN(o) || math.IsInf(o, 0) {
-				continue // the fp64 check counts them over the whole output
-			}
-			w := float64(want[col])
-			diff := math.Abs(o - w)
-			p.maxAbs = max(p.maxAbs, diff)
-			p.sumSqErr += diff * diff
-			p.sumSqRef += w * w
-			if excess := diff - (slack + rtol*math.Abs(w)); excess > 0 {
-				p.violations++
-				if !p.worst.found || excess > p.worst.excess {
-					p.worst = matrixElement{row: row, col: col, got: o, want: w, excess: excess, found: true}
-				}
-			}
-		}
-	}
 }

@@ -70,33 +70,48 @@ type matrixElement struct {
 // Violations, RelL2Err) and returns the element that exceeds its bound the
 // most; NaN and Inf are left to the census of the whole output.
 func (r *Report) compareRows(output []byte, m Matrix, tol op.Tolerance) matrixElement {
-	var worst matrixElement
-	var sumSqErr, sumSqRef float64
+	var sums errorSums
 	got := make([]float64, m.Cols)
 	rowBytes := m.Cols * m.DType.Size()
 	for i, row := range m.Checked {
 		inputs.DecodeInto(got, m.DType, output[row*rowBytes:(row+1)*rowBytes])
-		for col, o := range got {
-			ref := m.Want[i][col]
-			if math.IsNaN(o) || math.IsInf(o, 0) {
-				continue // counted over the whole output
-			}
-			diff := math.Abs(o - ref)
-			r.MaxAbsErr = max(r.MaxAbsErr, diff)
-			sumSqErr += diff * diff
-			sumSqRef += ref * ref
-			excess := diff - (tol.Atol + tol.Rtol*math.Abs(ref))
-			if excess <= 0 {
-				continue
-			}
-			r.Violations++
-			if !worst.found || excess > worst.excess {
-				worst = matrixElement{row: row, col: col, index: i, got: o, want: ref, excess: excess, found: true}
-			}
+		addRow(&sums, row, i, got, m.Want[i], tol.Atol, tol.Rtol)
+	}
+	r.MaxAbsErr, r.Violations = sums.maxAbs, sums.violations
+	r.RelL2Err = relativeL2(sums.sumSqErr, sums.sumSqRef)
+	return sums.worst
+}
+
+// errorSums are the error figures of the rows compared so far.
+type errorSums struct {
+	maxAbs, sumSqErr, sumSqRef float64
+	violations                 int
+	worst                      matrixElement
+}
+
+// addRow compares one decoded output row, got, with its reference, want,
+// holding each element to atol + rtol·|want|; index is the row's place in
+// the caller's list. NaN and Inf outputs are left to the census of the
+// whole output.
+func addRow[T float32 | float64](sums *errorSums, row, index int, got []float64, want []T, atol, rtol float64) {
+	for col, o := range got {
+		if math.IsNaN(o) || math.IsInf(o, 0) {
+			continue
+		}
+		ref := float64(want[col])
+		diff := math.Abs(o - ref)
+		sums.maxAbs = max(sums.maxAbs, diff)
+		sums.sumSqErr += diff * diff
+		sums.sumSqRef += ref * ref
+		excess := diff - (atol + rtol*math.Abs(ref))
+		if excess <= 0 {
+			continue
+		}
+		sums.violations++
+		if !sums.worst.found || excess > sums.worst.excess {
+			sums.worst = matrixElement{row: row, col: col, index: index, got: o, want: ref, excess: excess, found: true}
 		}
 	}
-	r.RelL2Err = relativeL2(sumSqErr, sumSqRef)
-	return worst
 }
 
 // SampleRows picks which of n rows a check compares: every row when the

@@ -143,8 +143,6 @@ type Output struct {
 	// O is [B, H, Sq, D] in fp32; nil when Skip says why there is none.
 	O    []float32
 	Skip string
-	// Elapsed is the reference's time, its files included.
-	Elapsed time.Duration
 }
 
 // Attention computes the fp32 reference of every row of t. A failure
@@ -153,15 +151,12 @@ func (w *Worker) Attention(t *inputs.Tensors) (Output, error) {
 	if w.dead != nil {
 		return Output{}, w.dead
 	}
-	start := time.Now()
 	out, err := w.attention(t)
 	if err != nil {
 		w.dead = err
 		w.Close()
-		return Output{}, err
 	}
-	out.Elapsed = time.Since(start)
-	return out, nil
+	return out, err
 }
 
 func (w *Worker) attention(t *inputs.Tensors) (Output, error) {

@@ -1,18 +1,14 @@
 package runner
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/flashcore/bench/core/check"
 	"github.com/flashcore/bench/core/fullref"
-	"github.com/flashcore/bench/core/inputs"
-	"github.com/flashcore/bench/core/reference"
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/op"
-	"github.com/flashcore/bench/ops/attention"
-	"github.com/flashcore/bench/sdk"
+	"github.com/flashcore/bench/ops"
 )
 
 // Where the harness's fp32 reference of every row runs (Config.FullReference).
@@ -25,10 +21,6 @@ const (
 
 // FullReferenceModes are the values Config.FullReference takes ("" is auto).
 var FullReferenceModes = []string{FullReferenceAuto, FullReferenceGPU, FullReferenceCPU, FullReferenceOff}
-
-// calibrationRows is how many rows at random, besides the edges, the fp32
-// reference is held to the fp64 one on before it is trusted.
-const calibrationRows = 64
 
 // fullReference is the harness's fp32 reference of the case being run,
 // for every row of a case whose fp64 check samples its rows
@@ -53,16 +45,14 @@ func (r *runner) fullReferenceWhere() (string, string) {
 		return "", ""
 	case FullReferenceCPU:
 		return fullref.CPU, ""
-	case FullReferenceGPU:
-		if len(hostGPUUUIDs()) == 0 {
-			return "", "the host sees no GPU (nvidia-smi)"
-		}
+	}
+	switch {
+	case len(hostGPUUUIDs()) > 0:
 		return fullref.GPU, ""
+	case r.cfg.FullReference == FullReferenceGPU:
+		return "", "the host sees no GPU (nvidia-smi)"
 	}
-	if len(hostGPUUUIDs()) == 0 {
-		return "", ""
-	}
-	return fullref.GPU, ""
+	return "", ""
 }
 
 // startFullReference starts the reference's process beside the plugins
@@ -70,7 +60,7 @@ func (r *runner) fullReferenceWhere() (string, string) {
 // torch, the CUDA context) overlaps theirs.
 func (r *runner) startFullReference() {
 	where, _ := r.fullReferenceWhere()
-	if where == "" || !slices.ContainsFunc(r.cfg.Suite.Cases, r.needsFullReference) {
+	if where == "" || !slices.ContainsFunc(r.cfg.Suite.Cases, func(c op.Case) bool { return ops.NeedsEveryRow(c, r.cfg.Suite.Check) }) {
 		return
 	}
 	r.full.started = true
@@ -93,22 +83,12 @@ func (r *runner) python() string {
 	return "python3"
 }
 
-// needsFullReference says whether c's rows get the fp32 reference: an
-// attention forward whose fp64 check samples its rows.
-func (r *runner) needsFullReference(c op.Case) bool {
-	if c.Op != "" && c.Op != attention.Name {
-		return false
-	}
-	s := attention.ShapeOf(c)
-	return s.Mode.Or() == sdk.Forward && reference.Sampled(s, r.cfg.Suite.Check)
-}
-
 // prepareFullReference computes the fp32 reference of in, the inputs of
 // c, when the case needs one, and records in record what it was or why
 // there is none.
 func (r *runner) prepareFullReference(c op.Case, in *op.Inputs, record *results.Case) {
 	r.full.of, r.full.ref = nil, nil
-	if !r.needsFullReference(c) {
+	if !ops.NeedsEveryRow(c, r.cfg.Suite.Check) {
 		return
 	}
 	where, why := r.fullReferenceWhere()
@@ -135,45 +115,27 @@ func (r *runner) prepareFullReference(c op.Case, in *op.Inputs, record *results.
 		record.FullReference = &results.FullReference{Skip: r.full.startErr.Error()}
 		return
 	}
-	t, ok := in.Private.(*inputs.Tensors)
-	if !ok {
-		return
-	}
 	w := r.full.worker
-	out, err := w.Attention(t)
 	rec := &results.FullReference{Device: w.Device, Torch: w.Torch}
 	record.FullReference = rec
-	switch {
-	case err != nil:
+	ref, calibration, skip, err := ops.EveryRowReference(w, c, in, r.cfg.Suite.TolerancesOf(c)[0])
+	rec.Calibration, rec.Skip = calibration, skip
+	if err != nil {
 		rec.Skip = err.Error()
 		r.full.startErr = err
 		return
-	case out.Skip != "":
-		rec.Skip = out.Skip
-		return
 	}
-	tol := r.cfg.Suite.TolerancesOf(c)[0]
-	rec.Calibration = fullref.Calibrate(t, out.O, calibrationRows)
-	if limit := tol.Atol / 4; !(rec.Calibration <= limit) {
-		rec.Skip = fmt.Sprintf("its largest error against fp64, %.3g, exceeds a quarter of atol (%.3g): not trusted", rec.Calibration, limit)
-		return
-	}
-	r.full.of = in
-	r.full.ref = &check.FullReference{Values: out.O, Calibration: rec.Calibration, Name: "fp32 (" + w.Device + ")"}
+	r.full.of, r.full.ref = in, ref
 }
 
-// checkEveryRow holds the first output (o) of a forward call on in to
-// the case's fp32 reference, where there is one; report is the fp64
-// check's, which a FAIL here overrides.
+// checkEveryRow holds the outputs of a call on in to the case's fp32
+// reference, where there is one; report is the fp64 check's, which a
+// FAIL here overrides.
 func (r *runner) checkEveryRow(c op.Case, in *op.Inputs, outputs [][]byte, tol op.Tolerance, report check.Report) check.Report {
 	if r.full.ref == nil || r.full.of != in || len(outputs) == 0 {
 		return report
 	}
-	s := attention.ShapeOf(c)
-	every := check.CheckEveryRow(outputs[0], s.DType, s.HeadDim, r.full.ref, tol, func(row, col int) string {
-		perHead := s.SeqQ
-		return fmt.Sprintf("[b%d h%d q%d d%d]", row/(perHead*s.Heads), row/perHead%s.Heads, row%perHead, col)
-	})
+	every := ops.CheckEveryRow(c, outputs, r.full.ref, tol)
 	report.EveryRow = every.EveryRow
 	if report.Verdict == check.Pass && every.Verdict != check.Pass {
 		report.Verdict, report.Reason = every.Verdict, every.Reason
