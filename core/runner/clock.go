@@ -157,7 +157,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 	// before the row is blamed: a stall of a busy machine must not make a
 	// finding. A backend that lies breaks it every time.
 	var best batchVerdict
-	var lastShort shortBatch
+	var shorts []shortBatch
 	tries := 0
 	for attempt := 1; attempt <= batchTries; attempt++ {
 		tries = attempt
@@ -165,7 +165,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		if !ok {
 			return
 		}
-		lastShort = shortBatch{wall, samples}
+		shorts = append(shorts, shortBatch{wall, samples})
 		v := judgeBatch(n, wall, sdk.MedianDuration(samples.KernelTimes), reported, totalBytes(ws.timed), b.description.Device)
 		if attempt == 1 || v.excess < best.excess {
 			best = v
@@ -185,7 +185,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		"fresh_input_sha256":   fresh.SHA256,
 	})
 	if best.reason == "" && !believedGPU(b.description.Device) {
-		if marginal, ok := r.marginalCheck(ctx, b, c, ws, n, lastShort, res); !ok {
+		if marginal, ok := r.marginalCheck(ctx, b, c, ws, n, shorts, res); !ok {
 			return
 		} else if marginal.reason != "" {
 			best = marginal
@@ -239,25 +239,25 @@ type shortBatch struct {
 	samples sdk.Samples
 }
 
-// marginalCheck runs batches of 2n calls against batches of n (the first
-// of which is short, the batch rule's last) up to batchTries times and
-// returns the verdict of the best pair; ok is false when the row is
-// finished (an error or refused samples, recorded in res).
-func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *workspace, n int, short shortBatch, res *results.Result) (batchVerdict, bool) {
+// marginalCheck runs a batch of 2n calls and then one more of n, up to
+// batchTries times, and judges each long batch against the quickest of
+// every batch of n calls run so far (marginalVerdict); shorts are the
+// batch rule's, of n calls on the same fresh inputs. It returns the
+// verdict of the best try; ok is false when the row is finished (an error
+// or refused samples, recorded in res).
+func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *workspace, n int, shorts []shortBatch, res *results.Result) (batchVerdict, bool) {
 	var best batchVerdict
 	for attempt := 1; attempt <= batchTries; attempt++ {
-		if attempt > 1 {
-			wall, samples, ok := r.hostBatch(ctx, b, c, ws, n, res)
-			if !ok {
-				return best, false
-			}
-			short = shortBatch{wall, samples}
-		}
-		long, longSamples, ok := r.hostBatch(ctx, b, c, ws, 2*n, res)
+		wall, samples, ok := r.hostBatch(ctx, b, c, ws, 2*n, res)
 		if !ok {
 			return best, false
 		}
-		v := judgeMarginal(n, short.wall, long, sumDurations(short.samples.KernelTimes), sumDurations(longSamples.KernelTimes))
+		long := shortBatch{wall, samples}
+		if wall, samples, ok = r.hostBatch(ctx, b, c, ws, n, res); !ok {
+			return best, false
+		}
+		shorts = append(shorts, shortBatch{wall, samples})
+		v := marginalVerdict(n, shorts, long)
 		if attempt == 1 || v.excess < best.excess {
 			best = v
 		}
@@ -274,6 +274,24 @@ func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *w
 		"host_marginal_tries":     strconv.Itoa(best.tries),
 	})
 	return best, true
+}
+
+// marginalVerdict judges a batch of 2n calls against the quickest of the
+// batches of n calls (judgeMarginal), with that batch's own kernel sum.
+// A short batch slowed by the machine (a stall, another process, the
+// first call on fresh inputs) makes the difference small and would let a
+// lie pass; the quickest of several, one of them run after the long
+// batch, is slowed only when every one was. An honest backend loses
+// nothing by it: a quicker short batch has a smaller kernel sum too, and
+// the bound grows with the difference of the sums.
+func marginalVerdict(n int, shorts []shortBatch, long shortBatch) batchVerdict {
+	quickest := shorts[0]
+	for _, s := range shorts[1:] {
+		if s.wall < quickest.wall {
+			quickest = s
+		}
+	}
+	return judgeMarginal(n, quickest.wall, long.wall, sumDurations(quickest.samples.KernelTimes), sumDurations(long.samples.KernelTimes))
 }
 
 // judgeMarginal holds what n more calls cost the host (long − short, the
