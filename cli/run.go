@@ -46,7 +46,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	yes := fs.Bool("yes", false, fmt.Sprintf("run a suite of more than %d cases without asking", largeSuiteCases))
 	devicesSpec := fs.String("devices", "", "spread the rows over GPUs: all, or indexes such as 0,1 (docs/cluster.md)")
 	explainTime := fs.Bool("explain-time", false, "after the results, print where the run's time went and its slowest rows")
-	auditRows := fs.Int("audit", timingcheck.DefaultAuditRows, "on a GPU, rows per backend whose timing is not flashcore's own (py: files, other plugins) measured again under ncu, chosen at random after the run; 0 turns the audit off")
+	auditRows := fs.Int("audit", timingcheck.DefaultAuditRows, "on a GPU, rows per backend whose timing is not flashcore's own (py: files, other plugins) measured again under ncu, chosen at random after the run, and every GPU row the host's clock alone refused; 0 turns the audit off")
 	fullReference := fs.String("full-reference", runner.FullReferenceAuto, "where the harness's fp32 reference checks every row of the cases whose fp64 check samples rows: auto (the GPU, where there is one), gpu, cpu (slow) or off")
 	budgetSpec := fs.String("budget", "", "stop each row's sampling at a time budget, precision traded openly: 2s per row, suite=60s for the run, or row=2s,suite=60s")
 	if _, err := parseFlags(fs, args, stderr); err != nil {
@@ -171,7 +171,7 @@ func auditTiming(ctx context.Context, s *suite.Suite, run *results.Run, plugins 
 	if errors.Is(err, runner.ErrInterrupted) {
 		return err
 	}
-	run.Environment.TimingAudit = timingcheck.AuditSummary(len(rows), flagged, perBackend, err)
+	run.Environment.TimingAudit = timingcheck.AuditSummary(rows, flagged, perBackend, err)
 	if err != nil {
 		fmt.Fprintf(stderr, "flashcore: timing audit not done: %v\n", err)
 	}

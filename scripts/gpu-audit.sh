@@ -15,6 +15,11 @@
 #                 the Python-file examples with the audit off and on
 #                 (default 2 rows a backend): no honest row is flagged, and
 #                 the wall times give the audit's cost
+#   host-bound    an honest py: file whose calls cost the host 0.4 s
+#                 beside a kernel of microseconds (host_bound.py): with
+#                 --audit 0 the host's clock refuses it (ERROR "clock:"),
+#                 with the audit ncu confirms its kernel time and it PASSes
+#                 with the host-bound warning
 #   default       the embedded default suite: every row a shipped plugin's,
 #                 so nothing is audited, and no GPU row is refused for its
 #                 UUID
@@ -27,7 +32,7 @@ DIST=${DIST:-$(cd "$(dirname "$0")/.." && pwd)}
 OUT_DIR=${OUT_DIR:-$PWD/gpu-audit-out}
 LIARS=${LIARS:-$DIST/../cli/testdata/liars}
 LIAR_BIN=${LIAR_BIN:-}
-STEPS=${STEPS:-liars-audit liars-off examples-0 examples-2 default}
+STEPS=${STEPS:-liars-audit liars-off host-bound examples-0 examples-2 default}
 mkdir -p "$OUT_DIR"
 export FLASHCORE_PYTHON=${FLASHCORE_PYTHON:-python3}
 export PATH=$PATH:/usr/local/cuda/bin
@@ -82,6 +87,15 @@ if has liars-off; then
   echo "== liars-off" >>"$OUT_DIR/checks.txt"
   timed liars-off "$FC" run --suite "$OUT_DIR/liars.toml" --audit 0 --out "$OUT_DIR/liars-off.json" --format markdown
   expect liars-off "all(s == 'pass' for b, c, s, why, f in rows)"
+fi
+if has host-bound; then
+  cp "$LIARS/host-bound.toml" "$OUT_DIR/"
+  echo "== host-bound-off" >>"$OUT_DIR/checks.txt"
+  timed host-bound-off "$FC" run --suite "$OUT_DIR/host-bound.toml" --audit 0 --out "$OUT_DIR/host-bound-off.json" --format markdown
+  expect host-bound-off "len(rows) == 1 and all(s == 'error' and why.startswith('clock:') and f.get('host_clock_flagged') == 'true' for b, c, s, why, f in rows)"
+  echo "== host-bound" >>"$OUT_DIR/checks.txt"
+  timed host-bound "$FC" run --suite "$OUT_DIR/host-bound.toml" --audit 1 --out "$OUT_DIR/host-bound.json" --format markdown
+  expect host-bound "len(rows) == 1 and all(s == 'pass' and f.get('host_clock_flagged') == 'reconciled by ncu' and f.get('audit_verdict') == 'agrees' for b, c, s, why, f in rows) and any('host-bound' in d['summary'] for r in run['results'] for d in r.get('diagnostics', []))"
 fi
 for n in 0 2; do
   if has "examples-$n"; then

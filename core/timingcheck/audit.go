@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flashcore/bench/core/host"
@@ -64,7 +65,13 @@ func Trusted(p host.Plugin, executable string) bool {
 // not Trusted, up to perBackend rows each at random, and says how ncu
 // reaches each. rng chooses; pass one seeded from the operating system so
 // that no plugin can know which rows will be audited.
+//
+// Every GPU row that the host's clock alone refused (clockFlagged) is
+// taken as well, of any backend: the audit is what reconciles it.
 func AuditRows(run *results.Run, plugins []host.Plugin, executable string, perBackend int, rng *rand.Rand) []*Row {
+	if perBackend <= 0 {
+		return nil
+	}
 	byName := map[string]host.Plugin{}
 	for _, p := range plugins {
 		byName[p.Name] = p
@@ -74,10 +81,15 @@ func AuditRows(run *results.Run, plugins []host.Plugin, executable string, perBa
 		onGPU[b.Name] = b.Device.Kind == "gpu"
 	}
 	candidates := map[string][]*Row{}
+	flagged := map[string][]*Row{}
 	var order []string
 	for _, res := range run.Results {
 		p, ok := byName[res.Backend]
-		if !ok || !onGPU[res.Backend] || Trusted(p, executable) || res.Status != results.StatusPass {
+		if !ok || !onGPU[res.Backend] {
+			continue
+		}
+		refusedByClock := clockFlagged(res)
+		if !refusedByClock && (Trusted(p, executable) || res.Status != results.StatusPass) {
 			continue
 		}
 		mode, timing, ok := auditTiming(res)
@@ -85,23 +97,42 @@ func AuditRows(run *results.Run, plugins []host.Plugin, executable string, perBa
 			continue
 		}
 		if _, seen := candidates[res.Backend]; !seen {
-			order = append(order, res.Backend)
+			if _, seen := flagged[res.Backend]; !seen {
+				order = append(order, res.Backend)
+			}
 		}
-		candidates[res.Backend] = append(candidates[res.Backend], &Row{
+		row := &Row{
 			Result: res, Plugin: p, Reach: auditReach(p, timing.Method), mode: mode,
 			Check: ncu.TimingRow{Backend: res.Backend, Row: underncu.RowKey(res), OursNs: timing.Kernel.MedianNs},
-		})
+		}
+		if refusedByClock {
+			flagged[res.Backend] = append(flagged[res.Backend], row)
+		} else {
+			candidates[res.Backend] = append(candidates[res.Backend], row)
+		}
 	}
 	var rows []*Row
 	for _, name := range order {
 		c := candidates[name]
 		rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
-		chosen := c[:min(perBackend, len(c))]
+		// Every row the host's clock alone refused, and up to perBackend
+		// of the rest.
+		chosen := append(flagged[name], c[:min(perBackend, len(c))]...)
 		// The run's order, so that sessions and progress read as the run did.
 		slices.SortFunc(chosen, func(a, b *Row) int { return indexOf(run, a) - indexOf(run, b) })
 		rows = append(rows, chosen...)
 	}
 	return rows
+}
+
+// clockFlagged reports whether res is a row on a GPU that PASSed its
+// checks and that the host's clock alone refused (runner.ClockFlaggedFact).
+// On a GPU the host's clock cannot tell a lie from a call whose host side
+// outweighs its kernels, so the device's clock decides: the audit measures
+// every such row under ncu, of any backend, ours included.
+func clockFlagged(res results.Result) bool {
+	return res.Status == results.StatusError && res.Facts[runner.ClockFlaggedFact] == "true" &&
+		strings.HasPrefix(res.Reason, runner.ClockReasonPrefix)
 }
 
 // auditTiming is the timing of res the audit checks: the hot one, else
@@ -206,12 +237,39 @@ func Audit(ctx context.Context, tool ncu.Tool, s *suite.Suite, run *results.Run,
 		if finding != "" {
 			res.Facts["audit_verdict"] = "flagged"
 			flagged++
-			if res.Status == results.StatusPass {
-				res.Status, res.Reason = results.StatusError, "audit: "+finding+" (docs/measurement.md, \"The timing audit\")"
-			}
+		}
+		switch {
+		case clockFlagged(*res):
+			reconcileClock(res, r.Check, finding)
+		case finding != "" && res.Status == results.StatusPass:
+			res.Status, res.Reason = results.StatusError, "audit: "+finding+" (docs/measurement.md, \"The timing audit\")"
 		}
 	}
 	return flagged, nil
+}
+
+// reconcileClock settles a row the host's clock alone refused by what ncu
+// measured: where the device's own clock confirms the time the backend
+// reported (an ncu figure, and no finding), the row PASSes again, with a
+// warning that its calls cost the host far more than their kernels; where
+// it does not, the row stays an ERROR and says what ncu saw.
+func reconcileClock(res *results.Result, check ncu.TimingRow, finding string) {
+	measured := check.Verdict != ncu.Error && check.Verdict != ncu.Skip && check.RefNs > 0 && check.Calls > 0
+	if !measured || finding != "" {
+		if finding == "" {
+			finding = "ncu gave no figure to reconcile it with: " + capReason(check.Reason)
+		}
+		res.Reason += "; and the timing audit: " + finding
+		res.Facts[runner.ClockFlaggedFact] = "confirmed by the audit"
+		return
+	}
+	res.Facts[runner.ClockFlaggedFact] = "reconciled by ncu"
+	res.Facts["host_clock_reason"] = res.Reason
+	res.Diagnostics = append(res.Diagnostics, sdk.Diagnostic{Severity: sdk.Warning,
+		Summary: "host-bound calls: the host's clock saw far more time per call than the kernels' (" + dur(check.OursNs) +
+			"), and ncu confirmed the kernels' time (" + dur(check.RefNs) + "); the speedup compares kernel time alone",
+		Detail: res.Reason})
+	res.Status, res.Reason = results.StatusPass, ""
 }
 
 // AuditRunEnv is what flashcore run adds to every plugin's environment,
@@ -224,13 +282,23 @@ func Audit(ctx context.Context, tool ncu.Tool, s *suite.Suite, run *results.Run,
 // plugin's cache was not there.
 func AuditRunEnv() []string { return []string{"TRITON_CACHE_AUTOTUNING=1"} }
 
-// AuditSummary is the run header's line about the audit.
-func AuditSummary(audited, flagged, perBackend int, why error) string {
+// AuditSummary is the run header's line about the audit of rows.
+func AuditSummary(rows []*Row, flagged, perBackend int, why error) string {
 	switch {
 	case why != nil:
 		return "not done: " + why.Error()
-	case audited == 0:
+	case len(rows) == 0:
 		return ""
 	}
-	return fmt.Sprintf("ncu on %d row(s) chosen at random (up to %d per backend whose timing is not flashcore's own), %d flagged", audited, perBackend, flagged)
+	byClock := 0
+	for _, r := range rows {
+		if clockFlagged(r.Result) {
+			byClock++
+		}
+	}
+	line := fmt.Sprintf("ncu on %d row(s) chosen at random (up to %d per backend whose timing is not flashcore's own)", len(rows)-byClock, perBackend)
+	if byClock > 0 {
+		line += fmt.Sprintf(" and %d the host's clock refused", byClock)
+	}
+	return line + fmt.Sprintf(", %d flagged", flagged)
 }

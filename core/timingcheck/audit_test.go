@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/core/results"
+	"github.com/flashcore/bench/core/runner"
 	"github.com/flashcore/bench/core/underncu"
 	"github.com/flashcore/bench/internal/ncu"
 	"github.com/flashcore/bench/sdk"
@@ -82,6 +83,18 @@ func TestAuditRows(t *testing.T) {
 		results.Result{CaseID: "cold", Backend: "theirs", Label: "x", Status: results.StatusPass, Timings: timed(sdk.L2Cold)},
 	)
 
+	// Rows the host's clock alone refused, of a trusted backend and of
+	// another: each is always taken, beyond perBackend.
+	refused := func(caseID, backend string) results.Result {
+		return results.Result{CaseID: caseID, Backend: backend, Label: "x", Status: results.StatusError,
+			Reason:  runner.ClockReasonPrefix + "the host timed 4 calls",
+			Facts:   map[string]string{runner.ClockFlaggedFact: "true"},
+			Timings: timed(sdk.L2Hot)}
+	}
+	run.Results = append(run.Results, refused("clock", "pytorch-sdpa"), refused("clock", "theirs"),
+		// an ERROR of another kind is no candidate
+		results.Result{CaseID: "crashed", Backend: "theirs", Label: "x", Status: results.StatusError, Reason: "run: crashed", Timings: timed(sdk.L2Hot)})
+
 	seen := map[string]bool{}
 	for seed := range uint64(40) {
 		rows := AuditRows(run, plugins, self, 2, rand.New(rand.NewPCG(seed, 1)))
@@ -89,8 +102,8 @@ func TestAuditRows(t *testing.T) {
 		for _, r := range rows {
 			perBackend[r.Result.Backend]++
 			seen[r.Result.Backend+"/"+r.Result.CaseID] = true
-			if r.Result.CaseID == "failed" {
-				t.Errorf("a FAILed row was chosen")
+			if r.Result.CaseID == "failed" || r.Result.CaseID == "crashed" {
+				t.Errorf("a %s row was chosen", r.Result.Status)
 			}
 			if r.Check.OursNs != 5000 {
 				t.Errorf("%s/%s: ours %v, want the row's median", r.Result.Backend, r.Result.CaseID, r.Check.OursNs)
@@ -103,9 +116,12 @@ func TestAuditRows(t *testing.T) {
 				t.Errorf("%s: mode %s, want %s", r.Result.CaseID, r.mode, wantMode)
 			}
 		}
-		want := map[string]int{"py:mine.py": 2, "theirs": 2}
-		if len(perBackend) != len(want) || perBackend["py:mine.py"] != 2 || perBackend["theirs"] != 2 {
+		want := map[string]int{"py:mine.py": 2, "theirs": 3, "pytorch-sdpa": 1}
+		if len(perBackend) != len(want) || perBackend["py:mine.py"] != 2 || perBackend["theirs"] != 3 || perBackend["pytorch-sdpa"] != 1 {
 			t.Fatalf("seed %d: rows per backend %v, want %v", seed, perBackend, want)
+		}
+		if !seen["pytorch-sdpa/clock"] || !seen["theirs/clock"] {
+			t.Fatalf("seed %d: a row the host's clock refused was left out", seed)
 		}
 	}
 	// Over the seeds, every candidate row of each audited backend came up.
@@ -116,6 +132,46 @@ func TestAuditRows(t *testing.T) {
 	}
 	if rows := AuditRows(run, plugins, self, 0, rand.New(rand.NewPCG(1, 1))); len(rows) != 0 {
 		t.Errorf("perBackend 0 chose %d rows", len(rows))
+	}
+}
+
+// TestReconcileClock: a GPU row the host's clock alone refused PASSes
+// again, with a warning, only where ncu measured its kernels and confirms
+// the time it reported; otherwise it stays an ERROR and says why.
+func TestReconcileClock(t *testing.T) {
+	measured := func(ours, ref float64) ncu.TimingRow {
+		return ncu.TimingRow{OursNs: ours, RefNs: ref, Calls: 20, KernelsPerCall: 40, Verdict: ncu.Pass}
+	}
+	tests := []struct {
+		name       string
+		check      ncu.TimingRow
+		wantStatus results.Status
+		wantReason string
+	}{
+		{"a host-bound honest row: ncu agrees", measured(12_100_000, 12_000_000), results.StatusPass, ""},
+		{"a clock divided by 8: ncu measured 8× more", measured(1_500_000, 12_000_000), results.StatusError, "the timing audit: the backend reported 1.5ms a call; ncu measured 12ms"},
+		{"ncu gave no figure", ncu.Errored("b", ncu.RowKey{}, 1000, ncu.ReferenceNcu, "ncu profiled no call of this row"), results.StatusError, "ncu measured no figure"},
+		{"ncu skipped it", ncu.TimingRow{Verdict: ncu.Skip, Reason: "no kernel matched"}, results.StatusError, "ncu gave no figure to reconcile it with: no kernel matched"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := results.Result{Status: results.StatusError, Reason: runner.ClockReasonPrefix + "the host timed 4 calls",
+				Facts: map[string]string{runner.ClockFlaggedFact: "true"}}
+			reconcileClock(&res, tt.check, AuditFinding(tt.check))
+			if res.Status != tt.wantStatus || !strings.Contains(res.Reason, tt.wantReason) {
+				t.Fatalf("status %s %q, want %s containing %q", res.Status, res.Reason, tt.wantStatus, tt.wantReason)
+			}
+			if tt.wantStatus == results.StatusPass {
+				if len(res.Diagnostics) != 1 || res.Diagnostics[0].Severity != sdk.Warning || !strings.Contains(res.Diagnostics[0].Summary, "host-bound") {
+					t.Errorf("diagnostics %+v, want the host-bound warning", res.Diagnostics)
+				}
+				if res.Facts["host_clock_reason"] == "" || res.Facts[runner.ClockFlaggedFact] != "reconciled by ncu" {
+					t.Errorf("facts %v: the refusal is not kept", res.Facts)
+				}
+			} else if !strings.HasPrefix(res.Reason, runner.ClockReasonPrefix) {
+				t.Errorf("reason %q lost the clock's refusal", res.Reason)
+			}
+		})
 	}
 }
 
