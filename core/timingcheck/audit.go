@@ -106,6 +106,7 @@ func AuditRows(run *results.Run, plugins []host.Plugin, executable string, perBa
 			Check: ncu.TimingRow{Backend: res.Backend, Row: underncu.RowKey(res), OursNs: timing.Kernel.MedianNs},
 		}
 		if refusedByClock {
+			row.byClock = true
 			flagged[res.Backend] = append(flagged[res.Backend], row)
 		} else {
 			candidates[res.Backend] = append(candidates[res.Backend], row)
@@ -239,7 +240,7 @@ func Audit(ctx context.Context, tool ncu.Tool, s *suite.Suite, run *results.Run,
 			flagged++
 		}
 		switch {
-		case clockFlagged(*res):
+		case r.byClock && clockFlagged(*res):
 			reconcileClock(res, r.Check, finding)
 		case finding != "" && res.Status == results.StatusPass:
 			res.Status, res.Reason = results.StatusError, "audit: "+finding+" (docs/measurement.md, \"The timing audit\")"
@@ -292,7 +293,7 @@ func AuditSummary(rows []*Row, flagged, perBackend int, why error) string {
 	}
 	byClock := 0
 	for _, r := range rows {
-		if clockFlagged(r.Result) {
+		if r.byClock {
 			byClock++
 		}
 	}

@@ -120,6 +120,9 @@ func TestAuditRows(t *testing.T) {
 		if len(perBackend) != len(want) || perBackend["py:mine.py"] != 2 || perBackend["theirs"] != 3 || perBackend["pytorch-sdpa"] != 1 {
 			t.Fatalf("seed %d: rows per backend %v, want %v", seed, perBackend, want)
 		}
+		if got := AuditSummary(rows, 0, 2, nil); !strings.Contains(got, "ncu on 4 row(s) chosen at random (up to 2 per backend whose timing is not flashcore's own) and 2 the host's clock refused") {
+			t.Errorf("AuditSummary = %q", got)
+		}
 		if !seen["pytorch-sdpa/clock"] || !seen["theirs/clock"] {
 			t.Fatalf("seed %d: a row the host's clock refused was left out", seed)
 		}

@@ -31,6 +31,9 @@ type Row struct {
 	Report string
 	// mode is the L2 mode the audit checks (AuditRows).
 	mode sdk.L2Mode
+	// byClock is set on a row the host's clock alone refused, which the
+	// audit measures to reconcile (AuditRows).
+	byClock bool
 }
 
 // RunEnv is what the plugins' environment holds in the unprofiled run:
