@@ -145,11 +145,11 @@ func kernelMedian(r *results.Result, mode sdk.L2Mode) (float64, bool) {
 	return t.Kernel.MedianNs, true
 }
 
-// Comparable says whether r can take part in a speedup: it passed and has
-// a kernel time in mode.
+// Comparable says whether r can take part in a speedup: it passed, has a
+// kernel time in mode, and is not host-bound (results.HostBound).
 func Comparable(r *results.Result, mode sdk.L2Mode) bool {
 	_, ok := kernelMedian(r, mode)
-	return ok && r.Status == results.StatusPass
+	return ok && r.Status == results.StatusPass && !r.HostBound()
 }
 
 // chooseBaseline keeps the requested backend when it passed at least one

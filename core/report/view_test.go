@@ -57,6 +57,27 @@ func TestSummaryGeomean(t *testing.T) {
 	}
 }
 
+// TestHostBoundRowsTakeNoSpeedup: a row the audit reconciled with ncu
+// PASSes, but takes no speedup and is never the baseline.
+func TestHostBoundRowsTakeNoSpeedup(t *testing.T) {
+	run := &results.Run{Suite: results.Suite{Baseline: "bound", L2Modes: []sdk.L2Mode{sdk.L2Hot}}}
+	bound := timedResult("c1", "bound", results.StatusPass, 10)
+	bound.Facts = map[string]string{results.HostClockFact: results.HostClockReconciled}
+	run.Results = append(run.Results, bound, timedResult("c1", "base", results.StatusPass, 100))
+	v := NewView(run, "")
+	if v.Baseline.Backend != "base" {
+		t.Errorf("baseline %q, want base: a host-bound row is no baseline", v.Baseline.Backend)
+	}
+	for _, s := range v.Summary {
+		if s.Label == "bound" && (len(s.Speedups) != 0 || s.Counts.Pass != 1) {
+			t.Errorf("bound: %d speedups, counts %+v; want none and one PASS", len(s.Speedups), s.Counts)
+		}
+	}
+	if !Comparable(&run.Results[1], sdk.L2Hot) || Comparable(&run.Results[0], sdk.L2Hot) {
+		t.Errorf("Comparable: the host-bound row must not be, the other must")
+	}
+}
+
 func timedResult(caseID, backend string, status results.Status, ns float64) results.Result {
 	r := results.Result{CaseID: caseID, Backend: backend, Variant: backend, Label: backend, Status: status}
 	if ns > 0 {

@@ -90,6 +90,27 @@ func (r *Result) Model() string {
 	return r.Device.Name
 }
 
+// HostClockFact marks a row on a GPU that PASSed its checks and that the
+// host's clock alone refused (docs/measurement.md, "The timing audit",
+// step 5): HostClockRefused when the host's clock refuses it,
+// HostClockReconciled once ncu confirmed the kernel time it reported,
+// HostClockConfirmed when the audit could not.
+const (
+	HostClockFact       = "host_clock_flagged"
+	HostClockRefused    = "true"
+	HostClockReconciled = "reconciled by ncu"
+	HostClockConfirmed  = "confirmed by the audit"
+)
+
+// HostBound reports whether r PASSed with a kernel time that ncu confirmed
+// but that the host's clock cannot reconcile with what its calls cost the
+// host: a call whose host side outweighs its kernels, or work done off the
+// GPU, which timing alone cannot tell apart. Such a row takes no speedup
+// and is never a baseline.
+func (r *Result) HostBound() bool {
+	return r.Status == StatusPass && r.Facts[HostClockFact] == HostClockReconciled
+}
+
 // Primary is the timing of the primary L2 mode, if the row was timed.
 func (r *Result) Primary() (Timing, bool) {
 	if len(r.Timings) == 0 {

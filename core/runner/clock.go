@@ -195,7 +195,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 	if best.reason != "" {
 		if res.Status == results.StatusPass && believedGPU(b.description.Device) {
 			// The timing audit may reconcile it with the device's clock.
-			addFacts(res, map[string]string{ClockFlaggedFact: "true"})
+			addFacts(res, map[string]string{results.HostClockFact: results.HostClockRefused})
 		}
 		refuse(res, fmt.Sprintf("%s%s, at best of %d tries (docs/measurement.md, \"The host's clock\")", ClockReasonPrefix, best.reason, best.tries))
 	}
@@ -203,14 +203,6 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 
 // ClockReasonPrefix begins the reason of a row the host's clock refused.
 const ClockReasonPrefix = "clock: "
-
-// ClockFlaggedFact marks a row on a GPU that PASSed its checks and that
-// the host's clock alone refused: on a GPU the host's clock cannot tell a
-// lie from a call whose host side outweighs its kernels (a Python loop of
-// small launches), so the timing audit measures such a row under ncu, and
-// a row whose reported time the device's own clock confirms PASSes again,
-// with a warning (core/timingcheck, audit.go).
-const ClockFlaggedFact = "host_clock_flagged"
 
 // The marginal rule, on a CPU. The batch rule above must allow each Run a
 // fixed slack (the RPC, a worker's wake-up on a loaded machine, the output

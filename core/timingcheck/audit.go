@@ -127,12 +127,12 @@ func AuditRows(run *results.Run, plugins []host.Plugin, executable string, perBa
 }
 
 // clockFlagged reports whether res is a row on a GPU that PASSed its
-// checks and that the host's clock alone refused (runner.ClockFlaggedFact).
+// checks and that the host's clock alone refused (results.HostClockFact).
 // On a GPU the host's clock cannot tell a lie from a call whose host side
 // outweighs its kernels, so the device's clock decides: the audit measures
 // every such row under ncu, of any backend, ours included.
 func clockFlagged(res results.Result) bool {
-	return res.Status == results.StatusError && res.Facts[runner.ClockFlaggedFact] == "true" &&
+	return res.Status == results.StatusError && res.Facts[results.HostClockFact] == results.HostClockRefused &&
 		strings.HasPrefix(res.Reason, runner.ClockReasonPrefix)
 }
 
@@ -250,10 +250,13 @@ func Audit(ctx context.Context, tool ncu.Tool, s *suite.Suite, run *results.Run,
 }
 
 // reconcileClock settles a row the host's clock alone refused by what ncu
-// measured: where the device's own clock confirms the time the backend
-// reported (an ncu figure, and no finding), the row PASSes again, with a
-// warning that its calls cost the host far more than their kernels; where
-// it does not, the row stays an ERROR and says what ncu saw.
+// measured. Where the device's own clock confirms the time the backend
+// reported (an ncu figure, and no finding), its output and its kernel time
+// stand and the row PASSes again, host-bound (results.HostBound): with a
+// warning, and no speedup, since timing alone cannot tell a call whose
+// host side outweighs its kernels from work done off the GPU beside a
+// kernel of the right length. Where ncu does not confirm it, the row stays
+// an ERROR and says what ncu saw.
 func reconcileClock(res *results.Result, check ncu.TimingRow, finding string) {
 	measured := check.Verdict != ncu.Error && check.Verdict != ncu.Skip && check.RefNs > 0 && check.Calls > 0
 	if !measured || finding != "" {
@@ -261,14 +264,14 @@ func reconcileClock(res *results.Result, check ncu.TimingRow, finding string) {
 			finding = "ncu gave no figure to reconcile it with: " + capReason(check.Reason)
 		}
 		res.Reason += "; and the timing audit: " + finding
-		res.Facts[runner.ClockFlaggedFact] = "confirmed by the audit"
+		res.Facts[results.HostClockFact] = results.HostClockConfirmed
 		return
 	}
-	res.Facts[runner.ClockFlaggedFact] = "reconciled by ncu"
+	res.Facts[results.HostClockFact] = results.HostClockReconciled
 	res.Facts["host_clock_reason"] = res.Reason
 	res.Diagnostics = append(res.Diagnostics, sdk.Diagnostic{Severity: sdk.Warning,
-		Summary: "host-bound calls: the host's clock saw far more time per call than the kernels' (" + dur(check.OursNs) +
-			"), and ncu confirmed the kernels' time (" + dur(check.RefNs) + "); the speedup compares kernel time alone",
+		Summary: "host-bound calls, no speedup: each call cost the host far more than its kernels (" + dur(check.OursNs) +
+			", which ncu confirmed at " + dur(check.RefNs) + "); the host cannot tell a host-bound call from work done off the GPU",
 		Detail: res.Reason})
 	res.Status, res.Reason = results.StatusPass, ""
 }

@@ -88,7 +88,7 @@ func TestAuditRows(t *testing.T) {
 	refused := func(caseID, backend string) results.Result {
 		return results.Result{CaseID: caseID, Backend: backend, Label: "x", Status: results.StatusError,
 			Reason:  runner.ClockReasonPrefix + "the host timed 4 calls",
-			Facts:   map[string]string{runner.ClockFlaggedFact: "true"},
+			Facts:   map[string]string{results.HostClockFact: results.HostClockRefused},
 			Timings: timed(sdk.L2Hot)}
 	}
 	run.Results = append(run.Results, refused("clock", "pytorch-sdpa"), refused("clock", "theirs"),
@@ -159,7 +159,7 @@ func TestReconcileClock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := results.Result{Status: results.StatusError, Reason: runner.ClockReasonPrefix + "the host timed 4 calls",
-				Facts: map[string]string{runner.ClockFlaggedFact: "true"}}
+				Facts: map[string]string{results.HostClockFact: results.HostClockRefused}}
 			reconcileClock(&res, tt.check, AuditFinding(tt.check))
 			if res.Status != tt.wantStatus || !strings.Contains(res.Reason, tt.wantReason) {
 				t.Fatalf("status %s %q, want %s containing %q", res.Status, res.Reason, tt.wantStatus, tt.wantReason)
@@ -168,7 +168,7 @@ func TestReconcileClock(t *testing.T) {
 				if len(res.Diagnostics) != 1 || res.Diagnostics[0].Severity != sdk.Warning || !strings.Contains(res.Diagnostics[0].Summary, "host-bound") {
 					t.Errorf("diagnostics %+v, want the host-bound warning", res.Diagnostics)
 				}
-				if res.Facts["host_clock_reason"] == "" || res.Facts[runner.ClockFlaggedFact] != "reconciled by ncu" {
+				if res.Facts["host_clock_reason"] == "" || res.Facts[results.HostClockFact] != results.HostClockReconciled {
 					t.Errorf("facts %v: the refusal is not kept", res.Facts)
 				}
 			} else if !strings.HasPrefix(res.Reason, runner.ClockReasonPrefix) {
