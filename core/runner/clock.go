@@ -157,7 +157,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 	// before the row is blamed: a stall of a busy machine must not make a
 	// finding. A backend that lies breaks it every time.
 	var best batchVerdict
-	var shorts []shortBatch
+	var shorts []timedBatch
 	tries := 0
 	for attempt := 1; attempt <= batchTries; attempt++ {
 		tries = attempt
@@ -165,7 +165,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		if !ok {
 			return
 		}
-		shorts = append(shorts, shortBatch{wall, samples})
+		shorts = append(shorts, timedBatch{wall, samples})
 		v := judgeBatch(n, wall, sdk.MedianDuration(samples.KernelTimes), reported, totalBytes(ws.timed), b.description.Device)
 		if attempt == 1 || v.excess < best.excess {
 			best = v
@@ -240,8 +240,9 @@ func marginalCalls(reported time.Duration) int {
 	return int(min(max(int64(marginalTarget/reported), 1), marginalMaxCalls))
 }
 
-// shortBatch is a batch of n calls: the host's time of it and the samples.
-type shortBatch struct {
+// timedBatch is one of the host's batches of calls, short (n calls) or
+// long (2n): the host's time of it and the samples.
+type timedBatch struct {
 	wall    time.Duration
 	samples sdk.Samples
 }
@@ -252,18 +253,18 @@ type shortBatch struct {
 // batch rule's, of n calls on the same fresh inputs. It returns the
 // verdict of the best try; ok is false when the row is finished (an error
 // or refused samples, recorded in res).
-func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *workspace, n int, shorts []shortBatch, res *results.Result) (batchVerdict, bool) {
+func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *workspace, n int, shorts []timedBatch, res *results.Result) (batchVerdict, bool) {
 	var best batchVerdict
 	for attempt := 1; attempt <= batchTries; attempt++ {
 		wall, samples, ok := r.hostBatch(ctx, b, c, ws, 2*n, res)
 		if !ok {
 			return best, false
 		}
-		long := shortBatch{wall, samples}
+		long := timedBatch{wall, samples}
 		if wall, samples, ok = r.hostBatch(ctx, b, c, ws, n, res); !ok {
 			return best, false
 		}
-		shorts = append(shorts, shortBatch{wall, samples})
+		shorts = append(shorts, timedBatch{wall, samples})
 		v := marginalVerdict(n, shorts, long)
 		if attempt == 1 || v.excess < best.excess {
 			best = v
@@ -291,7 +292,7 @@ func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *w
 // batch, is slowed only when every one was. An honest backend loses
 // nothing by it: a quicker short batch has a smaller kernel sum too, and
 // the bound grows with the difference of the sums.
-func marginalVerdict(n int, shorts []shortBatch, long shortBatch) batchVerdict {
+func marginalVerdict(n int, shorts []timedBatch, long timedBatch) batchVerdict {
 	quickest := shorts[0]
 	for _, s := range shorts[1:] {
 		if s.wall < quickest.wall {

@@ -314,36 +314,36 @@ func TestMarginalVerdict(t *testing.T) {
 	ms := time.Millisecond
 	// batch is a batch of calls that took the host wall and for each of
 	// which the backend reported kernel.
-	batch := func(calls int, wall, kernel time.Duration) shortBatch {
+	batch := func(calls int, wall, kernel time.Duration) timedBatch {
 		times := make([]time.Duration, calls)
 		for i := range times {
 			times[i] = kernel
 		}
-		return shortBatch{wall: wall, samples: sdk.Samples{KernelTimes: times}}
+		return timedBatch{wall: wall, samples: sdk.Samples{KernelTimes: times}}
 	}
 	tests := []struct {
 		name   string
 		n      int
-		shorts []shortBatch
-		long   shortBatch
+		shorts []timedBatch
+		long   timedBatch
 		want   string
 	}{
 		// 18 ms calls reported as 2.25 ms; the first short batch took 1.8× as
 		// long, its reported times 1/8 of that more.
 		{"a clock divided by 8, the first short batch slowed", 16,
-			[]shortBatch{batch(16, 518*ms, 4050*time.Microsecond), batch(16, 288*ms, 2250*time.Microsecond)},
+			[]timedBatch{batch(16, 518*ms, 4050*time.Microsecond), batch(16, 288*ms, 2250*time.Microsecond)},
 			batch(32, 576*ms, 2250*time.Microsecond), "an honest call takes the host at most"},
 		{"a clock divided by 8, the short batch run after the long one slowed", 16,
-			[]shortBatch{batch(16, 290*ms, 2250*time.Microsecond), batch(16, 520*ms, 4050*time.Microsecond)},
+			[]timedBatch{batch(16, 290*ms, 2250*time.Microsecond), batch(16, 520*ms, 4050*time.Microsecond)},
 			batch(32, 576*ms, 2250*time.Microsecond), "an honest call takes the host at most"},
 		{"honest, the first short batch slowed inside its calls", 2,
-			[]shortBatch{batch(2, 72*ms, 36*ms), batch(2, 37*ms, 18*ms)}, batch(4, 73*ms, 18*ms), ""},
+			[]timedBatch{batch(2, 72*ms, 36*ms), batch(2, 37*ms, 18*ms)}, batch(4, 73*ms, 18*ms), ""},
 		{"honest, the long batch slowed inside its calls", 2,
-			[]shortBatch{batch(2, 37*ms, 18*ms), batch(2, 36*ms, 18*ms)}, batch(4, 110*ms, 27*ms), ""},
+			[]timedBatch{batch(2, 37*ms, 18*ms), batch(2, 36*ms, 18*ms)}, batch(4, 110*ms, 27*ms), ""},
 		{"honest, a stall between the long batch's calls", 2,
-			[]shortBatch{batch(2, 37*ms, 18*ms), batch(2, 36*ms, 18*ms)}, batch(4, 93*ms, 18*ms), ""},
+			[]timedBatch{batch(2, 37*ms, 18*ms), batch(2, 36*ms, 18*ms)}, batch(4, 93*ms, 18*ms), ""},
 		{"honest, microsecond calls", 200,
-			[]shortBatch{batch(200, 45*ms, 200*time.Microsecond), batch(200, 42*ms, 200*time.Microsecond)},
+			[]timedBatch{batch(200, 45*ms, 200*time.Microsecond), batch(200, 42*ms, 200*time.Microsecond)},
 			batch(400, 85*ms, 200*time.Microsecond), ""},
 	}
 	for _, tt := range tests {
