@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/flashcore/bench/sdk"
@@ -101,6 +102,15 @@ const (
 	HostClockReconciled = "reconciled by ncu"
 	HostClockConfirmed  = "confirmed by the audit"
 )
+
+// HostOwnedFact reports whether a fact's key is the host's to write: its
+// clock's and the timing audit's figures and verdicts (host_*, audit_*). A
+// plugin's facts under such a key are dropped, so that no plugin can
+// forge a verdict the host reads back (HostBound, the audit's choice of
+// rows).
+func HostOwnedFact(key string) bool {
+	return strings.HasPrefix(key, "host_") || strings.HasPrefix(key, "audit_")
+}
 
 // HostBound reports whether r PASSed with a kernel time that ncu confirmed
 // but that the host's clock cannot reconcile with what its calls cost the

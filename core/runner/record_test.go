@@ -2,6 +2,7 @@ package runner
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,49 @@ func TestKernelNoiseSpansPlacements(t *testing.T) {
 			got := timingRecord(sdk.L2Hot, sdk.Samples{KernelTimes: samples, KernelBlocks: tt.blocks}).Kernel.RelNoise
 			if got < tt.low || got > tt.high {
 				t.Errorf("rel_noise %.4f, want %.4f to %.4f", got, tt.low, tt.high)
+			}
+		})
+	}
+}
+
+// TestPluginFactsCannotForgeTheHosts: a plugin's facts under the host's
+// own keys (its clock's and the audit's) are dropped with a warning, so
+// that no plugin can write a verdict the host reads back; its other facts
+// stay.
+func TestPluginFactsCannotForgeTheHosts(t *testing.T) {
+	tests := []struct {
+		name        string
+		facts       map[string]string
+		wantKept    []string
+		wantDropped string
+	}{
+		{"ordinary facts", map[string]string{"registers": "128", "kernel": "fwd"}, []string{"registers", "kernel"}, ""},
+		{"the host's clock verdict", map[string]string{results.HostClockFact: results.HostClockReconciled, "kernel": "fwd"}, []string{"kernel"}, results.HostClockFact},
+		{"the audit's", map[string]string{"audit_verdict": "agrees", "host_batch_wall_ns": "1"}, nil, "audit_verdict, host_batch_wall_ns"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := &results.Result{}
+			kept := pluginFacts(res, tt.facts)
+			if len(kept) != len(tt.wantKept) {
+				t.Errorf("kept %v, want %v", kept, tt.wantKept)
+			}
+			for _, k := range tt.wantKept {
+				if _, ok := kept[k]; !ok {
+					t.Errorf("%s dropped", k)
+				}
+			}
+			switch {
+			case tt.wantDropped == "" && len(res.Diagnostics) != 0:
+				t.Errorf("diagnostics %+v, want none", res.Diagnostics)
+			case tt.wantDropped != "" && (len(res.Diagnostics) != 1 || !strings.HasSuffix(res.Diagnostics[0].Summary, tt.wantDropped)):
+				t.Errorf("diagnostics %+v, want one naming %s", res.Diagnostics, tt.wantDropped)
+			}
+			if _, forged := tt.facts[results.HostClockFact]; forged {
+				addFacts(res, kept)
+				if res.Status = results.StatusPass; res.HostBound() {
+					t.Errorf("a forged fact made the row host-bound")
+				}
 			}
 		})
 	}

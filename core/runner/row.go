@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,7 +85,7 @@ func (r *runner) lifecycle(ctx context.Context, rw row, c op.Case, t *op.Inputs,
 	}
 	r.clock.mark(results.PhasePrepare, "")
 	res.LoadedSHA256 = prepared.LoadedSHA256
-	addFacts(res, prepared.Facts)
+	addFacts(res, pluginFacts(res, prepared.Facts))
 	res.Diagnostics = append(res.Diagnostics, prepared.Diagnostics...)
 	defer r.release(ctx, b, c.ID, res)
 	if applyDiagnostics(res, prepared.Diagnostics) {
@@ -431,6 +433,29 @@ func joinDiag(d sdk.Diagnostic) string {
 		return d.Summary
 	}
 	return d.Summary + ": " + d.Detail
+}
+
+// pluginFacts are the facts a plugin gave, less those under the host's
+// own keys (results.HostOwnedFact), which a warning on res names.
+func pluginFacts(res *results.Result, facts map[string]string) map[string]string {
+	var dropped []string
+	for k := range facts {
+		if results.HostOwnedFact(k) {
+			dropped = append(dropped, k)
+		}
+	}
+	if len(dropped) == 0 {
+		return facts
+	}
+	slices.Sort(dropped)
+	kept := maps.Clone(facts)
+	for _, k := range dropped {
+		delete(kept, k)
+	}
+	names, _ := untrusted.Cap(untrusted.Line(strings.Join(dropped, ", ")), 1<<10)
+	res.Diagnostics = append(res.Diagnostics, sdk.Diagnostic{Severity: sdk.Warning,
+		Summary: "facts dropped: the host writes these keys itself: " + names})
+	return kept
 }
 
 func addFacts(res *results.Result, facts map[string]string) {
