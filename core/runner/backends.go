@@ -155,11 +155,16 @@ func (r *runner) stop(b *backend) {
 	}
 }
 
+// closeBackends stops every plugin, all at once: a plugin's stop is
+// mostly its own waiting (a Python worker's exit, a CUDA context's
+// teardown), as its start is.
 func (r *runner) closeBackends() {
 	r.thawAll()
+	var wg sync.WaitGroup
 	for _, b := range r.backends {
-		r.stop(b)
+		wg.Go(func() { r.stop(b) })
 	}
+	wg.Wait()
 }
 
 func backendRecord(b *backend) results.Backend {

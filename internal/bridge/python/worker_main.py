@@ -8,7 +8,9 @@ or it says why it cannot run here (no torch, no triton, a backend that fails
 to start). Then it serves requests until fd 3 closes.
 """
 
+import ast
 import importlib
+import importlib.util
 import os
 import platform
 import sys
@@ -41,12 +43,22 @@ def main():
     core.write_frame(wfile, {"hello": hello})
     if worker is not None:
         core.serve(worker, rfile, wfile)
+    # The host has closed the pipe: nothing is left to do, and nothing is
+    # written at exit (the compilers' caches are written as they compile).
+    # Python's own shutdown (torch's, a compiler's worker pool) costs up to
+    # a second a worker and tells the host nothing.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def start(module_name):
     """Imports torch and the backend, builds the worker. Returns
     (worker, None) or (None, reason the backend is unavailable)."""
     interpreter = sys.executable
+    missing = missing_extra(module_name)
+    if missing:
+        return None, missing
     try:
         import torch  # noqa: F401  (the first import decides "no torch")
     except ImportError as exc:
@@ -62,6 +74,50 @@ def start(module_name):
     except Exception as exc:  # a backend that cannot start is unavailable, with its reason
         traceback.print_exc(file=sys.stderr)
         return None, startup_failure(module_name, exc)
+
+
+def declared_extra(module_name):
+    """The optional library a backend module wraps, as it declares it in
+    string constants at its top level: (MODULE, PACKAGE, EXTRA), or None
+    for a module that declares no EXTRA. Read from the module's source,
+    without importing it (which imports torch)."""
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    try:
+        with open(spec.origin, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), spec.origin)
+    except (OSError, SyntaxError, ValueError):
+        return None  # the import below says what is wrong with it
+    constants = {}
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            constants[node.targets[0].id] = node.value.value
+    if not all(constants.get(k) for k in ("MODULE", "PACKAGE", "EXTRA")):
+        return None
+    return constants["MODULE"], constants["PACKAGE"], constants["EXTRA"]
+
+
+def missing_extra(module_name):
+    """Why the backend cannot run, when the optional library it declares
+    (declared_extra) is not installed: the reason its import would give,
+    with the command that installs it. None when it is there, or when the
+    module declares none. A backend that cannot run says so before torch
+    is imported: seconds of every run's start on a machine without it."""
+    declared = declared_extra(module_name)
+    if declared is None:
+        return None
+    library, package, extra = declared
+    top = library.split(".")[0]
+    try:
+        if importlib.util.find_spec(top) is not None:
+            return None
+    except (ImportError, ValueError):
+        return None  # the import itself will say what is wrong
+    import flashcore_extras as extras
+
+    return extras.install_hint(package, extra, ModuleNotFoundError(f"No module named '{top}'"))
 
 
 def startup_failure(module_name, exc):
