@@ -148,8 +148,11 @@ func Placements(m Measurement) int {
 // split as evenly as whole samples allow (the first blocks take the
 // remainder), so that the blocks together take at least m.MinSamples and at
 // most m.MaxSamples; the time cap split evenly; the full warm-up for the
-// first block, and its share (at least one run) for the others, after a
-// move.
+// first block, and for the others, after a move, its share of the runs (at
+// least one) and no time: a move changes where the buffers lie (their
+// pages, their lines in L2), which the first runs on them settle, not the
+// device's clocks, which the first block's warm-up time is for and which
+// the samples since have kept up.
 func BlockMeasurement(m Measurement, i int) Measurement {
 	n := Placements(m)
 	if n <= 1 {
@@ -171,7 +174,7 @@ func BlockMeasurement(m Measurement, i int) Measurement {
 	b.TimeCap = m.TimeCap / time.Duration(n)
 	if i > 0 {
 		b.WarmupRuns = max((m.WarmupRuns+n-1)/n, 1)
-		b.WarmupTime = m.WarmupTime / time.Duration(n)
+		b.WarmupTime = 0
 	}
 	return b
 }

@@ -39,6 +39,9 @@ func TestBlockMeasurementSharesTheBounds(t *testing.T) {
 				if i > 0 && n > 1 && b.WarmupRuns < 1 {
 					t.Errorf("block %d: no warm-up run after a move", i)
 				}
+				if wantTime := map[bool]time.Duration{true: m.WarmupTime, false: 0}[i == 0]; b.WarmupTime != wantTime {
+					t.Errorf("block %d: warm-up time %v, want %v (the full warm-up first, runs only after a move)", i, b.WarmupTime, wantTime)
+				}
 				sumMin += b.MinSamples
 				sumMax += b.MaxSamples
 			}

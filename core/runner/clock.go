@@ -247,10 +247,12 @@ type timedBatch struct {
 	samples sdk.Samples
 }
 
-// marginalCheck runs a batch of 2n calls and then one more of n, up to
-// batchTries times, and judges each long batch against the quickest of
-// every batch of n calls run so far (marginalVerdict); shorts are the
-// batch rule's, of n calls on the same fresh inputs. It returns the
+// marginalCheck runs a batch of 2n calls, up to batchTries times, and
+// judges each against the quickest of every batch of n calls run so far
+// (marginalVerdict); shorts are the batch rule's, of n calls on the same
+// fresh inputs. After a long batch it runs one more short batch whenever
+// the quickest so far took the host longer a call than the long one
+// (shortLooksSlowed), and on every try after the first. It returns the
 // verdict of the best try; ok is false when the row is finished (an error
 // or refused samples, recorded in res).
 func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *workspace, n int, shorts []timedBatch, res *results.Result) (batchVerdict, bool) {
@@ -261,10 +263,12 @@ func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *w
 			return best, false
 		}
 		long := timedBatch{wall, samples}
-		if wall, samples, ok = r.hostBatch(ctx, b, c, ws, n, res); !ok {
-			return best, false
+		if attempt > 1 || shortLooksSlowed(shorts, long) {
+			if wall, samples, ok = r.hostBatch(ctx, b, c, ws, n, res); !ok {
+				return best, false
+			}
+			shorts = append(shorts, timedBatch{wall, samples})
 		}
-		shorts = append(shorts, timedBatch{wall, samples})
 		v := marginalVerdict(n, shorts, long)
 		if attempt == 1 || v.excess < best.excess {
 			best = v
@@ -280,8 +284,31 @@ func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *w
 		"host_marginal_bound_ns":  strconv.FormatInt(best.bound.Nanoseconds(), 10),
 		"host_marginal_kernel_ns": strconv.FormatInt(best.batchKernel.Nanoseconds(), 10),
 		"host_marginal_tries":     strconv.Itoa(best.tries),
+		"host_marginal_shorts":    strconv.Itoa(len(shorts)),
 	})
 	return best, true
+}
+
+// shortSlowedShare is how much longer a call of the quickest short batch
+// may take the host than a call of the long batch before the short batch
+// counts as slowed: an honest short batch pays the Run's fixed part (the
+// RPC, the output file) over half as many calls, a few percent at
+// marginalTarget.
+const shortSlowedShare = 0.05
+
+// shortLooksSlowed says whether the quickest of the short batches (n calls
+// each) took the host longer a call than the long batch (2n calls), by
+// more than shortSlowedShare. Only a slowed short batch lets a lie pass
+// (marginalVerdict), and it is slowed, by the machine or by the backend,
+// exactly when its calls look dearer than the long batch's: then another
+// short batch is run after the long one. An honest short batch is not,
+// and the row is spared n more calls.
+func shortLooksSlowed(shorts []timedBatch, long timedBatch) bool {
+	quickest := shorts[0].wall
+	for _, s := range shorts[1:] {
+		quickest = min(quickest, s.wall)
+	}
+	return 2*float64(quickest) > (1+shortSlowedShare)*float64(long.wall)
 }
 
 // marginalVerdict judges a batch of 2n calls against the quickest of the

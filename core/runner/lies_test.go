@@ -362,6 +362,34 @@ func TestMarginalVerdict(t *testing.T) {
 	}
 }
 
+// TestShortLooksSlowed: another short batch is run after the long one
+// exactly when the quickest short batch so far took the host longer a
+// call than the long batch, beyond what the Run's fixed part explains.
+func TestShortLooksSlowed(t *testing.T) {
+	ms := time.Millisecond
+	batch := func(wall time.Duration) timedBatch { return timedBatch{wall: wall} }
+	tests := []struct {
+		name   string
+		shorts []timedBatch
+		long   timedBatch
+		want   bool
+	}{
+		{"the CI case: the first short batch slowed 1.8×", []timedBatch{batch(518 * ms)}, batch(576 * ms), true},
+		{"slowed by 10%", []timedBatch{batch(44 * ms)}, batch(80 * ms), true},
+		{"honest, the fixed part over half the calls", []timedBatch{batch(42 * ms)}, batch(82 * ms), false},
+		{"honest, the long batch stalled", []timedBatch{batch(40 * ms)}, batch(110 * ms), false},
+		{"a liar's short batch as quick a call as its long one", []timedBatch{batch(288 * ms)}, batch(576 * ms), false},
+		{"the quickest of two counts", []timedBatch{batch(518 * ms), batch(290 * ms)}, batch(576 * ms), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := shortLooksSlowed(tt.shorts, tt.long); got != tt.want {
+				t.Errorf("shortLooksSlowed = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // lieVerdict is how one liar's rows must end: the backend is
 // test-liar-<lie>, or cpu-reference for "".
 type lieVerdict struct {

@@ -264,8 +264,8 @@ func TestDefault(t *testing.T) {
 	if got := caseIDs(s.Cases); !slices.Equal(got, want) {
 		t.Errorf("default cases %q, want %q", got, want)
 	}
-	if s.Measurement.TimeCap != time.Second || s.SHA256 == "" {
-		t.Errorf("default time cap %s sha %q", s.Measurement.TimeCap, s.SHA256)
+	if s.Measurement.TimeCap != 500*time.Millisecond || s.Measurement.WarmupRuns != 1 || s.SHA256 == "" {
+		t.Errorf("default time cap %s, warm-up runs %d, sha %q", s.Measurement.TimeCap, s.Measurement.WarmupRuns, s.SHA256)
 	}
 }
 

@@ -209,6 +209,8 @@ def test_block_measurement_shares_the_bounds_as_the_sdk_does(placements, min_sam
     assert sum(b.max_samples for b in blocks) <= max_samples
     assert all(1 <= b.min_samples <= b.max_samples for b in blocks)
     assert all(b.warmup_runs >= 1 for b in blocks[1:])
+    # The full warm-up before the first block; after a move, runs only.
+    assert [b.warmup_time_ns for b in blocks] == [m.warmup_time_ns] + [0] * (n - 1)
 
 
 def test_a_stay_put_move_counts_its_samples_to_the_block_before():

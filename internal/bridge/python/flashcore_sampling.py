@@ -190,7 +190,8 @@ def block_measurement(m, i):
     if m.max_samples > 0:
         b = dataclasses.replace(b, max_samples=max(share(m.max_samples), lo))
     if i > 0:
-        b = dataclasses.replace(b, warmup_runs=max(-(-m.warmup_runs // n), 1), warmup_time_ns=m.warmup_time_ns // n)
+        # After a move: a share of the runs and no time (sdk.BlockMeasurement).
+        b = dataclasses.replace(b, warmup_runs=max(-(-m.warmup_runs // n), 1), warmup_time_ns=0)
     return b
 
 
