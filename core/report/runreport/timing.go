@@ -83,7 +83,8 @@ type total struct {
 
 func totalsGrid(run *results.Run) table.Grid {
 	wall := run.FinishedAt.Sub(run.StartedAt).Nanoseconds()
-	lines := []total{startTotal(run), inputsTotal(run)}
+	lines := append([]total{startTotal(run)}, pluginStarts(run)...)
+	lines = append(lines, inputsTotal(run))
 	if full := fullReferenceTotal(run); full.count > 0 {
 		lines = append(lines, full)
 	}
@@ -127,6 +128,19 @@ func startTotal(run *results.Run) total {
 		}
 	}
 	return t
+}
+
+// pluginStarts are each plugin's start, longest first, under the
+// plugins' start: which one the run waited for.
+func pluginStarts(run *results.Run) []total {
+	var lines []total
+	for _, b := range run.Backends {
+		if b.StartNs > 0 {
+			lines = append(lines, total{step: b.Name, by: "host", ns: b.StartNs, count: 1, indent: true})
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b total) int { return cmp.Compare(b.ns, a.ns) })
+	return lines
 }
 
 func inputsTotal(run *results.Run) total {
