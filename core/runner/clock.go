@@ -269,7 +269,7 @@ func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *w
 			}
 			shorts = append(shorts, timedBatch{wall, samples})
 		}
-		v := marginalVerdict(n, shorts, long)
+		v := marginalVerdict(n, shorts, long, totalBytes(ws.timed))
 		if attempt == 1 || v.excess < best.excess {
 			best = v
 		}
@@ -319,14 +319,52 @@ func shortLooksSlowed(shorts []timedBatch, long timedBatch) bool {
 // batch, is slowed only when every one was. An honest backend loses
 // nothing by it: a quicker short batch has a smaller kernel sum too, and
 // the bound grows with the difference of the sums.
-func marginalVerdict(n int, shorts []timedBatch, long timedBatch) batchVerdict {
+func marginalVerdict(n int, shorts []timedBatch, long timedBatch, outputBytes int64) batchVerdict {
 	quickest := shorts[0]
 	for _, s := range shorts[1:] {
 		if s.wall < quickest.wall {
 			quickest = s
 		}
 	}
-	return judgeMarginal(n, quickest.wall, long.wall, sumDurations(quickest.samples.KernelTimes), sumDurations(long.samples.KernelTimes))
+	v := judgeMarginal(n, quickest.wall, long.wall, sumDurations(quickest.samples.KernelTimes), sumDurations(long.samples.KernelTimes))
+	if v.reason != "" {
+		return v
+	}
+	return judgeFixedPart(n, quickest.wall, long.wall, outputBytes, v)
+}
+
+// The fixed part of a Run, on a CPU. A backend can tell the host's short
+// batches from its long one by the calls it is asked for (n or 2n), and
+// pad every short one with time outside its timed spans: long − short,
+// and with it the marginal rule's figure, then shrinks until a lie passes.
+// The padding has to be in every short batch and cannot be in the long
+// one, so it shows in the fixed part the two batches imply, 2·short −
+// long (what a batch of no calls would take). An honest Run's is its RPC,
+// its output file and whatever untimed calls it makes once per Run, plus
+// what stall slowed the quickest short batch; a lie of 8× about a kernel
+// of a millisecond or less needs about the whole long batch there (and
+// about larger kernels the batch rule catches it first).
+const fixedPartShare = 0.1
+
+// judgeFixedPart holds the fixed part implied by the quickest short batch
+// of n calls and the long batch of 2n (2·short − long) to the batch rule's
+// per-Run slack with the output file's allowance (ClockBound), plus two
+// calls (long / n: untimed calls an honest backend may make once per
+// Run), plus fixedPartShare of the long batch (CPU noise grows with the
+// calls). v is the marginal rule's verdict, which it returns when the
+// fixed part is within the bound.
+func judgeFixedPart(n int, short, long time.Duration, outputBytes int64, v batchVerdict) batchVerdict {
+	fixed := 2*short - long
+	s := slackFor(sdk.Device{Kind: "cpu"})
+	bound := s.perRun + time.Duration(outputBytes)*s.perOutputByte + long/time.Duration(n) + time.Duration(fixedPartShare*float64(long))
+	if fixed <= bound {
+		return v
+	}
+	v.excess = max(v.excess, float64(fixed)/float64(bound))
+	v.reason = fmt.Sprintf("the host's batches of %d and %d calls on fresh inputs took %v and %v: a batch of no calls would take %v, "+
+		"and an honest Run's fixed part is at most %v (the backend's short batches took longer than their calls explain)",
+		n, 2*n, short.Round(time.Microsecond), long.Round(time.Microsecond), fixed.Round(time.Microsecond), bound.Round(time.Microsecond))
+	return v
 }
 
 // judgeMarginal holds what n more calls cost the host (long − short, the

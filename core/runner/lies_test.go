@@ -260,6 +260,10 @@ func TestSmallKernelClockLiesAreCaught(t *testing.T) {
 		// batch rule may be first, and either is the host's clock.
 		{"slow-clock", results.StatusError, "clock: "},
 		{"best-of-8", results.StatusError, "clock: "},
+		// A divided clock that pads the host's short batches (told apart
+		// by the calls they ask for) outside its timed spans, so that the
+		// marginal rule's difference shrinks: the fixed part shows it.
+		{"padded-clock", results.StatusError, "clock: "},
 		// On loaded cores its kernel samples may exceed its call times
 		// first ("inconsistent"): another rule, the same lie.
 		{"claims-gpu", results.StatusError, ""},
@@ -345,19 +349,44 @@ func TestMarginalVerdict(t *testing.T) {
 		{"honest, microsecond calls", 200,
 			[]timedBatch{batch(200, 45*ms, 200*time.Microsecond), batch(200, 42*ms, 200*time.Microsecond)},
 			batch(400, 85*ms, 200*time.Microsecond), ""},
+		// 1 ms calls reported as 125 µs, every short batch padded with 200 ms
+		// outside the timed spans: long − short passes, the fixed part not.
+		{"a clock divided by 8, every short batch padded", 320,
+			[]timedBatch{batch(320, 525*ms, 125*time.Microsecond), batch(320, 520*ms, 125*time.Microsecond)},
+			batch(640, 640*ms, 125*time.Microsecond), "a batch of no calls would take 400ms"},
+		{"honest, both short batches stalled", 200,
+			[]timedBatch{batch(200, 61*ms, 200*time.Microsecond), batch(200, 60*ms, 200*time.Microsecond)},
+			batch(400, 82*ms, 200*time.Microsecond), ""},
+		// Seen on loaded cores: a backend that makes one untimed call per
+		// Run (the test plugins' call sample) beside 186 ms calls.
+		{"honest, an untimed call in every Run", 1,
+			[]timedBatch{batch(1, 365*ms, 186*ms)}, batch(2, 597*ms, 190*ms), ""},
+		{"honest, half-second calls, the short one slowed by 4%", 1,
+			[]timedBatch{batch(1, 520*ms, 500*ms)}, batch(2, 1000*ms, 1000*ms), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := marginalVerdict(tt.n, tt.shorts, tt.long)
+			v := marginalVerdict(tt.n, tt.shorts, tt.long, 0)
 			if (tt.want == "") != (v.reason == "") || !strings.Contains(v.reason, tt.want) {
 				t.Errorf("marginalVerdict = %q (%.2f of the bound), want %q", v.reason, v.excess, tt.want)
 			}
 		})
 	}
+	// The padded case passes the marginal rule alone: only the fixed part
+	// catches it.
+	padded := tests[len(tests)-4]
+	quick := padded.shorts[1]
+	if v := judgeMarginal(padded.n, quick.wall, padded.long.wall, sumDurations(quick.samples.KernelTimes),
+		sumDurations(padded.long.samples.KernelTimes)); v.reason != "" {
+		t.Errorf("the padded lie is caught by long − short (%q): the case does not test the fixed part", v.reason)
+	}
 	// The first case is the one the quickest short batch is for: judged
-	// against the slowed batch alone, the lie passes.
+	// by long − short against the slowed batch alone, the lie passes (the
+	// fixed part would still catch it: two rules, one lie).
 	slowed := tests[0]
-	if v := marginalVerdict(slowed.n, slowed.shorts[:1], slowed.long); v.reason != "" {
+	first := slowed.shorts[0]
+	if v := judgeMarginal(slowed.n, first.wall, slowed.long.wall, sumDurations(first.samples.KernelTimes),
+		sumDurations(slowed.long.samples.KernelTimes)); v.reason != "" {
 		t.Errorf("against the slowed short batch alone the lie is caught (%q): the case does not test the quickest batch", v.reason)
 	}
 }
