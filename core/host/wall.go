@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/flashcore/bench/internal/environ"
 )
 
 // IsolationEnv turns the walls between plugins off when set to "off"
@@ -140,25 +142,13 @@ func sharedDirs(scratchRoot string) []string {
 // interpreter is in.
 func pythonPlaces(env []string) []string {
 	var places []string
-	if path := envValue(env, "PYTHONPATH"); path != "" {
+	if path := environ.Value(env, "PYTHONPATH"); path != "" {
 		places = filepath.SplitList(path)
 	}
-	if python := envValue(env, "FLASHCORE_PYTHON"); strings.Contains(python, "/") {
+	if python := environ.Value(env, "FLASHCORE_PYTHON"); strings.Contains(python, "/") {
 		places = append(places, filepath.Dir(filepath.Dir(python)))
 	}
 	return places
-}
-
-// envValue is key's value in env, the last one where it is set twice (as
-// exec takes it).
-func envValue(env []string, key string) string {
-	value := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, key+"="); ok {
-			value = v
-		}
-	}
-	return value
 }
 
 // cacheEnv are the variables that name a cache a plugin writes to; a
@@ -188,7 +178,7 @@ func (pp *pluginProcess) caches(extra []string) []string {
 func cacheDirs(env []string) []string {
 	var dirs []string
 	for _, key := range cacheEnv {
-		if v := envValue(env, key); v != "" && os.MkdirAll(v, 0o755) == nil {
+		if v := environ.Value(env, key); v != "" && os.MkdirAll(v, 0o755) == nil {
 			dirs = append(dirs, v)
 		}
 	}

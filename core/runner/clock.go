@@ -114,9 +114,15 @@ func batchMeasurement(n int) sdk.Measurement {
 // ClockBound is the most an honest backend's n calls may take the host,
 // given the kernel time it reported (docs/measurement.md).
 func ClockBound(n int, kernel time.Duration, outputBytes int64, device sdk.Device) time.Duration {
+	perCall := time.Duration(clockFactor*float64(kernel)) + slackFor(device).perCall
+	return time.Duration(n)*perCall + runSlack(outputBytes, device)
+}
+
+// runSlack is what an honest Run may cost the host once, whatever its
+// calls: the per-Run slack and the output file's allowance.
+func runSlack(outputBytes int64, device sdk.Device) time.Duration {
 	s := slackFor(device)
-	perCall := time.Duration(clockFactor*float64(kernel)) + s.perCall
-	return time.Duration(n)*perCall + s.perRun + time.Duration(outputBytes)*s.perOutputByte
+	return s.perRun + time.Duration(outputBytes)*s.perOutputByte
 }
 
 // hostClockCheck runs the host's batch on fresh inputs for a row whose
@@ -269,7 +275,7 @@ func (r *runner) marginalCheck(ctx context.Context, b *backend, c op.Case, ws *w
 			}
 			shorts = append(shorts, timedBatch{wall, samples})
 		}
-		v := marginalVerdict(n, shorts, long, totalBytes(ws.timed))
+		v := marginalVerdict(n, shorts, long, totalBytes(ws.timed), b.description.Device)
 		if attempt == 1 || v.excess < best.excess {
 			best = v
 		}
@@ -304,11 +310,18 @@ const shortSlowedShare = 0.05
 // short batch is run after the long one. An honest short batch is not,
 // and the row is spared n more calls.
 func shortLooksSlowed(shorts []timedBatch, long timedBatch) bool {
-	quickest := shorts[0].wall
-	for _, s := range shorts[1:] {
-		quickest = min(quickest, s.wall)
+	return 2*float64(quickestBatch(shorts).wall) > (1+shortSlowedShare)*float64(long.wall)
+}
+
+// quickestBatch is the batch of batches that took the host least time.
+func quickestBatch(batches []timedBatch) timedBatch {
+	quickest := batches[0]
+	for _, b := range batches[1:] {
+		if b.wall < quickest.wall {
+			quickest = b
+		}
 	}
-	return 2*float64(quickest) > (1+shortSlowedShare)*float64(long.wall)
+	return quickest
 }
 
 // marginalVerdict judges a batch of 2n calls against the quickest of the
@@ -319,18 +332,13 @@ func shortLooksSlowed(shorts []timedBatch, long timedBatch) bool {
 // batch, is slowed only when every one was. An honest backend loses
 // nothing by it: a quicker short batch has a smaller kernel sum too, and
 // the bound grows with the difference of the sums.
-func marginalVerdict(n int, shorts []timedBatch, long timedBatch, outputBytes int64) batchVerdict {
-	quickest := shorts[0]
-	for _, s := range shorts[1:] {
-		if s.wall < quickest.wall {
-			quickest = s
-		}
-	}
+func marginalVerdict(n int, shorts []timedBatch, long timedBatch, outputBytes int64, device sdk.Device) batchVerdict {
+	quickest := quickestBatch(shorts)
 	v := judgeMarginal(n, quickest.wall, long.wall, sumDurations(quickest.samples.KernelTimes), sumDurations(long.samples.KernelTimes))
 	if v.reason != "" {
 		return v
 	}
-	return judgeFixedPart(n, quickest.wall, long.wall, outputBytes, v)
+	return judgeFixedPart(n, quickest.wall, long.wall, runSlack(outputBytes, device), v)
 }
 
 // The fixed part of a Run, on a CPU. A backend can tell the host's short
@@ -348,15 +356,14 @@ const fixedPartShare = 0.1
 
 // judgeFixedPart holds the fixed part implied by the quickest short batch
 // of n calls and the long batch of 2n (2·short − long) to the batch rule's
-// per-Run slack with the output file's allowance (ClockBound), plus two
-// calls (long / n: untimed calls an honest backend may make once per
-// Run), plus fixedPartShare of the long batch (CPU noise grows with the
-// calls). v is the marginal rule's verdict, which it returns when the
-// fixed part is within the bound.
-func judgeFixedPart(n int, short, long time.Duration, outputBytes int64, v batchVerdict) batchVerdict {
+// once-per-Run allowance (runSlack), plus two calls (long / n: untimed
+// calls an honest backend may make once per Run), plus fixedPartShare of
+// the long batch (CPU noise grows with the calls). v is the marginal
+// rule's verdict, which it returns when the fixed part is within the
+// bound.
+func judgeFixedPart(n int, short, long, runSlack time.Duration, v batchVerdict) batchVerdict {
 	fixed := 2*short - long
-	s := slackFor(sdk.Device{Kind: "cpu"})
-	bound := s.perRun + time.Duration(outputBytes)*s.perOutputByte + long/time.Duration(n) + time.Duration(fixedPartShare*float64(long))
+	bound := runSlack + long/time.Duration(n) + time.Duration(fixedPartShare*float64(long))
 	if fixed <= bound {
 		return v
 	}

@@ -366,27 +366,27 @@ func TestMarginalVerdict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := marginalVerdict(tt.n, tt.shorts, tt.long, 0)
+			v := marginalVerdict(tt.n, tt.shorts, tt.long, 0, sdk.Device{Kind: "cpu"})
 			if (tt.want == "") != (v.reason == "") || !strings.Contains(v.reason, tt.want) {
 				t.Errorf("marginalVerdict = %q (%.2f of the bound), want %q", v.reason, v.excess, tt.want)
 			}
 		})
 	}
+	// longMinusShort is the marginal rule alone (long − short), against one
+	// of a case's short batches.
+	longMinusShort := func(i, short int) batchVerdict {
+		tt, s := tests[i], tests[i].shorts[short]
+		return judgeMarginal(tt.n, s.wall, tt.long.wall, sumDurations(s.samples.KernelTimes), sumDurations(tt.long.samples.KernelTimes))
+	}
 	// The padded case passes the marginal rule alone: only the fixed part
 	// catches it.
-	padded := tests[len(tests)-4]
-	quick := padded.shorts[1]
-	if v := judgeMarginal(padded.n, quick.wall, padded.long.wall, sumDurations(quick.samples.KernelTimes),
-		sumDurations(padded.long.samples.KernelTimes)); v.reason != "" {
+	if v := longMinusShort(len(tests)-4, 1); v.reason != "" {
 		t.Errorf("the padded lie is caught by long − short (%q): the case does not test the fixed part", v.reason)
 	}
 	// The first case is the one the quickest short batch is for: judged
 	// by long − short against the slowed batch alone, the lie passes (the
 	// fixed part would still catch it: two rules, one lie).
-	slowed := tests[0]
-	first := slowed.shorts[0]
-	if v := judgeMarginal(slowed.n, first.wall, slowed.long.wall, sumDurations(first.samples.KernelTimes),
-		sumDurations(slowed.long.samples.KernelTimes)); v.reason != "" {
+	if v := longMinusShort(0, 0); v.reason != "" {
 		t.Errorf("against the slowed short batch alone the lie is caught (%q): the case does not test the quickest batch", v.reason)
 	}
 }

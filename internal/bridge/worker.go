@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flashcore/bench/internal/environ"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -259,18 +260,9 @@ func (e *workerError) asError() error {
 // plugin's own cache (FLASHCORE_CACHE_DIR, which the host gives each
 // plugin and its wall lets it write), never beside the sources, which is
 // what the variable is for; a PYTHONPYCACHEPREFIX of the user's wins.
-func bytecodeCache(environ []string) []string {
-	get := func(key string) string {
-		value := ""
-		for _, kv := range environ {
-			if v, ok := strings.CutPrefix(kv, key+"="); ok {
-				value = v
-			}
-		}
-		return value
-	}
-	cache := get("FLASHCORE_CACHE_DIR")
-	if get("PYTHONDONTWRITEBYTECODE") == "" || get("PYTHONPYCACHEPREFIX") != "" || cache == "" {
+func bytecodeCache(env []string) []string {
+	cache := environ.Value(env, "FLASHCORE_CACHE_DIR")
+	if environ.Value(env, "PYTHONDONTWRITEBYTECODE") == "" || environ.Value(env, "PYTHONPYCACHEPREFIX") != "" || cache == "" {
 		return nil
 	}
 	return []string{"PYTHONDONTWRITEBYTECODE=", "PYTHONPYCACHEPREFIX=" + filepath.Join(cache, "pycache")}
