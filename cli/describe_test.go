@@ -9,6 +9,7 @@ import (
 
 	"github.com/flashcore/bench/core/host"
 	"github.com/flashcore/bench/internal/cudafile"
+	"github.com/flashcore/bench/internal/nvcc"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -66,12 +67,12 @@ func TestDescribeTakesBackendsAsRunDoes(t *testing.T) {
 // instance; the golden file holds nvcc 13.5's numbers, so the test needs
 // that toolchain (make cuda-toolchain) and skips without it.
 func TestDescribeCompilesTheSpec(t *testing.T) {
-	toolchain := cudafile.ToolchainDir()
+	toolchain := nvcc.ToolchainDir()
 	if toolchain == "" {
 		t.Skip("no pinned CUDA toolchain (make cuda-toolchain fetches it)")
 	}
 	var b strings.Builder
-	compiler := &cudafile.Compiler{NVCC: cudafile.ToolchainNVCC(toolchain), CacheDir: t.TempDir()}
+	compiler := &cudafile.Compiler{NVCC: nvcc.InToolchain(toolchain), CacheDir: t.TempDir()}
 	writeCompiled(&b, "../examples/cuda/templated_causal.toml", sdk.Device{}, compiler)
 	golden(t, "describe-cu-templated-causal", b.String())
 }
@@ -79,7 +80,7 @@ func TestDescribeCompilesTheSpec(t *testing.T) {
 // End to end: flashcore describe cu:FILE, on this machine, shows each
 // instance of the example with its registers.
 func TestDescribeCUFileEndToEnd(t *testing.T) {
-	if _, err := cudafile.FindNVCC(); err != nil {
+	if _, err := nvcc.Find(); err != nil {
 		t.Skip(err)
 	}
 	dir := pluginDir(t, map[string]string{"cuda-file": "plugins/cuda-file/cmd/flashcore-backend-cuda-file"})
@@ -113,7 +114,7 @@ func TestDescribeWithoutNVCC(t *testing.T) {
 	t.Setenv("CUDA_PATH", "")
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	t.Setenv("HOME", t.TempDir())
-	if _, err := cudafile.FindNVCC(); err == nil {
+	if _, err := nvcc.Find(); err == nil {
 		t.Skip("an nvcc outside the places this test empties (/usr/local/cuda)")
 	}
 	writeCompiled(&b, "../examples/cuda/templated_causal.toml", sdk.Device{}, &cudafile.Compiler{})
@@ -125,7 +126,7 @@ func TestDescribeWithoutNVCC(t *testing.T) {
 // A source that does not compile is shown with nvcc's first error, file
 // and line.
 func TestDescribeShowsTheCompileError(t *testing.T) {
-	nvcc, err := cudafile.FindNVCC()
+	nvcc, err := nvcc.Find()
 	if err != nil {
 		t.Skip(err)
 	}

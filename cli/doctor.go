@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/internal/bridge"
-	"github.com/flashcore/bench/internal/cudafile"
+	"github.com/flashcore/bench/internal/nvcc"
 )
 
 // doctorCommand says what this machine has and lacks for each backend:
@@ -116,9 +116,9 @@ func nvidiaDriverVersion() string {
 func cudaToolchainFinding(toolchain, cudaBuild string, p machineProbe) finding {
 	f := finding{Area: "CUDA toolchain"}
 	if toolchain == "" {
-		toolchain = cudafile.ToolchainDir()
+		toolchain = nvcc.ToolchainDir()
 	}
-	nvcc := cudafile.ToolchainNVCC(toolchain)
+	nvcc := nvcc.InToolchain(toolchain)
 	switch {
 	case toolchain == "":
 		f.Found = "not fetched (no ~/.cache/flashcore/cuda-toolchain-*)"

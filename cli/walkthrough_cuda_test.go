@@ -8,6 +8,7 @@ import (
 
 	"github.com/flashcore/bench/cudakit/gpu"
 	"github.com/flashcore/bench/internal/cudafile"
+	"github.com/flashcore/bench/internal/nvcc"
 )
 
 // TestCUDAFileWalkthrough follows the CUDA-file route of
@@ -67,7 +68,7 @@ func TestCUDAFileWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	nvcc, err := cudafile.FindNVCC()
+	nvcc, err := nvcc.Find()
 	if err != nil {
 		t.Skipf("the kernel is not compiled here: %v", err)
 	}

@@ -67,7 +67,7 @@ func (k *kit) checkOpCase(v sdk.Variant, c op.Case) (skip string, err error) {
 func (k *kit) runCase(v sdk.Variant, c op.Case, tunables map[string]string, modes []sdk.L2Mode) (skip string, err error) {
 	// The inputs go in the plugin's own workspace: behind its wall it can
 	// read nowhere else in the temporary directories.
-	dir, err := os.MkdirTemp(k.inst.Workspace(), "case-")
+	dir, err := k.inst.MakeDir(k.inst.Workspace(), "case-")
 	if err != nil {
 		return "", err
 	}

@@ -18,12 +18,15 @@ type Isolation struct {
 	// is frozen while other backends are measured, and its CPU time is
 	// read from it.
 	Cgroup bool `json:"cgroup,omitempty"`
+	// UIDs is set when each plugin runs as a uid of its own (users.go):
+	// the host runs as root and the walls are on.
+	UIDs bool `json:"uids,omitempty"`
 	// NotEnforced names each wall missing, with the reason.
 	NotEnforced []string `json:"not_enforced,omitempty"`
 }
 
 // String is the run header's line: "isolation: landlock (ABI 7), freezer,
-// cpu accounting; not enforced: ...".
+// cpu accounting, a uid per plugin; not enforced: ...".
 func (i Isolation) String() string {
 	var on []string
 	if i.Landlock > 0 {
@@ -31,6 +34,9 @@ func (i Isolation) String() string {
 	}
 	if i.Cgroup {
 		on = append(on, "freezer", "cpu accounting")
+	}
+	if i.UIDs {
+		on = append(on, "a uid per plugin")
 	}
 	line := "isolation: " + strings.Join(on, ", ")
 	if len(on) == 0 {
@@ -64,7 +70,7 @@ func CurrentIsolation() Isolation {
 	off := os.Getenv(IsolationEnv) == "off"
 	switch {
 	case off:
-		i.NotEnforced = append(i.NotEnforced, "landlock and freezer ("+IsolationEnv+"=off)")
+		i.NotEnforced = append(i.NotEnforced, "landlock, freezer and a uid per plugin ("+IsolationEnv+"=off)")
 	case probedLandlock == 0:
 		i.NotEnforced = append(i.NotEnforced, "landlock (the kernel offers none: Linux 5.13 or later with landlock in its lsm= list)")
 	default:
@@ -76,6 +82,14 @@ func CurrentIsolation() Isolation {
 	case !off:
 		i.Cgroup = true
 	}
-	i.NotEnforced = append(i.NotEnforced, "a uid per plugin (every plugin runs as the host's user; landlock keeps their files apart)")
+	switch {
+	case off:
+	case os.Geteuid() != 0:
+		// A user namespace would not help: without root, the only uid it
+		// can map outside is the host's own.
+		i.NotEnforced = append(i.NotEnforced, "a uid per plugin (the host does not run as root, so every plugin runs as its user; landlock keeps their files apart)")
+	default:
+		i.UIDs = true
+	}
 	return i
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -36,6 +37,9 @@ type pluginProcess struct {
 	// machine offers Landlock, it is not turned off, and no wrapper runs
 	// the plugin (a profiler needs the machine's temporary directories).
 	walled bool
+	// user is who the plugin runs as (users.go), chosen when its command
+	// is made.
+	user pluginUser
 
 	mu      sync.Mutex
 	started bool
@@ -64,7 +68,8 @@ func newPluginProcess(p Plugin, root string) (*pluginProcess, error) {
 // the plugin's Unix socket (the reaper removes it too, should the host die).
 func (pp *pluginProcess) command(wrapper []string, profiled bool, extra, env, pin []string, sockets string) error {
 	plugin := pluginCommand(pp.plugin.Path, pp.plugin.args(), wrapper).Args
-	if len(wrapper) > 0 || profiled {
+	watched := len(wrapper) > 0 || profiled
+	if watched {
 		pp.walled = false
 	}
 	// Its own caches, walled or not: a plugin under ncu (the timing
@@ -73,15 +78,25 @@ func (pp *pluginProcess) command(wrapper []string, profiled bool, extra, env, pi
 	extra = pp.caches(extra)
 	// exec keeps the last of a duplicated key.
 	all := append(append(append([]string(nil), extra...), env...), pin...)
-	wall := ""
+	pp.user = pp.chooseUser(all, watched)
+	caches := cacheDirs(all)
+	if pp.user.own() {
+		// Its workspace, its socket's directory and its caches become its
+		// own, private to it.
+		if err := giveTo(pp.user.UID, append([]string{pp.scratch, sockets}, caches...)...); err != nil {
+			return fmt.Errorf("give the plugin's directories to its user %d: %w", pp.user.UID, err)
+		}
+	}
+	var wall *wallRules
 	if pp.walled {
 		// The plugin's binary may be a link (a multicall binary's name):
 		// canonical grants what it points to.
-		wall = wallFor(privateDirs(), sharedDirs(filepath.Dir(pp.scratch)), append(cacheDirs(all), pp.scratch, sockets),
+		wall = wallFor(privateDirs(), sharedDirs(filepath.Dir(pp.scratch)), append(caches, pp.scratch, sockets),
 			append(pythonPlaces(all), pp.plugin.Path, filepath.Dir(pp.plugin.Path), linkedDir(pp.plugin.Path),
-				fileDir(pp.plugin.PythonFile), fileDir(pp.plugin.CUDAFile))).encode()
+				fileDir(pp.plugin.PythonFile), fileDir(pp.plugin.CUDAFile)))
+		wall.UID = pp.user.UID
 	}
-	cmd := exec.Command("/proc/self/exe", reaperArgs(pp.scratch, sockets, pp.cgroup, wall, plugin)...)
+	cmd := exec.Command("/proc/self/exe", reaperArgs(pp.scratch, sockets, pp.cgroup, wall.encode(), pp.user.UID, plugin)...)
 	cmd.Args[0] = "flashcore-reaper"
 	cmd.Env = append(all, reaperEnv+"="+strconv.Itoa(os.Getpid()))
 	cmd.Stdin = os.Stdin
@@ -192,9 +207,10 @@ func (pp *pluginProcess) HostToPlugin(network, address string) (string, string, 
 	return network, address, nil
 }
 
-// reaperArgs is the reaper's command line after argv[0].
-func reaperArgs(scratch, sockets, cgroup, wall string, command []string) []string {
-	return append([]string{"-scratch", scratch, "-sockets", sockets, "-cgroup", cgroup, "-wall", wall, "--"}, command...)
+// reaperArgs is the reaper's command line after argv[0]; uid 0 starts the
+// plugin as the host's user.
+func reaperArgs(scratch, sockets, cgroup, wall string, uid int, command []string) []string {
+	return append([]string{"-scratch", scratch, "-sockets", sockets, "-cgroup", cgroup, "-wall", wall, "-uid", strconv.Itoa(uid), "--"}, command...)
 }
 
 // reaperEnv marks a process as a plugin's reaper; its value is the host's

@@ -46,6 +46,7 @@ type reaperConfig struct {
 	sockets string   // go-plugin's socket directory, removed at the end
 	cgroup  string   // the plugin's cgroup, or "" to use none
 	wall    string   // the plugin's wall rules (wall.go), or "" to start it unconfined
+	uid     int      // the plugin's own user (users.go), or 0 for the host's
 	command []string // the plugin (under its wrapper, if any)
 }
 
@@ -61,6 +62,7 @@ func parseReaperArgs(hostPID string, args []string) (reaperConfig, error) {
 	flags.StringVar(&c.sockets, "sockets", "", "go-plugin's socket directory")
 	flags.StringVar(&c.cgroup, "cgroup", "", "the plugin's cgroup directory")
 	flags.StringVar(&c.wall, "wall", "", "the plugin's wall rules")
+	flags.IntVar(&c.uid, "uid", 0, "the plugin's own uid, or 0")
 	if err := flags.Parse(args); err != nil {
 		return c, err
 	}
@@ -138,7 +140,7 @@ func (c reaperConfig) cleanUp() {
 // startPlugin starts the plugin with the reaper's stdio (the go-plugin
 // handshake travels on stdout), TMPDIR set to the scratch directory, inside
 // the cgroup when one is given and usable, behind its wall when it has
-// one, and killed if the reaper dies.
+// one, as its own user when it has one, and killed if the reaper dies.
 func (c reaperConfig) startPlugin() (int, error) {
 	path := c.command[0]
 	if !strings.Contains(path, "/") { // a wrapper, from PATH
@@ -155,16 +157,23 @@ func (c reaperConfig) startPlugin() (int, error) {
 		path = "/proc/self/exe"
 		env = append(env, wallEnv+"="+c.wall)
 	}
+	sys := syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if c.uid > 0 && c.wall == "" {
+		// Behind a wall, the wall becomes the plugin's user once confined.
+		sys.Credential = &syscall.Credential{Uid: uint32(c.uid), Gid: uint32(c.uid), Groups: []uint32{}}
+	}
 	attr := &os.ProcAttr{
 		Env:   env,
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+		Sys:   &sys,
 	}
 	if c.cgroup != "" {
 		if fd, err := syscall.Open(c.cgroup, syscall.O_DIRECTORY|syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
 			defer syscall.Close(fd)
 			inCgroup := *attr
-			inCgroup.Sys = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, UseCgroupFD: true, CgroupFD: fd}
+			withFD := sys
+			withFD.UseCgroupFD, withFD.CgroupFD = true, fd
+			inCgroup.Sys = &withFD
 			if p, err := os.StartProcess(path, argv, &inCgroup); err == nil {
 				return p.Pid, nil
 			}

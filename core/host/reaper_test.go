@@ -97,13 +97,15 @@ func TestParseReaperArgs(t *testing.T) {
 		wantErr string
 	}{
 		{
-			name: "round trip", hostPID: "4242", args: reaperArgs("/tmp/s", "/tmp/p", "/cg/p", `{"read":["/"]}`, []string{"wrap", "-x", "/bin/plugin"}),
+			name: "round trip", hostPID: "4242", args: reaperArgs("/tmp/s", "/tmp/p", "/cg/p", `{"read":["/"]}`, 0, []string{"wrap", "-x", "/bin/plugin"}),
 			want: reaperConfig{hostPID: 4242, scratch: "/tmp/s", sockets: "/tmp/p", cgroup: "/cg/p", wall: `{"read":["/"]}`, command: []string{"wrap", "-x", "/bin/plugin"}},
 		},
-		{name: "no cgroup", hostPID: "7", args: reaperArgs("/tmp/s", "", "", "", []string{"/bin/plugin"}),
+		{name: "own user", hostPID: "7", args: reaperArgs("/tmp/s", "", "", "", 0x5f000001, []string{"/bin/plugin"}),
+			want: reaperConfig{hostPID: 7, scratch: "/tmp/s", uid: 0x5f000001, command: []string{"/bin/plugin"}}},
+		{name: "no cgroup", hostPID: "7", args: reaperArgs("/tmp/s", "", "", "", 0, []string{"/bin/plugin"}),
 			want: reaperConfig{hostPID: 7, scratch: "/tmp/s", command: []string{"/bin/plugin"}}},
-		{name: "not a pid", hostPID: "yes", args: reaperArgs("", "", "", "", []string{"p"}), wantErr: `FLASHCORE_REAPER="yes" is not a host pid`},
-		{name: "no command", hostPID: "7", args: reaperArgs("/s", "", "", "", nil), wantErr: "no plugin command"},
+		{name: "not a pid", hostPID: "yes", args: reaperArgs("", "", "", "", 0, []string{"p"}), wantErr: `FLASHCORE_REAPER="yes" is not a host pid`},
+		{name: "no command", hostPID: "7", args: reaperArgs("/s", "", "", "", 0, nil), wantErr: "no plugin command"},
 		{name: "unknown flag", hostPID: "7", args: []string{"-frob", "--", "p"}, wantErr: "flag provided but not defined: -frob"},
 	}
 	for _, tt := range tests {

@@ -11,7 +11,8 @@ import (
 )
 
 // IsolationEnv turns the walls between plugins off when set to "off"
-// (Landlock and the freezer; the cgroup has its own switch, CgroupEnv).
+// (Landlock, the freezer and the plugins' own uids; the cgroup has its own
+// switch, CgroupEnv).
 const IsolationEnv = "FLASHCORE_ISOLATION"
 
 // wallRules are what one plugin may touch once confined: it reads and runs
@@ -24,9 +25,17 @@ type wallRules struct {
 	Read    []string `json:"read"`
 	Write   []string `json:"write"`
 	Devices []string `json:"devices"`
+	// UID is the plugin's own user (users.go), which the wall becomes once
+	// it has confined itself, just before it executes the plugin; 0 keeps
+	// the host's.
+	UID int `json:"uid,omitempty"`
 }
 
-func (w wallRules) encode() string {
+// encode is the rules as the reaper passes them on; "" for none.
+func (w *wallRules) encode() string {
+	if w == nil {
+		return ""
+	}
 	data, _ := json.Marshal(w)
 	return string(data)
 }
@@ -38,14 +47,14 @@ func (w wallRules) encode() string {
 // workspace's or socket directory's name (ownedByAPlugin), nor what is
 // made there later. extraRead are the plugin's own files that may lie in
 // either (its binary, its Python or CUDA file, PYTHONPATH).
-func wallFor(private, shared, write, extraRead []string) wallRules {
+func wallFor(private, shared, write, extraRead []string) *wallRules {
 	private, shared = canonical(private), canonical(shared)
 	// /proc is writable because the CUDA driver names its threads through
 	// /proc/self/task/<tid>/comm, and cuInit fails without it (measured on
 	// an H100); Landlock cannot grant each process of a plugin its own
 	// /proc entry only. Another plugin's entries stay out of reach where
 	// they need ptrace access, which Landlock denies across domains.
-	w := wallRules{Write: canonical(append(write, "/proc")), Devices: deviceFiles()}
+	w := &wallRules{Write: canonical(append(write, "/proc")), Devices: deviceFiles()}
 	w.Read = append(readableOutside("/", private, shared), canonical(extraRead)...)
 	return w
 }
@@ -163,14 +172,36 @@ var cacheEnv = []string{"TRITON_CACHE_DIR", "CUDA_CACHE_PATH", "TORCHINDUCTOR_CA
 // (cacheDirs makes whichever wins writable). No plugin can then leave a
 // compiled kernel where another would load it.
 func (pp *pluginProcess) caches(extra []string) []string {
-	base, err := os.UserCacheDir()
-	if err != nil {
+	base := pluginCacheRoot()
+	if base == "" {
 		return extra
 	}
-	dir := filepath.Join(base, "flashcore", "plugins", safeName(pp.plugin.Name))
+	dir := filepath.Join(base, safeName(pp.plugin.Name))
 	return append(append([]string(nil), extra...),
 		"TRITON_CACHE_DIR="+filepath.Join(dir, "triton"), "CUDA_CACHE_PATH="+filepath.Join(dir, "nv"),
 		"TORCHINDUCTOR_CACHE_DIR="+filepath.Join(dir, "inductor"), "FLASHCORE_CACHE_DIR="+dir)
+}
+
+// sharedCacheRoot is where the plugins' caches are kept where each plugin
+// has a uid of its own (users.go): root's home is closed to other users, so
+// each plugin's cache is a directory of its own here, open to it alone.
+const sharedCacheRoot = "/var/cache/flashcore/plugins"
+
+// pluginCacheRoot is the directory the plugins' caches are made in: the
+// user's cache folder (~/.cache/flashcore/plugins), or sharedCacheRoot
+// where plugins get uids of their own and it can be made; "" when there is
+// none.
+func pluginCacheRoot() string {
+	if CurrentIsolation().UIDs {
+		if os.MkdirAll(sharedCacheRoot, 0o755) == nil {
+			return sharedCacheRoot
+		}
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(base, "flashcore", "plugins")
 }
 
 // cacheDirs are the directories the cache variables of env name, made

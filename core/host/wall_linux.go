@@ -43,6 +43,12 @@ func wallMain(rules string, command []string) int {
 		fmt.Fprintf(os.Stderr, "flashcore wall: %v\n", err)
 		return 126
 	}
+	if w.UID > 0 {
+		if err := becomeUser(w.UID); err != nil {
+			fmt.Fprintf(os.Stderr, "flashcore wall: %v\n", err)
+			return 126
+		}
+	}
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, wallEnv+"=") {
@@ -53,6 +59,24 @@ func wallMain(rules string, command []string) int {
 	// Said as the reaper says it when it starts a plugin itself.
 	fmt.Fprintf(os.Stderr, "flashcore: start plugin: %v\n", &os.PathError{Op: "fork/exec", Path: command[0], Err: err})
 	return 127
+}
+
+// becomeUser gives up root for uid, with the gid of the same number and
+// no supplementary groups, on the calling thread: the one that executes
+// the plugin (execve runs with that thread's credentials, and ends the
+// others). The raw system calls change this thread alone, as the kernel's
+// do; there is nothing to undo should one fail, since the wall then exits.
+func becomeUser(uid int) error {
+	if _, _, errno := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); errno != 0 {
+		return fmt.Errorf("setgroups: %w", errno)
+	}
+	if _, _, errno := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(uid), uintptr(uid), uintptr(uid)); errno != 0 {
+		return fmt.Errorf("setresgid(%d): %w", uid, errno)
+	}
+	if _, _, errno := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); errno != 0 {
+		return fmt.Errorf("setresuid(%d): %w", uid, errno)
+	}
+	return nil
 }
 
 // Landlock's file-system rights (linux/landlock.h), by the ABI version

@@ -53,6 +53,11 @@ func (r *runner) startBackends(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	var instances []*host.Instance
+	for _, b := range r.backends {
+		instances = append(instances, b.instance)
+	}
+	r.run.Environment.Isolation = host.CurrentIsolation().WithUserNotes(instances).String()
 	refuseImpostors(r.backends)
 	for _, b := range r.backends {
 		if !b.description.Available && b.instance != nil {

@@ -49,7 +49,7 @@ func (r *runner) runRow(ctx context.Context, rw row, c op.Case, in *caseInputs) 
 		r.clock.mark(results.PhaseStart, "")
 	}
 	rw.backend.stderrMark = rw.backend.instance.StderrWritten()
-	ws, err := newWorkspace(rowCaseDir(rw.backend, in.name), c, in.inputs)
+	ws, err := newWorkspace(rowCaseDir(rw.backend, in.name), c, in.inputs, rw.backend.instance.MakeDir)
 	if err != nil {
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
 		return res

@@ -42,15 +42,17 @@ func hashTensors(in *op.Inputs) inputHashes {
 	return out
 }
 
-// newWorkspace makes a row's directory under caseDir and writes the inputs.
+// newWorkspace makes a row's directory under caseDir with makeDir (the
+// plugin's, so that it may write there as its own user) and writes the
+// inputs.
 // A backend may have removed caseDir, or put a file or a link in its
 // place (or its parent's); the host takes the place back first, so the
 // next row is not blamed for what an earlier one did.
-func newWorkspace(caseDir string, c op.Case, in *op.Inputs) (*workspace, error) {
+func newWorkspace(caseDir string, c op.Case, in *op.Inputs, makeDir func(parent, pattern string) (string, error)) (*workspace, error) {
 	if err := reclaimDir(caseDir, 2); err != nil {
 		return nil, fmt.Errorf("row workspace: %w", err)
 	}
-	dir, err := os.MkdirTemp(caseDir, "row-")
+	dir, err := makeDir(caseDir, "row-")
 	if err != nil {
 		return nil, fmt.Errorf("row workspace: %w", err)
 	}

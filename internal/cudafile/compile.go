@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/flashcore/bench/cudakit"
 	"github.com/flashcore/bench/cudakit/gpu"
+	"github.com/flashcore/bench/internal/nvcc"
 )
 
 // compileTimeout bounds one nvcc run.
@@ -31,7 +31,7 @@ var headerExts = []string{".h", ".cuh", ".hpp", ".inc", ".inl"}
 // Compiler makes module images from a spec for the device there: a
 // prebuilt binary as it is, a source through nvcc, cached by what went in.
 type Compiler struct {
-	// NVCC is the compiler; "" finds it (FindNVCC) on first use.
+	// NVCC is the compiler; "" finds it (nvcc.Find) on first use.
 	NVCC string
 	// CacheDir holds compiled images; "" is CacheDir().
 	CacheDir string
@@ -50,62 +50,6 @@ func CacheDir() string {
 		return filepath.Join(dir, "flashcore", "cuda-file")
 	}
 	return filepath.Join(os.TempDir(), "flashcore-cache", "cuda-file")
-}
-
-// FindNVCC is $FLASHCORE_NVCC, nvcc on PATH, $CUDA_HOME/bin/nvcc or
-// /usr/local/cuda/bin/nvcc, else the nvcc of the project's pinned CUDA
-// toolchain that make build fetched (~/.cache/flashcore/cuda-toolchain-*),
-// the first that exists. A machine's own nvcc comes first: it is the one
-// its driver is sure to understand.
-func FindNVCC() (string, error) {
-	if p := os.Getenv("FLASHCORE_NVCC"); p != "" {
-		return p, nil
-	}
-	if p, err := exec.LookPath("nvcc"); err == nil {
-		return p, nil
-	}
-	for _, home := range []string{os.Getenv("CUDA_HOME"), os.Getenv("CUDA_PATH"), "/usr/local/cuda"} {
-		if home == "" {
-			continue
-		}
-		if p := filepath.Join(home, "bin", "nvcc"); isFile(p) {
-			return p, nil
-		}
-	}
-	if p := toolchainNVCC(); p != "" {
-		return p, nil
-	}
-	return "", errors.New("no nvcc found (looked at $FLASHCORE_NVCC, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin and the toolchain make build fetches): run make cuda-toolchain, install the CUDA toolkit, or give the spec a prebuilt binary = \"kernel.cubin\"")
-}
-
-// ToolchainDir is the newest complete copy of the build's pinned CUDA
-// toolchain under the user's cache (mk/cuda.mk fetches it there), or "".
-func ToolchainDir() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	stamps, _ := filepath.Glob(filepath.Join(dir, "flashcore", "cuda-toolchain-*", ".installed"))
-	newest, best := "", time.Time{}
-	for _, stamp := range stamps {
-		if info, err := os.Stat(stamp); err == nil && info.ModTime().After(best) {
-			newest, best = filepath.Dir(stamp), info.ModTime()
-		}
-	}
-	return newest
-}
-
-// ToolchainNVCC is the nvcc inside a toolchain folder.
-func ToolchainNVCC(toolchain string) string {
-	return filepath.Join(toolchain, "nvidia", "cu13", "bin", "nvcc")
-}
-
-// toolchainNVCC is the nvcc of ToolchainDir, or "".
-func toolchainNVCC() string {
-	if dir := ToolchainDir(); dir != "" && isFile(ToolchainNVCC(dir)) {
-		return ToolchainNVCC(dir)
-	}
-	return ""
 }
 
 func isFile(p string) bool {
@@ -260,9 +204,9 @@ func (c *Compiler) build(spec *Spec, arch string, tunables map[string]string) (c
 }
 
 // compiler finds nvcc and reads its version once.
-func (c *Compiler) compiler() (nvcc, version string, err error) {
+func (c *Compiler) compiler() (compiler, version string, err error) {
 	if c.NVCC == "" {
-		if c.NVCC, err = FindNVCC(); err != nil {
+		if c.NVCC, err = nvcc.Find(); err != nil {
 			return "", "", err
 		}
 	}

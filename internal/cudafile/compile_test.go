@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flashcore/bench/cudakit/gpu"
+	"github.com/flashcore/bench/internal/nvcc"
 )
 
 // h100 is the device the compile tests target; no GPU is needed to compile.
@@ -14,11 +15,11 @@ var h100 = gpu.DeviceInfo{Name: "NVIDIA H100 80GB HBM3", Major: 9, Minor: 0}
 
 func nvccOrSkip(t *testing.T) string {
 	t.Helper()
-	nvcc, err := FindNVCC()
+	found, err := nvcc.Find()
 	if err != nil {
 		t.Skip(err)
 	}
-	return nvcc
+	return found
 }
 
 // The example compiles for the device's architecture with nvcc; a second

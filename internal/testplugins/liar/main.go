@@ -46,8 +46,8 @@
 //	               nvidia-smi as any process may: only a clock the plugin
 //	               does not hold (the timing audit's ncu) can tell
 //
-// and the lies against neighbours, in neighbours.go: peek, meddle, burn
-// and escape.
+// and the lies against neighbours, in neighbours.go: peek, meddle, burn,
+// escape and root.
 package main
 
 import (

@@ -27,7 +27,12 @@ import (
 //	        whatever the host measures next to it
 //	escape  writes its pid into the root cgroup, to outlive the host, and
 //	        says in a warning whether it could
-var neighbourLies = map[string]bool{"peek": true, "meddle": true, "burn": true, "escape": true}
+//	root    uses root's powers where Landlock lets a plugin write (/proc):
+//	        it writes a sysctl (vm.stat_interval, its own value back, so
+//	        the machine is unchanged) and says in a warning as which uid it
+//	        ran and whether the write went through; a plugin that can
+//	        write sysctls can retune the scheduler under its neighbours
+var neighbourLies = map[string]bool{"peek": true, "meddle": true, "burn": true, "escape": true, "root": true}
 
 var (
 	neighbourOnce sync.Once
@@ -35,6 +40,7 @@ var (
 	stolen        = map[string][]byte{} // output by input hash
 	meddled       int
 	escapeResult  string
+	rootResult    string
 )
 
 // startNeighbourLie starts the lie's work in the background, once.
@@ -56,6 +62,8 @@ func (l *liar) startNeighbourLie() {
 			}()
 		case "escape":
 			escapeResult = escapeToRootCgroup()
+		case "root":
+			rootResult = writeSysctl()
 		}
 	})
 }
@@ -167,6 +175,24 @@ func escapeToRootCgroup() string {
 	return "escape: no cgroup2 mount"
 }
 
+// sysctlFile is the sysctl the root lie writes: its own value back.
+const sysctlFile = "/proc/sys/vm/stat_interval"
+
+// writeSysctl writes sysctlFile's value back to it, and says as which uid
+// and how that went: "root: uid 0, sysctl written" or "root: uid N,
+// sysctl: <error>".
+func writeSysctl() string {
+	said := fmt.Sprintf("root: uid %d, ", os.Getuid())
+	value, err := os.ReadFile(sysctlFile)
+	if err != nil {
+		return said + "sysctl: " + err.Error()
+	}
+	if err := os.WriteFile(sysctlFile, value, 0); err != nil {
+		return said + "sysctl: " + err.Error()
+	}
+	return said + "sysctl written"
+}
+
 // neighbourDiagnostics tell the test what the lie managed.
 func (l *liar) neighbourDiagnostics() []sdk.Diagnostic {
 	stolenMu.Lock()
@@ -179,6 +205,8 @@ func (l *liar) neighbourDiagnostics() []sdk.Diagnostic {
 		summary = fmt.Sprintf("meddle: changed %d input files", meddled)
 	case "escape":
 		summary = escapeResult
+	case "root":
+		summary = rootResult
 	default:
 		return nil
 	}

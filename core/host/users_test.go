@@ -1,0 +1,104 @@
+package host
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestClosedToOthers(t *testing.T) {
+	root := t.TempDir()
+	for _, dir := range []string{filepath.Dir(root), root} { // the test's, and the case's
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(rel string, mode os.FileMode, dir bool) string {
+		p := filepath.Join(root, rel)
+		if dir {
+			if err := os.Mkdir(p, mode); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(p, nil, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		return p
+	}
+	open := mk("open", 0o755, true)
+	closed := mk("closed", 0o700, true)
+	searchOnly := mk("search-only", 0o711, true)
+	mk("open/tool", 0o755, false)
+	mk("open/data", 0o644, false)
+	mk("open/private", 0o600, false)
+	mk("closed/tool", 0o755, false)
+	mk("search-only/tool", 0o755, false)
+	if err := os.Symlink(filepath.Join(closed, "tool"), filepath.Join(open, "link-to-closed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(open, "tool"), filepath.Join(open, "link-to-open")); err != nil {
+		t.Fatal(err)
+	}
+	// The way to root itself must be open for any case to be.
+	if way := closedToOthers(root, false); way != "" {
+		t.Skipf("the temporary directory is closed to other users here (%s)", way)
+	}
+	tests := []struct {
+		name, path string
+		exec       bool
+		want       string
+	}{
+		{"open binary", filepath.Join(open, "tool"), true, ""},
+		{"open data", filepath.Join(open, "data"), false, ""},
+		{"data run as a binary", filepath.Join(open, "data"), true, filepath.Join(open, "data")},
+		{"private file", filepath.Join(open, "private"), false, filepath.Join(open, "private")},
+		{"in a closed directory", filepath.Join(closed, "tool"), true, closed},
+		{"a closed directory", closed, false, closed},
+		{"through a directory others may only search", filepath.Join(searchOnly, "tool"), true, ""},
+		{"a directory others may only search", searchOnly, false, searchOnly},
+		{"a link into a closed directory", filepath.Join(open, "link-to-closed"), true, closed},
+		{"a link to an open file", filepath.Join(open, "link-to-open"), true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := closedToOthers(tt.path, tt.exec); got != tt.want {
+				t.Errorf("closedToOthers(%s, %v) = %q, want %q", tt.path, tt.exec, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPluginUIDs(t *testing.T) {
+	a, b := pluginUID("uid-test-a"), pluginUID("uid-test-b")
+	if a == b {
+		t.Errorf("two plugins share uid %d", a)
+	}
+	if again := pluginUID("uid-test-a"); again != a {
+		t.Errorf("the same name got uid %d, then %d", a, again)
+	}
+	for _, uid := range []int{a, b} {
+		if uid < pluginUIDBase || uid >= pluginUIDBase+pluginUIDSpan {
+			t.Errorf("uid %d is outside the plugins' range", uid)
+		}
+	}
+	// A name whose uid another plugin holds moves on past every taken one.
+	uidsMu.Lock()
+	uidsTaken[a], uidsTaken[a+1] = "holder", "another holder"
+	uidsMu.Unlock()
+	if got := pluginUID("uid-test-a"); got != a+2 {
+		t.Errorf("with uids %d and %d taken the name got %d, want %d", a, a+1, got, a+2)
+	}
+}
+
+func TestUserNotes(t *testing.T) {
+	inst := func(name, why string) *Instance {
+		return &Instance{Plugin: Plugin{Name: name}, process: &pluginProcess{user: pluginUser{WhyNot: why}}}
+	}
+	got := userNotes([]*Instance{inst("b", "/root is closed"), nil, inst("a", "/root is closed"), inst("c", ""), inst("d", "X=y is the host's")})
+	want := []string{"a uid for a, b: /root is closed", "a uid for d: X=y is the host's"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("userNotes = %q, want %q", got, want)
+	}
+}
