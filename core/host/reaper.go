@@ -150,7 +150,7 @@ func (c reaperConfig) startPlugin() (int, error) {
 		}
 	}
 	argv := c.command
-	env := pluginEnv(os.Environ(), c.scratch)
+	env := pluginEnv(os.Environ(), c.scratch, c.uid)
 	if c.wall != "" {
 		// The host's binary confines itself and then executes the plugin.
 		argv = append([]string{"flashcore-wall", path}, c.command...)
@@ -188,13 +188,15 @@ func (c reaperConfig) startPlugin() (int, error) {
 }
 
 // pluginEnv is the reaper's environment for the plugin: without the
-// reaper's marker, and with TMPDIR in the scratch directory, so that what
-// the plugin and its children leave in temporary files goes with it.
-func pluginEnv(environ []string, scratch string) []string {
-	env := make([]string, 0, len(environ)+1)
+// reaper's marker, with TMPDIR in the scratch directory, so that what the
+// plugin and its children leave in temporary files goes with it, and, for
+// a plugin with a uid of its own, USER and LOGNAME naming it
+// (pluginUserName).
+func pluginEnv(environ []string, scratch string, uid int) []string {
+	env := make([]string, 0, len(environ)+3)
 	for _, kv := range environ {
 		key, _, _ := strings.Cut(kv, "=")
-		if key == reaperEnv || (key == "TMPDIR" && scratch != "") {
+		if key == reaperEnv || (key == "TMPDIR" && scratch != "") || (uid > 0 && (key == "USER" || key == "LOGNAME")) {
 			continue
 		}
 		env = append(env, kv)
@@ -202,8 +204,17 @@ func pluginEnv(environ []string, scratch string) []string {
 	if scratch != "" {
 		env = append(env, "TMPDIR="+scratch)
 	}
+	if uid > 0 {
+		env = append(env, "USER="+pluginUserName(uid), "LOGNAME="+pluginUserName(uid))
+	}
 	return env
 }
+
+// pluginUserName is the name a plugin's own uid goes by in its
+// environment. The uid has no entry in the passwd database, so Python's
+// getpass.getuser(), which torch.compile asks, would raise KeyError
+// without it (seen on the H100); it reads LOGNAME and USER first.
+func pluginUserName(uid int) string { return "flashcore-" + strconv.Itoa(uid) }
 
 // reapChildren waits for every child of the reaper, the plugin and the
 // orphans re-parented to it, so none stays a zombie, and reports the

@@ -76,13 +76,19 @@ func TestPluginEnv(t *testing.T) {
 		name    string
 		environ []string
 		scratch string
+		uid     int
 		want    []string
 	}{
-		{"scratch replaces TMPDIR", []string{"A=1", "TMPDIR=/tmp", reaperEnv + "=12", "B=2"}, "/s", []string{"A=1", "B=2", "TMPDIR=/s"}},
-		{"no scratch keeps TMPDIR", []string{"TMPDIR=/tmp", reaperEnv + "=12"}, "", []string{"TMPDIR=/tmp"}},
+		{"scratch replaces TMPDIR", []string{"A=1", "TMPDIR=/tmp", reaperEnv + "=12", "B=2"}, "/s", 0, []string{"A=1", "B=2", "TMPDIR=/s"}},
+		{"no scratch keeps TMPDIR", []string{"TMPDIR=/tmp", reaperEnv + "=12"}, "", 0, []string{"TMPDIR=/tmp"}},
+		{"the host's user keeps its names", []string{"USER=root", "LOGNAME=root"}, "", 0, []string{"USER=root", "LOGNAME=root"}},
+		{"an own uid is named", []string{"USER=root", "A=1", "LOGNAME=root"}, "/s", 1593835521,
+			[]string{"A=1", "TMPDIR=/s", "USER=flashcore-1593835521", "LOGNAME=flashcore-1593835521"}},
+		{"an own uid is named where the host's user has no name", []string{"A=1"}, "", 7,
+			[]string{"A=1", "USER=flashcore-7", "LOGNAME=flashcore-7"}},
 	}
 	for _, tt := range tests {
-		if got := pluginEnv(tt.environ, tt.scratch); !reflect.DeepEqual(got, tt.want) {
+		if got := pluginEnv(tt.environ, tt.scratch, tt.uid); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}
