@@ -55,6 +55,99 @@ func SampleRuleViolation(s sdk.Samples, m sdk.Measurement) string {
 	return ""
 }
 
+// StopRuleViolation checks that each block of a Run's kernel samples
+// ends where the contract's stopping rule (sdk.CollectSamples, and its
+// Python twin) ends it, so that the count is the harness's rule's and not
+// the backend's choice: the rule stops at the first sample count of at
+// least min_samples that is a multiple of 5 and whose RelativeNoise is
+// below target_noise, at max_samples, or once the block's time cap has
+// passed. A block that goes on past the first point where the noise
+// target was met, or stops short of both the target and max_samples, is
+// refused; and the time caps of the blocks that stopped short must fit in
+// runWall, the host's own clock of the Run ("" when runWall is 0: no
+// clock). Where the Run reports other figures of the same samples than
+// those the rule saw (the CUDA events, where CUPTI's records missed
+// device time; the cross-check then holds CUPTI's), either sequence may
+// keep the rule. A Run whose buffers could not move (fewer blocks than
+// placements: a block then holds two blocks' rules) is not replayed.
+func StopRuleViolation(s sdk.Samples, m sdk.Measurement, runWall time.Duration) string {
+	why := stopRuleViolation(s.KernelTimes, s.KernelBlocks, m, runWall)
+	if why != "" && len(s.CrossCheckTimes) == len(s.KernelTimes) &&
+		stopRuleViolation(s.CrossCheckTimes, s.KernelBlocks, m, runWall) == "" {
+		return ""
+	}
+	return why
+}
+
+// roundingNoise is how far the noise the rule saw may lie from the noise
+// of the samples the host receives: a twin may judge figures with
+// fractions of a nanosecond (a sample's calls' mean), which travel
+// rounded to whole nanoseconds, and half a nanosecond on each of the two
+// order statistics and on the median moves the noise by at most about
+// 1 ns over the median. Twice that is allowed, either way.
+func roundingNoise(samples []time.Duration) float64 {
+	median := sdk.MedianDuration(samples)
+	if median <= 0 {
+		return 0
+	}
+	return 2 / float64(median)
+}
+
+func stopRuleViolation(samples []time.Duration, blocks []int, m sdk.Measurement, runWall time.Duration) string {
+	measurements := []sdk.Measurement{m}
+	switch n := sdk.Placements(m); {
+	case len(blocks) == 0:
+		blocks = []int{len(samples)}
+	case len(blocks) < n:
+		return ""
+	default:
+		measurements = measurements[:0]
+		for i := range blocks {
+			measurements = append(measurements, sdk.BlockMeasurement(m, i))
+		}
+	}
+	var capped time.Duration
+	start := 0
+	for i, count := range blocks {
+		if start+count > len(samples) {
+			return "" // blocksViolation says so
+		}
+		block, bm := samples[start:start+count], measurements[i]
+		start += count
+		lo, hi := max(bm.MinSamples, 1), max(bm.MaxSamples, bm.MinSamples, 1)
+		name := "the samples"
+		if len(blocks) > 1 {
+			name = fmt.Sprintf("placement block %d", i+1)
+		}
+		switch {
+		case count < lo:
+			return fmt.Sprintf("%s hold %d kernel-time samples; the stopping rule takes at least %d", name, count, lo)
+		case count > hi:
+			return fmt.Sprintf("%s hold %d kernel-time samples; the stopping rule takes at most %d", name, count, hi)
+		}
+		for k := lo; k < count; k++ {
+			if k%5 == 0 && sdk.RelativeNoise(block[:k]) < bm.TargetNoise-roundingNoise(block[:k]) {
+				return fmt.Sprintf("%s went on to %d kernel-time samples, but the stopping rule ends at %d, where the noise (%.3g%%) "+
+					"was below target_noise (%.3g%%): the harness's rule chooses the count, not the backend",
+					name, count, k, 100*sdk.RelativeNoise(block[:k]), 100*bm.TargetNoise)
+			}
+		}
+		noiseMet := count%5 == 0 && sdk.RelativeNoise(block) < bm.TargetNoise+roundingNoise(block)
+		if count < hi && !noiseMet {
+			if bm.TimeCap <= 0 {
+				return fmt.Sprintf("%s stopped at %d kernel-time samples, short of max_samples (%d) and of the noise target, with no time cap",
+					name, count, hi)
+			}
+			capped += bm.TimeCap
+		}
+	}
+	if runWall > 0 && capped > runWall {
+		return fmt.Sprintf("the Run stopped sampling short of max_samples and of the noise target, which only its time cap allows "+
+			"(%v in all), but the host timed the whole Run at %v: the harness's rule chooses the count, not the backend", capped, runWall)
+	}
+	return ""
+}
+
 // blocksViolation checks a backend's placement blocks: at most as many as
 // the measurement asks for, each with a sample, together all the samples.
 func blocksViolation(blocks []int, samples, placements int) string {

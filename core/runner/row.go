@@ -267,9 +267,11 @@ func (r *runner) measure(ctx context.Context, b *backend, c op.Case, t *op.Input
 			res.Status, res.Reason = results.StatusError, "host: "+err.Error()
 			return
 		}
+		started := time.Now()
 		samples, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Samples, error) {
 			return api.Run(ctx, runRequest(c, m, ws.timed))
 		})
+		runWall := time.Since(started)
 		if err != nil {
 			r.failRow(res, b, fmt.Sprintf("run (L2 %s)", mode), err)
 			return
@@ -283,7 +285,7 @@ func (r *runner) measure(ctx context.Context, b *backend, c op.Case, t *op.Input
 		if applyDiagnostics(res, samples.Diagnostics) {
 			return
 		}
-		if reason := r.refuseSamples(ops.Of(c).Work(c, t), samples, m, b.description.Device); reason != "" {
+		if reason := r.refuseSamples(ops.Of(c).Work(c, t), samples, m, runWall, b.description.Device); reason != "" {
 			refuse(res, reason)
 			return
 		}
@@ -307,10 +309,14 @@ func refuse(res *results.Result, reason string) {
 	res.Status, res.Reason = results.StatusError, reason
 }
 
-// refuseSamples applies the sample rules, the physical ceilings and the
+// refuseSamples applies the sample rules, the stopping rule (against the
+// host's clock of the Run, runWall), the physical ceilings and the
 // kernel-within-call consistency, in that order; "" accepts the samples.
-func (r *runner) refuseSamples(work op.Work, s sdk.Samples, m sdk.Measurement, device sdk.Device) string {
+func (r *runner) refuseSamples(work op.Work, s sdk.Samples, m sdk.Measurement, runWall time.Duration, device sdk.Device) string {
 	if reason := SampleRuleViolation(s, m); reason != "" {
+		return "samples refused: " + reason
+	}
+	if reason := StopRuleViolation(s, m, runWall); reason != "" {
 		return "samples refused: " + reason
 	}
 	if reason := physicalViolation(work, s, m.L2, device, ceilingsFor(device, r.cpuCeilings)); reason != "" {

@@ -33,6 +33,12 @@
 //	               the host's own batch (no warm-up, no call samples)
 //	best-of-8      takes 8× the samples asked for and reports the fastest
 //	               eighth (as many as asked)
+//	oversamples    ignores the noise target: samples until the time cap
+//	               or max_samples, and reports each sample as the fastest
+//	               it saw
+//	stops-early    stops at min_samples + 1 samples, short of the noise
+//	               target and of its time cap, and reports the fastest
+//	               as every sample
 //	cached         keeps each output by its input hash: a timed call on
 //	               inputs it has seen writes the kept output and computes
 //	               nothing
@@ -269,8 +275,15 @@ func (l *liar) Run(ctx context.Context, request sdk.RunRequest) (sdk.Samples, er
 	m := request.Measurement
 	pad := l.lie == "padded-clock" && l.shortHostBatch(request)
 	sampling := time.Now()
-	if l.lie == "best-of-8" {
+	switch l.lie {
+	case "best-of-8":
 		m.MinSamples, m.MaxSamples = 8*max(m.MinSamples, 1), 8*max(m.MaxSamples, m.MinSamples, 1)
+	case "oversamples":
+		m.TargetNoise = 0
+	case "stops-early":
+		m.MinSamples = max(m.MinSamples, 1) + 1
+		m.MaxSamples, m.TargetNoise, m.TimeCap = m.MinSamples, 0, 0
+		m.WarmupRuns, m.WarmupTime = 0, 0 // a Run far shorter than its time cap
 	}
 	kernel, err := sdk.CollectSamples(ctx, m, compute)
 	if err != nil {
@@ -315,6 +328,11 @@ func (l *liar) Run(ctx context.Context, request sdk.RunRequest) (sdk.Samples, er
 	case "best-of-8":
 		slices.Sort(kernel)
 		kernel = kernel[:len(kernel)/8]
+	case "oversamples", "stops-early":
+		fastest := slices.Min(kernel)
+		for i := range kernel {
+			kernel[i] = fastest
+		}
 	case "bad-calls":
 		for i := range calls {
 			calls[i] = -calls[i]
