@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flashcore/bench/cudakit/gpu"
+	"github.com/flashcore/bench/sdk"
 )
 
 // Keys of the facts every prepared case records.
@@ -42,7 +43,7 @@ const (
 	// and what the cross-check samples are.
 	FactKernelMethod     = "kernel_method"
 	FactKernels          = "kernels"
-	FactCUPTIFallback    = "cupti_fallback"
+	FactCUPTIFallback    = sdk.FactCUPTIFallback
 	FactCrossCheckMethod = "cross_check_method"
 	// FactStepPrefix starts the launch facts of a plan's second and later
 	// kernels: "step2.registers_per_thread".

@@ -76,4 +76,10 @@ const (
 	FactReferenceMethod = "reference_method"
 	// FactReferenceError is why there is no reference.
 	FactReferenceError = "reference_error"
+	// FactCUPTIFallback says why a Run's kernel times are not CUPTI's.
+	// Where CUPTI's records missed device time the CUDA events saw, the Run
+	// reports the events' figures of the same samples and keeps CUPTI's,
+	// which its stopping rule judged, as the cross-check; the host then
+	// replays the rule on either (core/runner.StopRuleViolation).
+	FactCUPTIFallback = "cupti_fallback"
 )

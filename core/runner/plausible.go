@@ -65,14 +65,14 @@ func SampleRuleViolation(s sdk.Samples, m sdk.Measurement) string {
 // target was met, or stops short of both the target and max_samples, is
 // refused; and the time caps of the blocks that stopped short must fit in
 // runWall, the host's own clock of the Run ("" when runWall is 0: no
-// clock). Where the Run reports other figures of the same samples than
-// those the rule saw (the CUDA events, where CUPTI's records missed
-// device time; the cross-check then holds CUPTI's), either sequence may
-// keep the rule. A Run whose buffers could not move (fewer blocks than
+// clock). Where the Run says it reports other figures of the same samples
+// than those the rule saw (fact cupti_fallback: the CUDA events, where
+// CUPTI's records missed device time; the cross-check then holds CUPTI's),
+// either sequence may keep the rule. A Run whose buffers could not move (fewer blocks than
 // placements: a block then holds two blocks' rules) is not replayed.
 func StopRuleViolation(s sdk.Samples, m sdk.Measurement, runWall time.Duration) string {
 	why := stopRuleViolation(s.KernelTimes, s.KernelBlocks, m, runWall)
-	if why != "" && len(s.CrossCheckTimes) == len(s.KernelTimes) &&
+	if why != "" && s.Facts[sdk.FactCUPTIFallback] != "" && len(s.CrossCheckTimes) == len(s.KernelTimes) &&
 		stopRuleViolation(s.CrossCheckTimes, s.KernelBlocks, m, runWall) == "" {
 		return ""
 	}

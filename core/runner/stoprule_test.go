@@ -51,7 +51,10 @@ func TestStopRuleViolation(t *testing.T) {
 		{"blocks' time caps add up", sdk.Samples{KernelTimes: append(noisy(7, 10*us), noisy(9, 10*us)...), KernelBlocks: []int{7, 9}}, placed, 80 * time.Millisecond, "(100ms in all)"},
 		{"a merged block is not replayed", sdk.Samples{KernelTimes: steady(25, 10*us, 3), KernelBlocks: []int{25}}, placed, time.Second, ""},
 		{"the cross-check holds the figures the rule saw",
-			sdk.Samples{KernelTimes: steady(25, 10*us, 3), CrossCheckTimes: noisy(25, 10*us)}, m, time.Second, ""},
+			sdk.Samples{KernelTimes: steady(25, 10*us, 3), CrossCheckTimes: noisy(25, 10*us),
+				Facts: map[string]string{sdk.FactCUPTIFallback: "CUPTI missed device time"}}, m, time.Second, ""},
+		{"a cross-check that keeps the rule is no excuse where the Run swapped nothing",
+			sdk.Samples{KernelTimes: steady(25, 10*us, 3), CrossCheckTimes: noisy(25, 10*us)}, m, time.Second, "the stopping rule ends at 10"},
 		{"neither sequence keeps the rule",
 			sdk.Samples{KernelTimes: steady(25, 10*us, 3), CrossCheckTimes: steady(25, 10*us, 3)}, m, time.Second, "the stopping rule ends at 10"},
 	}
