@@ -52,6 +52,7 @@ var (
 	probeOnce      sync.Once
 	probedLandlock int
 	probedCgroup   error
+	probedUsers    string // why root cannot give plugins uids here; "" when it can
 )
 
 // CurrentIsolation says what the walls are now: the machine is probed
@@ -60,6 +61,7 @@ var (
 func CurrentIsolation() Isolation {
 	probeOnce.Do(func() {
 		probedLandlock = landlockABI()
+		probedUsers = pluginUIDsUnmapped(readFile("/proc/self/uid_map"), readFile("/proc/self/gid_map"), readFile("/proc/self/setgroups"))
 		if dir, err := newPluginCgroup("probe"); err != nil {
 			probedCgroup = err
 		} else {
@@ -88,6 +90,8 @@ func CurrentIsolation() Isolation {
 		// A user namespace would not help: without root, the only uid it
 		// can map outside is the host's own.
 		i.NotEnforced = append(i.NotEnforced, "a uid per plugin (the host does not run as root, so every plugin runs as its user; landlock keeps their files apart)")
+	case probedUsers != "":
+		i.NotEnforced = append(i.NotEnforced, "a uid per plugin ("+probedUsers+")")
 	default:
 		i.UIDs = true
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -56,6 +57,51 @@ func pluginUID(name string) int {
 		}
 		offset = (offset + 1) % pluginUIDSpan
 	}
+}
+
+// pluginUIDsUnmapped says why root cannot give plugins their uids in this
+// user namespace ("" where it can), from /proc/self/uid_map, gid_map and
+// setgroups: a container's namespace may map only some uids (root inside
+// is then another uid outside), so that setresuid and chown to a plugin's
+// uid fail, and one may deny setgroups, which giving up root's groups
+// needs. Missing files (an old kernel, no /proc) mean the initial
+// namespace.
+func pluginUIDsUnmapped(uidMap, gidMap, setgroups string) string {
+	for _, m := range []struct{ name, text string }{{"uid_map", uidMap}, {"gid_map", gidMap}} {
+		if m.text != "" && !mapsRange(m.text, pluginUIDBase, pluginUIDSpan) {
+			return fmt.Sprintf("this user namespace maps no ids %#x–%#x for plugins: /proc/self/%s", pluginUIDBase, pluginUIDBase+pluginUIDSpan-1, m.name)
+		}
+	}
+	if strings.TrimSpace(setgroups) == "deny" {
+		return "this user namespace denies setgroups, which giving up root's groups needs"
+	}
+	return ""
+}
+
+// mapsRange reports whether an id map (lines of "inside outside count")
+// maps every id of [first, first+count) inside.
+func mapsRange(idMap string, first, count int) bool {
+	for _, line := range strings.Split(idMap, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		inside, err1 := strconv.ParseInt(f[0], 10, 64)
+		n, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 == nil && err2 == nil && inside <= int64(first) && int64(first)+int64(count) <= inside+n {
+			return true
+		}
+	}
+	return false
+}
+
+// readFile is path's text, "" when it cannot be read.
+func readFile(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return string(data)
 }
 
 // pluginUser is who a plugin runs as: UID 0 means the host's own user.

@@ -3,6 +3,7 @@ package host
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -100,5 +101,29 @@ func TestUserNotes(t *testing.T) {
 	want := []string{"a uid for a, b: /root is closed", "a uid for d: X=y is the host's"}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("userNotes = %q, want %q", got, want)
+	}
+}
+
+func TestPluginUIDsUnmapped(t *testing.T) {
+	full := "         0          0 4294967295\n"
+	tests := []struct {
+		name, uidMap, gidMap, setgroups string
+		want                            string // "" or a part of the reason
+	}{
+		{"the initial namespace", full, full, "allow\n", ""},
+		{"no /proc", "", "", "", ""},
+		{"a container's 65536 ids", "0 100000 65536\n", "0 100000 65536\n", "allow\n", "/proc/self/uid_map"},
+		{"uids mapped, gids not", full, "0 0 65536\n", "allow\n", "/proc/self/gid_map"},
+		{"the range in a second line", "0 0 1000\n" + "1593835520 1593835520 16777216\n", full, "", ""},
+		{"the range cut short", "0 0 1000\n1593835520 1593835520 16777215\n", full, "", "uid_map"},
+		{"setgroups denied", full, full, "deny\n", "denies setgroups"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := pluginUIDsUnmapped(tt.uidMap, tt.gidMap, tt.setgroups)
+			if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("pluginUIDsUnmapped = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
