@@ -135,7 +135,7 @@ func (pp *pluginProcess) chooseUser(env []string, watched bool) pluginUser {
 // own could not reach, with what needs it; "" when there is none. The
 // places are its binary, its Python or CUDA file, the directory its
 // workspace is made in, the Python interpreter and PYTHONPATH it would
-// use, nvcc for a .cu file, and its caches. A cache named by the host's
+// use, LD_LIBRARY_PATH, nvcc for a .cu file, and its caches. A cache named by the host's
 // environment is shared by every plugin, so no one uid may own it.
 func (pp *pluginProcess) closedPlace(env []string) string {
 	type place struct {
@@ -157,6 +157,9 @@ func (pp *pluginProcess) closedPlace(env []string) string {
 	}
 	for _, dir := range pythonPlaces(env) {
 		places = append(places, place{dir, "the Python's packages", false})
+	}
+	for _, dir := range filepath.SplitList(environ.Value(env, "LD_LIBRARY_PATH")) {
+		places = append(places, place{dir, "a library directory, LD_LIBRARY_PATH", false})
 	}
 	if pp.plugin.CUDAFile != "" {
 		if nvcc, err := nvcc.Find(); err == nil {
