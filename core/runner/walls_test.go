@@ -151,6 +151,7 @@ func TestPluginsRunAsTheirOwnUsers(t *testing.T) {
 	python := openCopies(t, []host.Plugin{{Name: "python3", Path: "/bin/true"}})[0].Path
 	t.Setenv("FLASHCORE_PYTHON", python)
 	t.Setenv("PYTHONPATH", "")
+	t.Setenv("LD_LIBRARY_PATH", "")
 	s, err := suite.Parse("users.toml", []byte(liarSuite))
 	if err != nil {
 		t.Fatal(err)
