@@ -40,6 +40,7 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -306,7 +307,10 @@ func quickMeasurement(mode sdk.L2Mode) sdk.Measurement {
 }
 
 func (k *kit) sampleProblems(s sdk.Samples, m sdk.Measurement) error {
-	switch why := runner.SampleRuleViolation(s, m); {
+	// The stopping rule is replayed without the host's clock of the Run:
+	// the kit checks where each block ends, not the time caps.
+	why := cmp.Or(runner.SampleRuleViolation(s, m), runner.StopRuleViolation(s, m, 0))
+	switch {
 	case len(s.Diagnostics) > 0:
 		return fmt.Errorf("diagnostics %+v", s.Diagnostics)
 	case why != "":

@@ -2,6 +2,7 @@ package cudatest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -208,7 +209,7 @@ func checkOpCase(t *testing.T, backend sdk.Backend, desc sdk.Description, c op.C
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if why := runner.SampleRuleViolation(samples, m); why != "" {
+	if why := cmp.Or(runner.SampleRuleViolation(samples, m), runner.StopRuleViolation(samples, m, 0)); why != "" {
 		t.Errorf("Run: %s", why)
 	}
 	checkReports(t, "last timed call", o.Check(c, in, readFiles(t, timed), d.Check, tol))
