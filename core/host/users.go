@@ -266,7 +266,9 @@ func giveTo(uid int, dirs ...string) error {
 				return nil
 			}
 			if owner, ok := ownerOf(info); !ok || owner != uid {
-				if err := os.Lchown(path, uid, uid); err != nil {
+				// A file another run of the same plugin removed meanwhile
+				// (a cache's temporary file) needs no owner.
+				if err := os.Lchown(path, uid, uid); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return err
 				}
 			}
