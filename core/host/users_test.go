@@ -127,3 +127,42 @@ func TestPluginUIDsUnmapped(t *testing.T) {
 		})
 	}
 }
+
+// TestGiveTo: a plugin's directories, and all beneath them, become its
+// uid's, the top ones private (0700); links are changed, not followed.
+func TestGiveTo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give files away")
+	}
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "triton", "ab"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(dir, "triton", "ab", "k.cubin"), filepath.Join(outside, "other")} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(outside, "other"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	const uid = pluginUIDBase + 12345
+	if err := giveTo(uid, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, filepath.Join(dir, "triton"), filepath.Join(dir, "triton", "ab", "k.cubin"), filepath.Join(dir, "link")} {
+		info, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner, _ := ownerOf(info); owner != uid {
+			t.Errorf("%s is owned by %d, want %d", p, owner, uid)
+		}
+	}
+	if info, _ := os.Stat(dir); info.Mode().Perm() != 0o700 {
+		t.Errorf("the directory's mode is %v, want 0700", info.Mode().Perm())
+	}
+	if info, _ := os.Stat(filepath.Join(outside, "other")); func() int { o, _ := ownerOf(info); return o }() != 0 {
+		t.Errorf("a link's target outside was given away")
+	}
+}
