@@ -61,8 +61,7 @@ func CollectSamples(ctx context.Context, m Measurement, sample Sample) ([]time.D
 // takeSamples is step 2 of CollectSamples: the timed samples, and why
 // they stopped.
 func takeSamples(ctx context.Context, m Measurement, sample Sample) ([]time.Duration, string, error) {
-	minSamples := max(m.MinSamples, 1)
-	maxSamples := max(m.MaxSamples, minSamples)
+	minSamples, maxSamples := SampleBounds(m)
 	samples := make([]time.Duration, 0, minSamples)
 	start := time.Now()
 	for len(samples) < maxSamples {
@@ -80,7 +79,7 @@ func takeSamples(ctx context.Context, m Measurement, sample Sample) ([]time.Dura
 		if m.TimeCap > 0 && time.Since(start) >= m.TimeCap {
 			return samples, StopTimeCap, nil
 		}
-		if len(samples)%checkEvery == 0 && RelativeNoise(samples) < m.TargetNoise {
+		if NoiseStops(samples, m.TargetNoise) {
 			return samples, StopNoise, nil
 		}
 	}
@@ -181,6 +180,22 @@ func BlockMeasurement(m Measurement, i int) Measurement {
 
 // checkEvery is how many samples pass between two noise evaluations.
 const checkEvery = 5
+
+// SampleBounds are the fewest and the most timed samples the stopping
+// rule takes under m: min_samples (at least 1), and max_samples (at least
+// min_samples).
+func SampleBounds(m Measurement) (lo, hi int) {
+	lo = max(m.MinSamples, 1)
+	return lo, max(m.MaxSamples, lo)
+}
+
+// NoiseStops reports whether the stopping rule, once min_samples are
+// taken, stops at samples by the noise target: their count is a multiple
+// of the rule's evaluation interval and their RelativeNoise is below
+// target. The host replays the rule with it (core/runner).
+func NoiseStops(samples []time.Duration, target float64) bool {
+	return len(samples)%checkEvery == 0 && RelativeNoise(samples) < target
+}
 
 func warmUp(ctx context.Context, m Measurement, sample Sample) error {
 	start := time.Now()

@@ -59,17 +59,17 @@ func SampleRuleViolation(s sdk.Samples, m sdk.Measurement) string {
 // ends where the contract's stopping rule (sdk.CollectSamples, and its
 // Python twin) ends it, so that the count is the harness's rule's and not
 // the backend's choice: the rule stops at the first sample count of at
-// least min_samples that is a multiple of 5 and whose RelativeNoise is
-// below target_noise, at max_samples, or once the block's time cap has
-// passed. A block that goes on past the first point where the noise
+// least min_samples where sdk.NoiseStops, at max_samples, or once the
+// block's time cap has passed. A block that goes on past the first point where the noise
 // target was met, or stops short of both the target and max_samples, is
 // refused; and the time caps of the blocks that stopped short must fit in
 // runWall, the host's own clock of the Run ("" when runWall is 0: no
 // clock). Where the Run says it reports other figures of the same samples
 // than those the rule saw (fact cupti_fallback: the CUDA events, where
 // CUPTI's records missed device time; the cross-check then holds CUPTI's),
-// either sequence may keep the rule. A Run whose buffers could not move (fewer blocks than
-// placements: a block then holds two blocks' rules) is not replayed.
+// either sequence may keep the rule. A Run whose buffers could not move
+// (fewer blocks than placements: a block then holds two blocks' rules) is
+// not replayed.
 func StopRuleViolation(s sdk.Samples, m sdk.Measurement, runWall time.Duration) string {
 	why := stopRuleViolation(s.KernelTimes, s.KernelBlocks, m, runWall)
 	if why != "" && s.Facts[sdk.FactCUPTIFallback] != "" && len(s.CrossCheckTimes) == len(s.KernelTimes) &&
@@ -114,7 +114,7 @@ func stopRuleViolation(samples []time.Duration, blocks []int, m sdk.Measurement,
 		}
 		block, bm := samples[start:start+count], measurements[i]
 		start += count
-		lo, hi := max(bm.MinSamples, 1), max(bm.MaxSamples, bm.MinSamples, 1)
+		lo, hi := sdk.SampleBounds(bm)
 		name := "the samples"
 		if len(blocks) > 1 {
 			name = fmt.Sprintf("placement block %d", i+1)
@@ -126,13 +126,13 @@ func stopRuleViolation(samples []time.Duration, blocks []int, m sdk.Measurement,
 			return fmt.Sprintf("%s hold %d kernel-time samples; the stopping rule takes at most %d", name, count, hi)
 		}
 		for k := lo; k < count; k++ {
-			if k%5 == 0 && sdk.RelativeNoise(block[:k]) < bm.TargetNoise-roundingNoise(block[:k]) {
+			if sdk.NoiseStops(block[:k], bm.TargetNoise-roundingNoise(block[:k])) {
 				return fmt.Sprintf("%s went on to %d kernel-time samples, but the stopping rule ends at %d, where the noise (%.3g%%) "+
 					"was below target_noise (%.3g%%): the harness's rule chooses the count, not the backend",
 					name, count, k, 100*sdk.RelativeNoise(block[:k]), 100*bm.TargetNoise)
 			}
 		}
-		noiseMet := count%5 == 0 && sdk.RelativeNoise(block) < bm.TargetNoise+roundingNoise(block)
+		noiseMet := sdk.NoiseStops(block, bm.TargetNoise+roundingNoise(block))
 		if count < hi && !noiseMet {
 			if bm.TimeCap <= 0 {
 				return fmt.Sprintf("%s stopped at %d kernel-time samples, short of max_samples (%d) and of the noise target, with no time cap",
