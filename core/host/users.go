@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/flashcore/bench/internal/environ"
+	"github.com/flashcore/bench/internal/interpreter"
 	"github.com/flashcore/bench/internal/nvcc"
 )
 
@@ -148,12 +149,19 @@ func (pp *pluginProcess) closedPlace(env []string) string {
 		{pp.plugin.CUDAFile, "the CUDA spec", false},
 		{filepath.Dir(pp.scratch), "the workspaces", false},
 	}
-	python := environ.Value(env, "FLASHCORE_PYTHON")
-	if python == "" {
-		python, _ = lookPath("python3", environ.Value(env, "PATH"))
+	// The interpreter its worker would run on, should it be a bridge (the
+	// host cannot tell): the bridges' own rule, for the binary the link
+	// names, as os.Executable gives it to the plugin.
+	exe, err := filepath.EvalSymlinks(pp.plugin.Path)
+	if err != nil {
+		exe = pp.plugin.Path
+	}
+	python := interpreter.For(env, exe)
+	if !strings.Contains(python, "/") {
+		python, _ = lookPath(python, environ.Value(env, "PATH"))
 	}
 	if python != "" {
-		places = append(places, place{python, "the Python, FLASHCORE_PYTHON or python3 on PATH", true})
+		places = append(places, place{python, "the Python, FLASHCORE_PYTHON, the checkout's .venv or python3 on PATH", true})
 	}
 	for _, dir := range pythonPlaces(env) {
 		places = append(places, place{dir, "the Python's packages", false})

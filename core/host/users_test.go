@@ -166,3 +166,58 @@ func TestGiveTo(t *testing.T) {
 		t.Errorf("a link's target outside was given away")
 	}
 }
+
+// TestClosedPlaceFindsTheWorkersPython: the host checks the interpreter a
+// bridge's worker would run on, by the bridges' own rule: a name without a
+// slash on the plugin's PATH, and the checkout's .venv beside the binary.
+func TestClosedPlaceFindsTheWorkersPython(t *testing.T) {
+	if !CurrentIsolation().UIDs {
+		t.Skip("plugins get no uids of their own here")
+	}
+	open := t.TempDir()
+	for _, dir := range []string{filepath.Dir(open), open} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(path string, mode os.FileMode) string {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Dir(path), mode); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	plugin := mk(filepath.Join(open, "bin", "flashcore-backend-x"), 0o755)
+	openPy := mk(filepath.Join(open, "pyopen", "python3x"), 0o755)
+	closedPy := mk(filepath.Join(open, "pyclosed", "python3x"), 0o700)
+	tests := []struct {
+		name string
+		env  []string
+		venv bool   // a closed checkout .venv beside the binary
+		want string // "" or the closed place
+	}{
+		{"a name on PATH, open", []string{"FLASHCORE_PYTHON=python3x", "PATH=" + filepath.Dir(openPy)}, false, ""},
+		{"a name on PATH, closed", []string{"FLASHCORE_PYTHON=python3x", "PATH=" + filepath.Dir(closedPy)}, false, filepath.Dir(closedPy)},
+		{"a path, closed", []string{"FLASHCORE_PYTHON=" + closedPy}, false, filepath.Dir(closedPy)},
+		{"the checkout's .venv, closed", []string{"PATH=" + filepath.Dir(openPy)}, true, filepath.Join(open, ".venv", "bin")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			venv := filepath.Join(open, ".venv")
+			os.RemoveAll(venv)
+			if tt.venv {
+				mk(filepath.Join(venv, "bin", "python"), 0o700)
+			}
+			pp := &pluginProcess{plugin: Plugin{Name: "x", Path: plugin}, scratch: filepath.Join(open, "scratch")}
+			got := pp.closedPlace(append(pp.caches(nil), tt.env...)) // as command() makes it
+			if tt.want == "" && got != "" || tt.want != "" && !strings.HasPrefix(got, tt.want+",") {
+				t.Errorf("closedPlace = %q, want %q first", got, tt.want)
+			}
+		})
+	}
+}

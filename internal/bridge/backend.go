@@ -7,37 +7,21 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 
+	"github.com/flashcore/bench/internal/interpreter"
 	"github.com/flashcore/bench/sdk"
 )
 
 // PythonEnv names the variable that chooses the worker's interpreter.
-const PythonEnv = "FLASHCORE_PYTHON"
+const PythonEnv = interpreter.Env
 
-// Interpreter is the Python the worker runs on: $FLASHCORE_PYTHON, else
-// the project's virtual environment when the plugin runs from a checkout
-// (bin/ or dist/ next to .venv/, as `make setup` makes it), else python3
-// from PATH.
+// Interpreter is the Python the worker runs on (interpreter.For):
+// $FLASHCORE_PYTHON, else the project's virtual environment when the
+// plugin runs from a checkout, else python3 from PATH.
 func Interpreter() string {
-	if python := os.Getenv(PythonEnv); python != "" {
-		return python
-	}
 	exe, _ := os.Executable()
-	return interpreterBeside(exe)
-}
-
-// interpreterBeside is the checkout's .venv Python for a plugin binary at
-// exe (<checkout>/bin/plugin), else python3.
-func interpreterBeside(exe string) string {
-	if exe != "" {
-		venv := filepath.Join(filepath.Dir(filepath.Dir(exe)), ".venv", "bin", "python")
-		if info, err := os.Stat(venv); err == nil && !info.IsDir() {
-			return venv
-		}
-	}
-	return "python3"
+	return interpreter.For(os.Environ(), exe)
 }
 
 // Config says which Python backend a plugin serves.
