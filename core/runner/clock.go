@@ -313,7 +313,7 @@ func shortLooksSlowed(shorts []timedBatch, long timedBatch) bool {
 	return 2*float64(quickestBatch(shorts).wall) > (1+shortSlowedShare)*float64(long.wall)
 }
 
-// quickestBatch is the batch of batches that took the host least time.
+// quickestBatch is the one of batches that took the host the least time.
 func quickestBatch(batches []timedBatch) timedBatch {
 	quickest := batches[0]
 	for _, b := range batches[1:] {
