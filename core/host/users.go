@@ -18,6 +18,7 @@ import (
 	"github.com/flashcore/bench/internal/environ"
 	"github.com/flashcore/bench/internal/interpreter"
 	"github.com/flashcore/bench/internal/nvcc"
+	"github.com/flashcore/bench/internal/untrusted"
 )
 
 // A plugin's own user. Where the host runs as root, each plugin runs as an
@@ -311,7 +312,8 @@ func userNotes(instances []*Instance) []string {
 			continue
 		}
 		why := inst.process.user.WhyNot
-		byReason[why] = append(byReason[why], inst.Plugin.Name)
+		// A name is its binary's file name: any byte but a slash.
+		byReason[why] = append(byReason[why], untrusted.Text(inst.Plugin.Name))
 	}
 	var notes []string
 	for why, names := range byReason {

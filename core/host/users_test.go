@@ -104,6 +104,16 @@ func TestUserNotes(t *testing.T) {
 	}
 }
 
+// TestUserNotesStripControls: a plugin's name is its binary's file name,
+// which may hold any byte but a slash; the run's header gets none of its
+// control characters.
+func TestUserNotesStripControls(t *testing.T) {
+	inst := &Instance{Plugin: Plugin{Name: "x\x1b[2J\ry"}, process: &pluginProcess{user: pluginUser{WhyNot: "closed"}}}
+	if got := userNotes([]*Instance{inst}); len(got) != 1 || strings.ContainsAny(got[0], "\x1b\r") {
+		t.Errorf("userNotes = %q, want no control characters", got)
+	}
+}
+
 func TestPluginUIDsUnmapped(t *testing.T) {
 	full := "         0          0 4294967295\n"
 	tests := []struct {
