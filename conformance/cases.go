@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -139,6 +140,34 @@ func Cases(v sdk.Variant) []Case {
 		}
 	}
 	return cases
+}
+
+// PinnedCases are Cases of v with the tunables in pin held at its values:
+// each is a tunable of v's attention with a single value, so the rest are
+// swept (every combination where they are MaxCombinations or fewer), and
+// every case names the pin's values, the defaults' cases included.
+func PinnedCases(v sdk.Variant, pin map[string]string) ([]Case, error) {
+	pinned := v
+	pinned.Tunables = slices.Clone(v.Tunables)
+	for _, name := range slices.Sorted(maps.Keys(pin)) {
+		i := slices.IndexFunc(pinned.Tunables, func(t sdk.Tunable) bool { return t.Name == name && t.AppliesTo("attention") })
+		if i < 0 {
+			return nil, fmt.Errorf("pin %s=%s: variant %s has no attention tunable %s", name, pin[name], v.Name, name)
+		}
+		t := pinned.Tunables[i]
+		if !slices.Contains(t.Values, pin[name]) {
+			return nil, fmt.Errorf("pin %s=%s: not among the tunable's values %v", name, pin[name], t.Values)
+		}
+		t.Values, t.Default = []string{pin[name]}, pin[name]
+		pinned.Tunables[i] = t
+	}
+	cases := Cases(pinned)
+	for i, c := range cases {
+		tunables := maps.Clone(pin)
+		maps.Copy(tunables, c.Tunables)
+		cases[i].Tunables = tunables
+	}
+	return cases, nil
 }
 
 // gqaEdge is the index in edges of the odd-length GQA causal edge, the one

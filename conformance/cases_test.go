@@ -278,6 +278,57 @@ func TestLargeSpacesAreCoveredOneValueAtATime(t *testing.T) {
 	}
 }
 
+// A pinned pass sweeps what the pin leaves, in full where that space is
+// small, and every case, the defaults' too, names the pin's values; a pin
+// of a tunable or value the variant lacks is an error.
+func TestPinnedCases(t *testing.T) {
+	v := cudaLike
+	v.Tunables = []sdk.Tunable{
+		{Name: "kernel", Values: []string{"auto", "a", "b"}, Default: "auto"},
+		{Name: "a_tile", Values: []string{"1", "2", "3", "4"}, Default: "1"},
+		{Name: "a_stages", Values: []string{"2", "3"}, Default: "2"},
+		{Name: "b_splits", Values: []string{"1", "2", "4", "8"}, Default: "1"},
+		{Name: "b_tile", Values: []string{"64", "128"}, Default: "64"},
+	}
+	tests := []struct {
+		name   string
+		pin    map[string]string
+		combos int // distinct tunable maps among the cases
+		err    string
+	}{
+		{"kernel a: a's 8 combinations", map[string]string{"kernel": "a", "b_splits": "1", "b_tile": "64"}, 8, ""},
+		{"kernel b: b's 8 combinations", map[string]string{"kernel": "b", "a_tile": "1", "a_stages": "2"}, 8, ""},
+		{"a pin of no tunable", map[string]string{"kernel": "a", "tma": "on"}, 0, "has no attention tunable tma"},
+		{"a pin of no value", map[string]string{"kernel": "c"}, 0, "not among the tunable's values"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cases, err := PinnedCases(v, tc.pin)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("PinnedCases = %d cases, %v; want an error with %q", len(cases), err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for _, c := range cases {
+				for name, value := range tc.pin {
+					if c.Tunables[name] != value {
+						t.Errorf("%s: %s=%q, want the pin's %q", c.Name(), name, c.Tunables[name], value)
+					}
+				}
+				seen[fmt.Sprint(c.Tunables)] = true
+			}
+			if len(seen) != tc.combos {
+				t.Errorf("%d distinct tunable maps, want %d: %v", len(seen), tc.combos, seen)
+			}
+		})
+	}
+}
+
 // TestCapabilityProblems: each op a variant runs is held to its own
 // capabilities, and capabilities of an op the variant does not list are
 // a mistake.

@@ -89,6 +89,13 @@ type Options struct {
 	RequiredFacts []string
 	// Method, when set, is the sdk.Samples.Method every Run must report.
 	Method string
+	// Pins, when set, check the attention cases in passes, one per pin:
+	// in each, the pin's tunables keep its values in every case and the
+	// others are swept as Cases says (PinnedCases). A backend whose
+	// tunable picks between kernels, each with tunables of its own, pins
+	// each choice so that each kernel's space is swept whole, not one
+	// value at a time.
+	Pins []map[string]string
 }
 
 // defaults is the suite `flashcore run` uses when it is given none: its
@@ -237,6 +244,16 @@ func (k *kit) checkVariant(t *testing.T, device sdk.Device, v sdk.Variant) {
 		return
 	}
 	cases := Cases(v)
+	if len(k.opts.Pins) > 0 {
+		cases = nil
+		for _, pin := range k.opts.Pins {
+			pinned, err := PinnedCases(v, pin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cases = append(cases, pinned...)
+		}
+	}
 	if len(cases) == 0 {
 		t.Fatalf("no case fits the declared capabilities %+v", v.CapabilitiesOf("attention"))
 	}
