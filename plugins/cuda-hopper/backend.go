@@ -3,6 +3,7 @@ package cudahopper
 import (
 	_ "embed"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -24,6 +25,12 @@ const (
 	kvStages = "kv_stages"
 	overlap  = "overlap"
 	producer = "producer"
+	// kernelChoice picks attention's kernel: the wgmma kernel, the split
+	// kernel (decode's flash-decoding, on attention's layout), or auto.
+	kernelChoice = "kernel"
+	kernelAuto   = "auto"
+	kernelWGMMA  = "wgmma"
+	kernelSplit  = "split"
 )
 
 // The kernel's fixed shape: a producer warpgroup and two consumer
@@ -47,7 +54,7 @@ func spec() cudakit.Spec {
 			Name: name,
 			Description: "sm_90a: wgmma for Q·Kᵀ and P·V, producer/consumer warpgroups with setmaxnreg, " +
 				"cp.async K/V ring on mbarriers, consumers taking turns at the tensor cores, " +
-				"128-byte swizzled shared memory, 128-row tiles; " +
+				"128-byte swizzled shared memory, 128-row tiles; few query rows: the split-KV kernel; " +
 				"decode: split-KV paged flash-decoding with mma.sync, GQA rows packed per KV head, and a combine kernel",
 			Ops:            []string{attention.Name, decodeOp},
 			Capabilities:   capabilities,
@@ -110,6 +117,17 @@ var tunables = []sdk.Tunable{
 			"ahead: the copies arrive on the stage's mbarrier as they land (up to kv_stages tiles in flight)",
 		Ops: []string{attention.Name},
 	},
+	{
+		Name:    kernelChoice,
+		Values:  []string{kernelAuto, kernelWGMMA, kernelSplit},
+		Default: kernelAuto,
+		Description: "wgmma: the warp-specialised kernel, 128 query rows of a head a block; " +
+			"split: decode's split-KV kernel (flash-decoding), the query rows of a KV head packed 16 a block and the keys split over blocks, " +
+			"then a combine kernel (num_splits, decode_tile_n and decode_stages set it up); " +
+			"auto: split where a head has at most " + strconv.Itoa(splitMaxRows) + " query rows or the wgmma kernel would have at most " +
+			strconv.Itoa(splitMaxBlocks) + " blocks (a quarter of 132 SMs), else wgmma",
+		Ops: []string{attention.Name},
+	},
 }
 
 // requireHopper refuses every device but compute capability 9.0: wgmma and
@@ -124,6 +142,12 @@ func requireHopper(d gpu.DeviceInfo) error {
 }
 
 func plan(shape sdk.Shape, t map[string]string) (cudakit.Launch, error) {
+	switch choice := t[kernelChoice]; {
+	case choice == kernelSplit || (choice == kernelAuto || choice == "") && splitFits(shape):
+		return planSplit(shape, t)
+	case choice != kernelWGMMA && choice != kernelAuto && choice != "":
+		return cudakit.Launch{}, fmt.Errorf("tunable %s: %q is not %s, %s or %s", kernelChoice, choice, kernelAuto, kernelWGMMA, kernelSplit)
+	}
 	n, err := strconv.Atoi(t[tileN])
 	if err != nil {
 		return cudakit.Launch{}, fmt.Errorf("tunable %s: %w", tileN, err)
@@ -152,4 +176,49 @@ func sharedBytes(elemSize, headDim, tileN, stages int) int {
 	q := tileM * headDim * elemSize
 	kvStage := tileN * headDim * elemSize
 	return q + 2*stages*kvStage + 2*stages*8 + 1024
+}
+
+// Auto's choice of the split kernel, measured on an H100 (hot L2, CUPTI,
+// docs/results/2026-11-27-h100-split-kernel):
+//
+//   - A head with at most splitMaxRows query rows (a decode step to
+//     speculative decoding): a wgmma block takes 128 rows of one head, so
+//     it computes mostly padding; the split kernel packs a KV head's rows
+//     (GQA) 16 a block and splits the keys until the SMs are busy. B3 H5/1
+//     S1×8191 D128: 10.4 µs against 156; B32 H32/8 S1×4096: 176 against 590.
+//   - A wgmma grid of at most splitMaxBlocks blocks: it leaves most SMs
+//     idle, while the split kernel's 16-row blocks fill them. B1 H8 S512 D64
+//     (32 blocks): 7.2 µs against 10.8; B1 H8 S512×16384 (32): 131 against
+//     235; B1 H8 S64×32768 D128 (8): 66 against 571. At 64 blocks the two
+//     were even or wgmma led (B1 H8 S1024 D64 18.0 against 18.5, B2 H8 S512
+//     D128 14.4 against 20.4), at 128 wgmma led by 1.7–2×.
+const (
+	splitMaxRows   = 16
+	splitMaxBlocks = hopperSMs / 4
+)
+
+// splitFits is auto's choice of the split kernel.
+func splitFits(shape sdk.Shape) bool {
+	wgmmaBlocks := int64(shape.Batch) * int64(shape.Heads) * int64(ceilDiv(shape.SeqQ, tileM))
+	return shape.SeqQ <= splitMaxRows || wgmmaBlocks <= splitMaxBlocks
+}
+
+// planSplit plans attention forward on the split kernel: the dense tensors
+// as decode's, one page of seq_k keys per sequence and KV head.
+func planSplit(shape sdk.Shape, t map[string]string) (cudakit.Launch, error) {
+	kvHeads := shape.KVHeads
+	switch {
+	case kvHeads < 1 || shape.Heads%kvHeads != 0:
+		return cudakit.Launch{}, fmt.Errorf("heads %d is not a multiple of kv_heads %d", shape.Heads, kvHeads)
+	case shape.Batch > 65535 || kvHeads > 65535:
+		return cudakit.Launch{}, fmt.Errorf("batch %d and kv_heads %d: the grid takes at most 65535 of each", shape.Batch, kvHeads)
+	case int64(shape.Batch)*int64(shape.Heads)*int64(shape.SeqQ) > math.MaxInt32:
+		return cudakit.Launch{}, fmt.Errorf("%d output rows: the split kernel counts them in int32", shape.Batch*shape.Heads*shape.SeqQ)
+	}
+	d := decodeCase{
+		dtype: shape.DType, batch: shape.Batch, qLen: shape.SeqQ, heads: shape.Heads, kvHeads: kvHeads, dim: shape.HeadDim,
+		numPages: shape.Batch * kvHeads, pageSize: shape.SeqK, maxPages: 1,
+		causal: shape.Causal, windowLeft: -1, scale: shape.Scale(), dense: true,
+	}
+	return d.launch(t)
 }

@@ -1,9 +1,14 @@
 package cudahopper
 
 import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/flashcore/bench/conformance"
 	"github.com/flashcore/bench/cudakit"
 	"github.com/flashcore/bench/cudakit/cudatest"
 	"github.com/flashcore/bench/cudakit/gpu"
@@ -39,7 +44,7 @@ func TestSharedBytesMatchTheKernelLayout(t *testing.T) {
 
 func TestPlanGeometry(t *testing.T) {
 	s := sdk.Shape{Batch: 2, Heads: 4, KVHeads: 2, SeqQ: 257, SeqK: 131, HeadDim: 128, DType: sdk.BF16, Causal: true}
-	l, err := plan(s, map[string]string{tileN: "64", kvStages: "2", overlap: "1", producer: "ahead"})
+	l, err := plan(s, map[string]string{kernelChoice: kernelWGMMA, tileN: "64", kvStages: "2", overlap: "1", producer: "ahead"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,4 +94,171 @@ func TestKernelUsesTheHopperInstructions(t *testing.T) {
 
 func TestBuiltFatbinMatchesTheSources(t *testing.T) {
 	cudatest.CheckBuildOutputsAreCurrent(t, kernelPath, kernelSource)
+}
+
+// The attention plan's choice of kernel and the split kernel's launch on
+// attention's tensors: auto takes the split kernel up to splitMaxRows query
+// rows a head, a forced choice holds at any shape, and the launch is the
+// dense twin of decode's (its splits, scratch and combine as decode's).
+func TestPlanChoosesTheKernel(t *testing.T) {
+	decode := sdk.Shape{Batch: 3, Heads: 5, KVHeads: 1, SeqQ: 1, SeqK: 8191, HeadDim: 128, DType: sdk.FP16}
+	seed := sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 512, SeqK: 512, HeadDim: 64, DType: sdk.FP16}
+	seedCausal := seed
+	seedCausal.Causal = true
+	spec16 := sdk.Shape{Batch: 2, Heads: 32, KVHeads: 8, SeqQ: 16, SeqK: 4000, HeadDim: 64, DType: sdk.BF16, Causal: true}
+	spec17 := spec16
+	specFull := spec16
+	specFull.Causal = false
+	spec17.SeqQ = 17
+	huge := sdk.Shape{Batch: 4, Heads: 16, KVHeads: 16, SeqQ: 8192, SeqK: 8192, HeadDim: 128, DType: sdk.FP16}
+	tests := []struct {
+		name     string
+		shape    sdk.Shape
+		tunables map[string]string
+		function string
+		grid     gpu.Dim3
+		// splitKeys and splits: the split kernel's (0 for wgmma).
+		splitKeys, splits int
+		err               string
+	}{
+		{"decode shape, auto: split, 3 sequences over 128 tiles in 43 splits", decode, nil,
+			"attn_fwd_fp16_d128_split_n64_s3", gpu.Dim3{X: 43, Y: 1, Z: 3}, 192, 43, ""},
+		{"decode shape, wgmma forced", decode, map[string]string{kernelChoice: kernelWGMMA, tileN: "128", kvStages: "3", overlap: "2", producer: "ahead"},
+			"attn_fwd_fp16_d128_n128_s3_o2_ahead", gpu.Dim3{X: 1, Y: 5, Z: 3}, 0, 0, ""},
+		{"seed shape, auto: split (32 wgmma blocks), one split", seed, map[string]string{kernelChoice: kernelAuto, tileN: "128", kvStages: "3", overlap: "2", producer: "ahead"},
+			"attn_fwd_fp16_d64_split_n64_s3", gpu.Dim3{X: 32, Y: 8, Z: 1}, 512, 1, ""},
+		{"seed shape, wgmma forced", seed, map[string]string{kernelChoice: kernelWGMMA},
+			"attn_fwd_fp16_d64_n128_s3_o2_ahead", gpu.Dim3{X: 4, Y: 8, Z: 1}, 0, 0, ""},
+		{"B1 H8 S1024, auto: wgmma (64 blocks)", sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 1024, SeqK: 1024, HeadDim: 64, DType: sdk.FP16}, nil,
+			"attn_fwd_fp16_d64_n128_s3_o2_ahead", gpu.Dim3{X: 8, Y: 8, Z: 1}, 0, 0, ""},
+		{"B1 H8 S64×32768, auto: split over the keys", sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 64, SeqK: 32768, HeadDim: 128, DType: sdk.FP16}, nil,
+			"attn_fwd_fp16_d128_split_n64_s3", gpu.Dim3{X: 4 * 8, Y: 8, Z: 1}, 4096, 8, ""},
+		{"seed shape, split forced: 256 blocks fill the SMs, one split", seed, map[string]string{kernelChoice: kernelSplit},
+			"attn_fwd_fp16_d64_split_n64_s3", gpu.Dim3{X: 32, Y: 8, Z: 1}, 512, 1, ""},
+		{"seed shape, split forced, 3 splits asked", seed, map[string]string{kernelChoice: kernelSplit, numSplits: "3"},
+			"attn_fwd_fp16_d64_split_n64_s3", gpu.Dim3{X: 96, Y: 8, Z: 1}, 192, 3, ""},
+		{"causal, 128 query rows over 512 keys: splits cover the 128 keys the rows see", sdk.Shape{Batch: 1, Heads: 2, KVHeads: 2, SeqQ: 128, SeqK: 512, HeadDim: 64, DType: sdk.FP16, Causal: true},
+			map[string]string{kernelChoice: kernelSplit, numSplits: "2", decodeTileN: "64"},
+			"attn_fwd_fp16_d64_split_n64_s3", gpu.Dim3{X: 16, Y: 2, Z: 1}, 64, 2, ""},
+		{"seed causal, split forced, 128-key tiles, 2 stages", seedCausal, map[string]string{kernelChoice: kernelSplit, numSplits: "4", decodeTileN: "128", decodeStages: "2"},
+			"attn_fwd_fp16_d64_split_n128_s2", gpu.Dim3{X: 128, Y: 8, Z: 1}, 128, 4, ""},
+		{"16 GQA rows a head, causal top-left: 4 row blocks see 16 keys, one split", spec16, nil,
+			"attn_fwd_bf16_d64_split_n64_s3", gpu.Dim3{X: 4, Y: 8, Z: 2}, 64, 1, ""},
+		{"16 GQA rows a head, not causal: 4 row blocks × 6 splits", specFull, nil,
+			"attn_fwd_bf16_d64_split_n64_s3", gpu.Dim3{X: 4 * 6, Y: 8, Z: 2}, 704, 6, ""},
+		{"17 rows a head, auto: wgmma", spec17, nil,
+			"attn_fwd_bf16_d64_n128_s3_o2_ahead", gpu.Dim3{X: 1, Y: 32, Z: 2}, 0, 0, ""},
+		{"64 splits forced on a large case: too much scratch", huge, map[string]string{kernelChoice: kernelSplit, numSplits: "64"},
+			"", gpu.Dim3{}, 0, 0, "GiB of partials"},
+		{"an unknown kernel", seed, map[string]string{kernelChoice: "tma"}, "", gpu.Dim3{}, 0, 0, `tunable kernel: "tma"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tun := tc.tunables
+			if tun == nil || tun[tileN] == "" {
+				tun = withDefaults(tun)
+			}
+			l, err := plan(tc.shape, tun)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("plan = %v, %v; want an error with %q", l.Function, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if l.Function != tc.function || l.Grid != tc.grid {
+				t.Fatalf("launch %s grid %+v; want %s grid %+v", l.Function, l.Grid, tc.function, tc.grid)
+			}
+			if tc.splits == 0 {
+				if l.Params != nil || len(l.Then) > 0 || l.Block.X != threads {
+					t.Errorf("the wgmma kernel with params %v, then %v, block %+v", l.Params, l.Then, l.Block)
+				}
+				return
+			}
+			if len(l.Params) != 13 {
+				t.Fatalf("%d params, want 13", len(l.Params))
+			}
+			for i, want := range []string{"q", "k", "v", "o"} {
+				if l.Params[i].Buffer != want {
+					t.Errorf("param %d names %q, want %q", i, l.Params[i].Buffer, want)
+				}
+			}
+			value := func(i int) int32 { return int32(uint32(l.Params[i].Value)) }
+			s := tc.shape
+			causal := int32(0)
+			if s.Causal {
+				causal = 1
+			}
+			for i, want := range []int32{int32(s.Heads), int32(s.KVHeads), int32(s.SeqQ), int32(s.SeqK), int32(tc.splitKeys), causal} {
+				if got := value(6 + i); got != want {
+					t.Errorf("param %d = %d, want %d", 6+i, got, want)
+				}
+			}
+			if got, want := math.Float32frombits(uint32(l.Params[12].Value)), float32(s.Scale()*math.Log2E); got != want {
+				t.Errorf("score scale %v, want %v", got, want)
+			}
+			if tc.splits == 1 {
+				if len(l.Then) != 0 || len(l.Scratch) != 0 || l.Params[4].Buffer != "" || l.Params[5].Buffer != "" {
+					t.Errorf("one split with then %v, scratch %v, params %v %v", l.Then, l.Scratch, l.Params[4], l.Params[5])
+				}
+				return
+			}
+			rows := int64(s.Batch * s.Heads * s.SeqQ)
+			if len(l.Then) != 1 || l.Then[0].Function != cudakit.KernelName(s.DType, s.HeadDim, "combine") ||
+				l.Then[0].Params[2].Buffer != "o" || int32(uint32(l.Then[0].Params[3].Value)) != int32(rows) ||
+				int32(uint32(l.Then[0].Params[4].Value)) != int32(tc.splits) {
+				t.Errorf("combine %+v", l.Then)
+			}
+			if len(l.Scratch) != 2 || l.Scratch[0].Bytes != rows*int64(tc.splits)*int64(s.HeadDim)*4 || l.Scratch[1].Bytes != rows*int64(tc.splits)*4 {
+				t.Errorf("scratch %+v", l.Scratch)
+			}
+		})
+	}
+}
+
+// withDefaults is the tunables' defaults with over's values on top.
+func withDefaults(over map[string]string) map[string]string {
+	m := map[string]string{}
+	for _, tun := range slices.Concat(tunables, decodeTunables) {
+		m[tun.Name] = tun.Default
+	}
+	maps.Copy(m, over)
+	return m
+}
+
+// The conformance passes sweep each kernel's own space in full: 24
+// combinations of the wgmma kernel's four tunables, 32 of the split
+// kernel's three, every case naming its kernel.
+func TestKernelPinsSweepEachKernelWhole(t *testing.T) {
+	v := spec().Variant
+	for _, tc := range []struct {
+		kernel string
+		combos int
+	}{{kernelWGMMA, 24}, {kernelSplit, 32}} {
+		var pin map[string]string
+		for _, p := range kernelPins() {
+			if p[kernelChoice] == tc.kernel {
+				pin = p
+			}
+		}
+		cases, err := conformance.PinnedCases(v, pin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, c := range cases {
+			if c.Tunables[kernelChoice] != tc.kernel {
+				t.Errorf("%s: kernel %q, want %s", c.Name(), c.Tunables[kernelChoice], tc.kernel)
+			}
+			seen[fmt.Sprint(c.Tunables)] = true
+		}
+		if len(seen) != tc.combos {
+			t.Errorf("kernel %s: %d combinations, want %d", tc.kernel, len(seen), tc.combos)
+		}
+	}
 }

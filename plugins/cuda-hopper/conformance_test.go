@@ -5,18 +5,41 @@ import (
 
 	"github.com/flashcore/bench/conformance"
 	"github.com/flashcore/bench/cudakit/cudatest"
+	"github.com/flashcore/bench/sdk"
 )
 
 // TestConformance checks the plugin binary with the conformance kit,
 // started through go-plugin as flashcore starts it: outputs against the
 // fp64 reference with the default suite's tolerances, on cases derived from
-// the declared capabilities and every tunable combination, refusals of what
-// it did not declare, the facts and the samples. Where the binary has no
-// GPU to run on (or was built without CUDA), it is skipped with the
+// the declared capabilities, refusals of what it did not declare, the facts
+// and the samples. Attention's cases run in two passes (kernelPins), so that
+// each kernel's tunables are swept in every combination. Where the binary
+// has no GPU to run on (or was built without CUDA), it is skipped with the
 // plugin's own reason.
 func TestConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts the plugin binary")
 	}
-	conformance.Run(t, cudatest.Conformance(t, "cuda-hopper"))
+	opts := cudatest.Conformance(t, "cuda-hopper")
+	opts.Pins = kernelPins()
+	conformance.Run(t, opts)
+}
+
+// kernelPins are the conformance kit's passes over attention: the wgmma
+// kernel with the split kernel's tunables at their defaults, and the split
+// kernel with the wgmma kernel's at theirs. Auto picks one of the two; its
+// rule is TestPlanChoosesTheKernel's.
+func kernelPins() []map[string]string {
+	defaults := func(ts []sdk.Tunable) map[string]string {
+		m := map[string]string{}
+		for _, t := range ts {
+			m[t.Name] = t.Default
+		}
+		return m
+	}
+	wgmma := defaults(decodeTunables)
+	wgmma[kernelChoice] = kernelWGMMA
+	split := defaults(tunables)
+	split[kernelChoice] = kernelSplit
+	return []map[string]string{wgmma, split}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flashcore/bench/cudakit"
 	"github.com/flashcore/bench/cudakit/gpu"
+	"github.com/flashcore/bench/ops/attention"
 	"github.com/flashcore/bench/sdk"
 )
 
@@ -62,6 +63,7 @@ const (
 	hopperSharedReserved  = 1024
 	decodeMaxSplits       = 128 // no more splits than this, whatever asked
 	decodeMinTilesInSplit = 2   // auto: each split walks at least this many key tiles
+	decodeShortTiles      = 16  // auto: a walk this short is not split once the SMs are busy
 )
 
 // decodeCapabilities: fp16 and bf16 at head dims 64 and 128, causal (bottom-
@@ -85,22 +87,22 @@ var decodeTunables = []sdk.Tunable{
 		Values:  []string{autoSplitsValue, "1", "2", "4", "8", "16", "32", "64"},
 		Default: autoSplitsValue,
 		Description: "key splits per sequence (flash-decoding): auto picks from the grid's fill of 132 SMs; " +
-			"1 writes O directly, more add a combine kernel",
-		Ops: []string{decodeOp},
+			"1 writes O directly, more add a combine kernel (attention: with the split kernel)",
+		Ops: []string{attention.Name, decodeOp},
 	},
 	{
 		Name:        decodeTileN,
 		Values:      []string{"64", "128"},
 		Default:     "64",
-		Description: "keys per K/V tile of the split kernel (a quarter to each warp)",
-		Ops:         []string{decodeOp},
+		Description: "keys per K/V tile of the split kernel (a quarter to each warp; attention: with the split kernel)",
+		Ops:         []string{attention.Name, decodeOp},
 	},
 	{
 		Name:        decodeStages,
 		Values:      []string{"2", "3"},
 		Default:     "3",
-		Description: "K/V tiles in the split kernel's cp.async ring (stages-1 in flight while one is computed)",
-		Ops:         []string{decodeOp},
+		Description: "K/V tiles in the split kernel's cp.async ring (stages-1 in flight while one is computed; attention: with the split kernel)",
+		Ops:         []string{attention.Name, decodeOp},
 	},
 }
 
@@ -117,6 +119,10 @@ type decodeCase struct {
 	windowLeft                       int     // -1: no window
 	softcap                          float64 // 0: none
 	scale                            float64
+	// dense is attention forward run by the split kernel (planSplit): q and
+	// o [B, H, q_len, D], K and V [B, KVH, seq_k, D] as one page of seq_k
+	// keys per sequence and KV head, no block table, causal top-left.
+	dense bool
 }
 
 // readDecodeCase reads and checks a decode case. A tensor missing or of
@@ -249,6 +255,9 @@ func (d decodeCase) visibleKeys() int {
 	if d.windowLeft >= 0 {
 		n = min(n, d.windowLeft+d.qLen)
 	}
+	if d.dense && d.causal {
+		n = min(n, d.qLen) // top-left: the last query sees keys [0, q_len)
+	}
 	return max(n, 1)
 }
 
@@ -275,23 +284,29 @@ func decodeBlocksPerSM(sharedBytes int) int {
 // autoSplits is the heuristic's split count (after FlashAttention's
 // num_splits_heuristic): units are the split kernel's blocks without
 // splitting (batch × KV heads × row blocks), tiles the key tiles of the
-// longest visible range, slots the blocks the device holds at once.
+// longest visible range, sms the device's SMs and slots the blocks it holds
+// at once.
 //
 //   - A split walks at least decodeMinTilesInSplit tiles, and there are at
 //     most decodeMaxSplits: past that the partials and the combine cost more
 //     than the parallelism buys.
 //   - Sequences of one length whose blocks fill 80% of the slots already: 1.
+//   - Blocks on 80% of the SMs already, each walking at most
+//     decodeShortTiles tiles: 1. A split would shorten a short walk by less
+//     than the combine kernel costs: on an H100 at dense B1 H8 S512 D64
+//     (256 blocks, 8 tiles) one split took 7.2 µs and three 13.4 µs, while at
+//     S512×16384 (256 tiles) three splits took 131 µs and one 144 µs.
 //   - Otherwise the smallest count whose wave efficiency (blocks / slots
 //     over its ceiling) is within 85% of the best count's.
 //   - Sequences of different lengths: at least enough splits for four waves
 //     of blocks, so that the scheduler evens out long and short ones (blocks
 //     past a short sequence's end exit at once).
-func autoSplits(units, tiles, slots int, balanced bool) int {
+func autoSplits(units, tiles, sms, slots int, balanced bool) int {
 	maxSplits := min(decodeMaxSplits, tiles/decodeMinTilesInSplit)
 	if maxSplits <= 1 || units <= 0 || slots <= 0 {
 		return 1
 	}
-	if balanced && units*10 >= slots*8 {
+	if balanced && units*10 >= slots*8 || units*10 >= sms*8 && tiles <= decodeShortTiles {
 		return 1
 	}
 	efficiency := func(s int) float64 {
@@ -326,7 +341,7 @@ func (d decodeCase) geometry(splitsTunable string, tileN, sharedBytes int) (deco
 	var splits int
 	if splitsTunable == "" || splitsTunable == autoSplitsValue {
 		units := d.batch * d.kvHeads * d.rowBlocks()
-		splits = autoSplits(units, ceilDiv(visible, tileN), hopperSMs*decodeBlocksPerSM(sharedBytes), d.balanced())
+		splits = autoSplits(units, ceilDiv(visible, tileN), hopperSMs, hopperSMs*decodeBlocksPerSM(sharedBytes), d.balanced())
 	} else {
 		n, err := strconv.Atoi(splitsTunable)
 		if err != nil || n < 1 {
@@ -346,6 +361,17 @@ func planDecode(c cudakit.OpCase, t map[string]string) (cudakit.Launch, error) {
 	if err != nil {
 		return cudakit.Launch{}, err
 	}
+	return d.launch(t)
+}
+
+// maxScratchBytes bounds the partials a plan may ask for: a count of splits
+// forced on a large case would otherwise allocate gigabytes of them.
+const maxScratchBytes = 2 << 30
+
+// launch is the split kernel's launch for the case (decode's, or dense
+// attention's with d.dense), the combine kernel after it where there are
+// several splits.
+func (d decodeCase) launch(t map[string]string) (cudakit.Launch, error) {
 	tileN, err := decodeTunableInt(t, decodeTileN, 64)
 	if err != nil {
 		return cudakit.Launch{}, err
@@ -371,6 +397,18 @@ func planDecode(c cudakit.OpCase, t map[string]string) (cudakit.Launch, error) {
 	if gridX > cudakit.MaxGridX {
 		return cudakit.Launch{}, fmt.Errorf("%d row blocks × %d splits exceed the CUDA grid limit of %d", d.rowBlocks(), geo.splits, cudakit.MaxGridX)
 	}
+	rows := int64(d.rows())
+	scratch := []cudakit.Scratch{
+		// Not reset: the split kernel writes every row's LSE of every split
+		// each call, and the combine reads a partial only where its LSE is
+		// finite, so the poison Prepare fills them with is never read.
+		{Name: decodeOPart, Bytes: rows * int64(geo.splits) * int64(d.dim) * 4},
+		{Name: decodeLSEPart, Bytes: rows * int64(geo.splits) * 4},
+	}
+	if bytes := scratch[0].Bytes + scratch[1].Bytes; geo.splits > 1 && bytes > maxScratchBytes {
+		return cudakit.Launch{}, fmt.Errorf("%d splits of %d output rows need %.1f GiB of partials, over the plan's %d GiB: ask for fewer splits",
+			geo.splits, rows, float64(bytes)/(1<<30), maxScratchBytes>>30)
+	}
 	causal := int32(0)
 	if d.causal {
 		causal = 1
@@ -386,8 +424,10 @@ func planDecode(c cudakit.OpCase, t map[string]string) (cudakit.Launch, error) {
 	if geo.splits > 1 {
 		partials, lses = cudakit.BufferParam(decodeOPart), cudakit.BufferParam(decodeLSEPart)
 	}
+	i32 := func(v int) cudakit.Param { return cudakit.ValueParam(gpu.Int32(int32(v))) }
+	tile, ring := "n"+strconv.Itoa(tileN), "s"+strconv.Itoa(stages)
 	split := cudakit.Launch{
-		Function:           cudakit.OpKernelName(decodeOp, d.dtype, "d"+strconv.Itoa(d.dim), "n"+strconv.Itoa(tileN), "s"+strconv.Itoa(stages)),
+		Function:           cudakit.OpKernelName(decodeOp, d.dtype, "d"+strconv.Itoa(d.dim), tile, ring),
 		Grid:               gpu.Dim3{X: int(gridX), Y: d.kvHeads, Z: d.batch},
 		Block:              gpu.Dim3{X: decodeThreads, Y: 1, Z: 1},
 		DynamicSharedBytes: shared,
@@ -395,31 +435,38 @@ func planDecode(c cudakit.OpCase, t map[string]string) (cudakit.Launch, error) {
 			cudakit.BufferParam(decodeQ), cudakit.BufferParam(decodeKCache), cudakit.BufferParam(decodeVCache),
 			cudakit.BufferParam(decodeBlockTable), cudakit.BufferParam(decodeCacheSeqlens), cudakit.BufferParam(decodeO),
 			partials, lses,
-			cudakit.ValueParam(gpu.Int32(int32(d.heads))), cudakit.ValueParam(gpu.Int32(int32(d.kvHeads))),
-			cudakit.ValueParam(gpu.Int32(int32(d.qLen))), cudakit.ValueParam(gpu.Int32(int32(d.pageSize))),
-			cudakit.ValueParam(gpu.Int32(int32(d.maxPages))), cudakit.ValueParam(gpu.Int32(int32(geo.splitKeys))),
-			cudakit.ValueParam(gpu.Int32(causal)), cudakit.ValueParam(gpu.Int32(int32(d.windowLeft))),
+			i32(d.heads), i32(d.kvHeads), i32(d.qLen), i32(d.pageSize), i32(d.maxPages), i32(geo.splitKeys),
+			cudakit.ValueParam(gpu.Int32(causal)), i32(d.windowLeft),
 			cudakit.ValueParam(gpu.Float32(float32(scoreScale))), cudakit.ValueParam(gpu.Float32(float32(softcapLog2))),
 		},
+	}
+	combine := cudakit.OpKernelName(decodeOp, d.dtype, "d"+strconv.Itoa(d.dim), "combine")
+	if d.dense {
+		// kernel.cu's SPLIT_KERNEL: attention's tensors, pages of seq_k keys.
+		split.Function = cudakit.KernelName(d.dtype, d.dim, "split", tile, ring)
+		split.Params = []cudakit.Param{
+			cudakit.BufferParam("q"), cudakit.BufferParam("k"), cudakit.BufferParam("v"), cudakit.BufferParam("o"),
+			partials, lses,
+			i32(d.heads), i32(d.kvHeads), i32(d.qLen), i32(d.pageSize), i32(geo.splitKeys),
+			cudakit.ValueParam(gpu.Int32(causal)), cudakit.ValueParam(gpu.Float32(float32(scoreScale))),
+		}
+		combine = cudakit.KernelName(d.dtype, d.dim, "combine")
 	}
 	if geo.splits == 1 {
 		return split, nil
 	}
-	rows := int64(d.rows())
-	split.Scratch = []cudakit.Scratch{
-		// Not reset: the split kernel writes every row's LSE of every split
-		// each call, and the combine reads a partial only where its LSE is
-		// finite, so the poison Prepare fills them with is never read.
-		{Name: decodeOPart, Bytes: rows * int64(geo.splits) * int64(d.dim) * 4},
-		{Name: decodeLSEPart, Bytes: rows * int64(geo.splits) * 4},
+	split.Scratch = scratch
+	out := decodeO
+	if d.dense {
+		out = "o"
 	}
 	split.Then = []cudakit.Launch{{
-		Function: cudakit.OpKernelName(decodeOp, d.dtype, "d"+strconv.Itoa(d.dim), "combine"),
+		Function: combine,
 		Grid:     gpu.Dim3{X: int(ceilDiv(rows, combineRows)), Y: 1, Z: 1},
 		Block:    gpu.Dim3{X: combineRows * 32, Y: 1, Z: 1},
 		Params: []cudakit.Param{
-			cudakit.BufferParam(decodeOPart), cudakit.BufferParam(decodeLSEPart), cudakit.BufferParam(decodeO),
-			cudakit.ValueParam(gpu.Int32(int32(rows))), cudakit.ValueParam(gpu.Int32(int32(geo.splits))),
+			cudakit.BufferParam(decodeOPart), cudakit.BufferParam(decodeLSEPart), cudakit.BufferParam(out),
+			i32(int(rows)), i32(geo.splits),
 		},
 	}}
 	return split, nil

@@ -90,9 +90,10 @@ func with(m map[string]string, kv ...string) map[string]string {
 	return out
 }
 
-// The heuristic on the shapes it is for: a full wave needs no split, one
-// sequence on 132 SMs splits until the waves are nearly full, short or
-// windowed ranges split little, and unequal lengths split for balance.
+// The heuristic on the shapes it is for: blocks that fill the SMs need no
+// split, one sequence on 132 SMs splits until the waves are nearly full,
+// short or windowed ranges split little, and unequal lengths split for
+// balance.
 func TestAutoSplits(t *testing.T) {
 	tests := []struct {
 		units, tiles, slots int
@@ -100,6 +101,12 @@ func TestAutoSplits(t *testing.T) {
 		want                int
 	}{
 		{256, 128, 264, true, 1},  // B32 × 8 KV heads: one wave of 264 slots
+		{256, 8, 396, true, 1},    // dense B1 H8 S512: 256 blocks on the SMs, 8 tiles each
+		{256, 8, 396, false, 1},   // ... whatever the lengths
+		{256, 256, 396, true, 3},  // S512×16384: a long walk splits until the slots are nearly full
+		{106, 16, 396, true, 1},   // 80% of 132 SMs, 16 tiles
+		{105, 16, 396, true, 3},   // fewer blocks: split
+		{106, 17, 396, true, 3},   // a longer walk: split
 		{8, 128, 264, true, 29},   // B1: 232 of 264 slots, the first count within 85% of the best
 		{8, 3, 264, true, 1},      // 3 tiles: no split of 2 tiles or more
 		{8, 5, 264, true, 2},      // at most tiles / 2
@@ -109,7 +116,7 @@ func TestAutoSplits(t *testing.T) {
 		{1024, 512, 264, false, 2},
 	}
 	for _, tc := range tests {
-		if got := autoSplits(tc.units, tc.tiles, tc.slots, tc.balanced); got != tc.want {
+		if got := autoSplits(tc.units, tc.tiles, hopperSMs, tc.slots, tc.balanced); got != tc.want {
 			t.Errorf("autoSplits(units %d, tiles %d, slots %d, balanced %v) = %d, want %d",
 				tc.units, tc.tiles, tc.slots, tc.balanced, got, tc.want)
 		}
@@ -304,10 +311,10 @@ func TestDecodePlanParamDefaults(t *testing.T) {
 	}
 }
 
-// Tunables: decode's apply to decode alone and attention's to attention
-// alone, so neither op's requests name the other's; each default is among
-// its values.
-func TestDecodeTunablesApplyToDecodeAlone(t *testing.T) {
+// Tunables: decode's apply to decode and to attention (whose split kernel
+// they set up), attention's own to attention alone, so a decode request
+// naming one of them is refused; each default is among its values.
+func TestDecodeTunablesApplyToDecodeAndTheSplitKernel(t *testing.T) {
 	all := slices.Concat(tunables, decodeTunables)
 	for _, tun := range all {
 		if !slices.Contains(tun.Values, tun.Default) {
@@ -319,11 +326,14 @@ func TestDecodeTunablesApplyToDecodeAlone(t *testing.T) {
 		t.Errorf("decode resolves to %v, %v; want its defaults %v", got, err, decodeDefaults())
 	}
 	att, err := sdk.ResolveTunables(all, attention.Name, nil)
-	if err != nil || len(att) != len(tunables) || att[numSplits] != "" {
-		t.Errorf("attention resolves to %v, %v; want its own %d tunables", att, err, len(tunables))
+	if err != nil || len(att) != len(all) || att[numSplits] != autoSplitsValue || att[kernelChoice] != kernelAuto {
+		t.Errorf("attention resolves to %v, %v; want all %d tunables", att, err, len(all))
 	}
-	if _, err := sdk.ResolveTunables(all, attention.Name, map[string]string{numSplits: "4"}); err == nil {
-		t.Error("an attention request naming num_splits is accepted")
+	if _, err := sdk.ResolveTunables(all, attention.Name, map[string]string{numSplits: "4"}); err != nil {
+		t.Errorf("an attention request naming num_splits: %v", err)
+	}
+	if _, err := sdk.ResolveTunables(all, decodeOp, map[string]string{overlap: "1"}); err == nil {
+		t.Error("a decode request naming overlap is accepted")
 	}
 }
 

@@ -845,21 +845,27 @@ __device__ __forceinline__ void store4(T* dst, float4 v) {
 }
 
 // Decode is one block's view of the problem: where its rows and keys are.
+// DENSE is dense attention's layout (split_kernel's DENSE): q and o [B, H,
+// q_len, D], queries aligned top-left.
+template <bool DENSE>
 struct Decode {
   int heads, kv_heads, q_len, group, rows_total;
   int b, kvh, row0, split, num_splits;
   int seqlen;      // L, clamped to the block table's reach
-  int start, end;  // the split's keys [start, end)
+  int start, end;  // the block's keys [start, end): its split's, cut at the last its rows see
   int causal, window_left;
 
-  // global_row is the row of q and o (of [B·q_len·H, D]) of packed row r.
+  // global_row is the row of q and o (of [B·q_len·H, D], or [B·H·q_len, D]
+  // dense) of packed row r.
   __device__ __forceinline__ size_t global_row(int r) const {
     const int i = r / group;
     const int h = kvh * group + r % group;
+    if constexpr (DENSE) return (static_cast<size_t>(b) * heads + h) * q_len + i;
     return (static_cast<size_t>(b) * q_len + i) * heads + h;
   }
-  // position is where query i sits among the keys (bottom-right aligned).
-  __device__ __forceinline__ int position(int i) const { return seqlen - q_len + i; }
+  // position is where query i sits among the keys: bottom-right aligned in
+  // the cache, top-left in dense attention.
+  __device__ __forceinline__ int position(int i) const { return DENSE ? i : seqlen - q_len + i; }
   // key_end is one past the last key query i sees within the split.
   __device__ __forceinline__ int key_end(int i) const { return min(causal ? position(i) + 1 : seqlen, end); }
   // key_begin is the first key query i sees (the split's start bounds it too).
@@ -868,7 +874,7 @@ struct Decode {
   }
 };
 
-template <typename T, int D, int TILE_N, int STAGES>
+template <typename T, int D, int TILE_N, int STAGES, bool DENSE>
 __device__ __forceinline__ void split_kernel(const T* __restrict__ q, const T* __restrict__ k_cache,
                                              const T* __restrict__ v_cache, const int* __restrict__ block_table,
                                              const int* __restrict__ cache_seqlens, T* __restrict__ o,
@@ -884,7 +890,7 @@ __device__ __forceinline__ void split_kernel(const T* __restrict__ q, const T* _
   static_assert(kWarpKeys % 16 == 0 && kPasses * kThreads == TILE_N * kChunks && kThreads % kChunks == 0, "tile shape");
   require_dynamic_smem(L::kBytes);
 
-  Decode p;
+  Decode<DENSE> p;
   p.heads = heads;
   p.kv_heads = kv_heads;
   p.q_len = q_len;
@@ -898,11 +904,15 @@ __device__ __forceinline__ void split_kernel(const T* __restrict__ q, const T* _
   p.b = blockIdx.z;
   p.causal = causal;
   p.window_left = window_left;
-  p.seqlen = max(0, min(cache_seqlens[p.b], max_pages * page_size));
+  // Dense: one "page" of seq_k keys per (sequence, KV head), no table.
+  p.seqlen = DENSE ? page_size : max(0, min(cache_seqlens[p.b], max_pages * page_size));
   // The split's keys, counted from the first key any query of the sequence sees.
-  const int range_begin = window_left >= 0 ? max(0, p.seqlen - q_len - window_left) : 0;
+  const int range_begin = window_left >= 0 ? max(0, p.position(0) - window_left) : 0;
   p.start = range_begin + p.split * split_keys;
   p.end = p.split == p.num_splits - 1 ? p.seqlen : min(p.seqlen, p.start + split_keys);
+  // Causal: no row of the block sees past its last query's position, so
+  // the tiles beyond are not walked (top-left, the first rows see few keys).
+  if (causal) p.end = min(p.end, p.position((min(p.row0 + kRows, p.rows_total) - 1) / p.group) + 1);
   const bool direct = p.num_splits == 1;  // write O itself: no partials, no combine
 
   if (p.start >= p.end) {
@@ -947,13 +957,26 @@ __device__ __forceinline__ void split_kernel(const T* __restrict__ q, const T* _
   constexpr int kRowStep = kThreads / kChunks;  // rows between a thread's copies
   const size_t head_offset = static_cast<size_t>(p.kvh) * D + ch * 8;
   const size_t slot_stride = static_cast<size_t>(kv_heads) * D;  // elements from one slot to the next
-  const int* table = block_table + static_cast<size_t>(p.b) * max_pages;
+  const int* table = DENSE ? nullptr : block_table + static_cast<size_t>(p.b) * max_pages;
   int cursor_page = (p.start + r_first) / page_size;
   int cursor_slot = (p.start + r_first) - cursor_page * page_size;
+  // Dense: K and V [B, KVH, seq_k, D], this block's head's keys in a row.
+  const size_t dense_rows = (static_cast<size_t>(p.b) * kv_heads + p.kvh) * static_cast<size_t>(p.seqlen) * D + ch * 8;
   auto load_tile = [&](int t, int stage) {
     const int j0 = p.start + t * TILE_N;
     T* s_k = reinterpret_cast<T*>(smem + L::kK + stage * L::kTileBytes);
     T* s_v = reinterpret_cast<T*>(smem + L::kV + stage * L::kTileBytes);
+    if constexpr (DENSE) {
+#pragma unroll
+      for (int pass = 0; pass < kPasses; ++pass) {
+        const int r = r_first + pass * kRowStep;
+        const bool valid = j0 + r < p.end;
+        const size_t at = dense_rows + (valid ? static_cast<size_t>(j0 + r) * D : 0);
+        cp_async_16(s_k + swz<D>(r, ch), k_cache + at, valid);
+        cp_async_16(s_v + swz<D>(r, ch), v_cache + at, valid);
+      }
+      return;
+    }
     int page_index = cursor_page;
     int slot = cursor_slot;
 #pragma unroll
@@ -1244,15 +1267,37 @@ __device__ __forceinline__ void combine_kernel(const float* __restrict__ o_part,
            int page_size, int max_pages, int split_keys, int causal, int window_left, float score_scale,              \
            float softcap_log2) {                                                                                      \
     extern __shared__ __align__(128) unsigned char decode_smem[];                                                   \
-    paged_decode::split_kernel<T, D, TILE_N, STAGES>(q, k_cache, v_cache, block_table, cache_seqlens, o, o_part,    \
-                                                     lse_part, heads, kv_heads, q_len, page_size, max_pages,          \
-                                                     split_keys, causal, window_left, score_scale, softcap_log2,      \
-                                                     decode_smem);                                                    \
+    paged_decode::split_kernel<T, D, TILE_N, STAGES, false>(q, k_cache, v_cache, block_table, cache_seqlens, o,     \
+                                                            o_part, lse_part, heads, kv_heads, q_len, page_size,      \
+                                                            max_pages, split_keys, causal, window_left, score_scale,  \
+                                                            softcap_log2, decode_smem);                               \
   }
 
-// DECODE_COMBINE_KERNEL instantiates decode_<dtype>_d<D>_combine: o_part,
-// lse_part, o, the output rows (B·q_len·H) and the splits; four rows a block.
-#define DECODE_COMBINE_KERNEL(NAME, T, D)                                                                            \
+// SPLIT_KERNEL instantiates the same split kernel for dense attention
+// forward, attn_fwd_<dtype>_d<D>_split_n<TILE_N>_s<STAGES>, which the plan
+// picks where the query rows are few (decode-like shapes: a 128-row wgmma
+// tile would be mostly empty, and the grid would leave SMs idle). Its
+// layout is attention's: q and o [B, H, seq_q, D], k and v [B, KVH, seq_k,
+// D]; causal is top-left. Parameters: q, k, v, o, the scratch (o_part,
+// lse_part; null with one split), heads, kv_heads, seq_q, seq_k, split_keys,
+// causal and scale·log2(e). With several splits the combine kernel follows
+// (attn_fwd_<dtype>_d<D>_combine: the same kernel as decode's; the rows of
+// o are [B·H·seq_q, D]).
+#define SPLIT_KERNEL(NAME, T, D, TILE_N, STAGES)                                                                      \
+  extern "C" __global__ void __launch_bounds__(paged_decode::kThreads, paged_decode::kMinBlocks)                    \
+      NAME(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,             \
+           float* __restrict__ o_part, float* __restrict__ lse_part, int heads, int kv_heads, int seq_q, int seq_k,  \
+           int split_keys, int causal, float score_scale) {                                                          \
+    extern __shared__ __align__(128) unsigned char split_smem[];                                                    \
+    paged_decode::split_kernel<T, D, TILE_N, STAGES, true>(q, k, v, nullptr, nullptr, o, o_part, lse_part, heads,    \
+                                                           kv_heads, seq_q, seq_k, 1, split_keys, causal, -1,         \
+                                                           score_scale, 0.f, split_smem);                             \
+  }
+
+// COMBINE_KERNEL instantiates decode_<dtype>_d<D>_combine (and attention's
+// attn_fwd_<dtype>_d<D>_combine): o_part, lse_part, o, the output rows
+// (B·q_len·H) and the splits; four rows a block.
+#define COMBINE_KERNEL(NAME, T, D)                                                                            \
   extern "C" __global__ void __launch_bounds__(paged_decode::kThreads, paged_decode::kCombineMinBlocks)             \
       NAME(const float* __restrict__ o_part, const float* __restrict__ lse_part, T* __restrict__ o, int rows,         \
            int num_splits) {                                                                                          \
@@ -1276,7 +1321,29 @@ DECODE_KERNEL(decode_bf16_d128_n64_s3, __nv_bfloat16, 128, 64, 3)
 DECODE_KERNEL(decode_bf16_d128_n128_s2, __nv_bfloat16, 128, 128, 2)
 DECODE_KERNEL(decode_bf16_d128_n128_s3, __nv_bfloat16, 128, 128, 3)
 
-DECODE_COMBINE_KERNEL(decode_fp16_d64_combine, half, 64)
-DECODE_COMBINE_KERNEL(decode_fp16_d128_combine, half, 128)
-DECODE_COMBINE_KERNEL(decode_bf16_d64_combine, __nv_bfloat16, 64)
-DECODE_COMBINE_KERNEL(decode_bf16_d128_combine, __nv_bfloat16, 128)
+COMBINE_KERNEL(decode_fp16_d64_combine, half, 64)
+COMBINE_KERNEL(decode_fp16_d128_combine, half, 128)
+COMBINE_KERNEL(decode_bf16_d64_combine, __nv_bfloat16, 64)
+COMBINE_KERNEL(decode_bf16_d128_combine, __nv_bfloat16, 128)
+
+SPLIT_KERNEL(attn_fwd_fp16_d64_split_n64_s2, half, 64, 64, 2)
+SPLIT_KERNEL(attn_fwd_fp16_d64_split_n64_s3, half, 64, 64, 3)
+SPLIT_KERNEL(attn_fwd_fp16_d64_split_n128_s2, half, 64, 128, 2)
+SPLIT_KERNEL(attn_fwd_fp16_d64_split_n128_s3, half, 64, 128, 3)
+SPLIT_KERNEL(attn_fwd_fp16_d128_split_n64_s2, half, 128, 64, 2)
+SPLIT_KERNEL(attn_fwd_fp16_d128_split_n64_s3, half, 128, 64, 3)
+SPLIT_KERNEL(attn_fwd_fp16_d128_split_n128_s2, half, 128, 128, 2)
+SPLIT_KERNEL(attn_fwd_fp16_d128_split_n128_s3, half, 128, 128, 3)
+SPLIT_KERNEL(attn_fwd_bf16_d64_split_n64_s2, __nv_bfloat16, 64, 64, 2)
+SPLIT_KERNEL(attn_fwd_bf16_d64_split_n64_s3, __nv_bfloat16, 64, 64, 3)
+SPLIT_KERNEL(attn_fwd_bf16_d64_split_n128_s2, __nv_bfloat16, 64, 128, 2)
+SPLIT_KERNEL(attn_fwd_bf16_d64_split_n128_s3, __nv_bfloat16, 64, 128, 3)
+SPLIT_KERNEL(attn_fwd_bf16_d128_split_n64_s2, __nv_bfloat16, 128, 64, 2)
+SPLIT_KERNEL(attn_fwd_bf16_d128_split_n64_s3, __nv_bfloat16, 128, 64, 3)
+SPLIT_KERNEL(attn_fwd_bf16_d128_split_n128_s2, __nv_bfloat16, 128, 128, 2)
+SPLIT_KERNEL(attn_fwd_bf16_d128_split_n128_s3, __nv_bfloat16, 128, 128, 3)
+
+COMBINE_KERNEL(attn_fwd_fp16_d64_combine, half, 64)
+COMBINE_KERNEL(attn_fwd_fp16_d128_combine, half, 128)
+COMBINE_KERNEL(attn_fwd_bf16_d64_combine, __nv_bfloat16, 64)
+COMBINE_KERNEL(attn_fwd_bf16_d128_combine, __nv_bfloat16, 128)
