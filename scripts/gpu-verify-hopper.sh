@@ -57,6 +57,9 @@ name = "cuda-hopper"
 [backends.tunables]
 overlap = ["0", "1", "2"]
 producer = ["wait", "ahead"]
+# the chain is the wgmma kernel's: auto takes the split kernel at the seed
+# shape, where these tunables do nothing (its row is the suite runs' below)
+kernel = ["wgmma"]
 [[backends]]
 name = "triton"
 [[backends]]
