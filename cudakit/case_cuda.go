@@ -4,6 +4,7 @@ package cudakit
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/flashcore/bench/cudakit/gpu"
@@ -27,7 +28,11 @@ type deviceCase struct {
 	inputs, outputs []deviceTensor
 	scratch         []*gpu.Buffer // in the order of launch.Scratch
 	resets          []reset       // what is reset before every call
-	facts           map[string]string
+	// maps hold the tensor maps the steps' parameters ask for
+	// (TensorMapParam), by step and parameter index: each its own 128-byte
+	// buffer, written again whenever the buffers move, never moved itself.
+	maps  map[[2]int]*gpu.Buffer
+	facts map[string]string
 
 	// For a profiler: the row's case and label, whether calls are marked
 	// now (during a Run under a profiler), and how many were, numbered on
@@ -166,7 +171,9 @@ func (c *deviceCase) moveBuffers() (err error) {
 		c.resets[i].buf = moved[c.resets[i].buf]
 	}
 	for i := range c.steps {
-		c.steps[i].args = c.args(c.steps[i].launch)
+		if c.steps[i].args, err = c.args(i); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -185,6 +192,9 @@ func (c *deviceCase) free() error {
 	var errs []error
 	for _, b := range c.buffers() {
 		errs = append(errs, (*b).Free())
+	}
+	for _, b := range c.maps {
+		errs = append(errs, b.Free())
 	}
 	return errors.Join(errs...)
 }
@@ -237,19 +247,52 @@ func (b *Backend) upload(p planned, steps []step, in inputs) (c *deviceCase, err
 		}
 	}
 	for i := range c.steps {
-		c.steps[i].args = c.args(c.steps[i].launch)
+		if c.steps[i].args, err = c.args(i); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
 
-// args lays out the parameters of one step (see Launch.Params).
-func (c *deviceCase) args(l Launch) []gpu.Arg {
+// args lays out the parameters of step i (see Launch.Params), encoding
+// and writing its tensor maps for the buffers' present addresses.
+func (c *deviceCase) args(i int) ([]gpu.Arg, error) {
+	l := c.steps[i].launch
 	a := caseArgs{attention: c.attention}
+	buffers := map[string]*gpu.Buffer{}
 	for _, t := range slices.Concat(c.inputs, c.outputs) {
 		a.tensors = append(a.tensors, namedArg{t.name, t.buf.Arg()})
+		buffers[t.name] = t.buf
 	}
-	for i, s := range c.launch.Scratch {
-		a.scratch = append(a.scratch, namedArg{s.Name, c.scratch[i].Arg()})
+	for j, s := range c.launch.Scratch {
+		a.scratch = append(a.scratch, namedArg{s.Name, c.scratch[j].Arg()})
+		buffers[s.Name] = c.scratch[j]
 	}
-	return a.args(l)
+	args := a.args(l)
+	for j, p := range l.Params {
+		m := p.TensorMap
+		if m == nil {
+			continue
+		}
+		encoded, err := gpu.EncodeTensorMap(buffers[m.Buffer], m.DType.Size(), m.DType == sdk.BF16, m.Dims, m.Box)
+		if err != nil {
+			return nil, fmt.Errorf("%s, parameter %d (a tensor map of %s): %w", l.Function, j, m.Buffer, err)
+		}
+		at := [2]int{i, j}
+		if c.maps[at] == nil {
+			b, err := gpu.Alloc(gpu.TensorMapBytes)
+			if err != nil {
+				return nil, err
+			}
+			if c.maps == nil {
+				c.maps = map[[2]int]*gpu.Buffer{}
+			}
+			c.maps[at] = b
+		}
+		if err := c.maps[at].Upload(encoded[:]); err != nil {
+			return nil, err
+		}
+		args[j] = c.maps[at].Arg()
+	}
+	return args, nil
 }

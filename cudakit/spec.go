@@ -138,11 +138,33 @@ func Zeroed(name string, bytes int64) Scratch { return Scratch{Name: name, Bytes
 
 // Param is one kernel parameter: a buffer, by name (a tensor of the case:
 // q, k, v or o for attention, an input or output of another op by its name
-// in the op; or a scratch buffer), or a value.
+// in the op; or a scratch buffer), a TMA tensor map of one, or a value.
 type Param struct {
-	Buffer string
-	Value  gpu.Arg
+	Buffer    string
+	Value     gpu.Arg
+	TensorMap *TensorMap
 }
+
+// TensorMap is a TMA tensor map (cuTensorMapEncodeTiled) of one of the
+// case's buffers, seen as a dense tensor of Dims elements of DType
+// (innermost first), read in boxes of Box elements, 128-byte swizzled (the
+// layout wgmma's shared-memory descriptors read), zeros where a box reaches
+// past Dims. A map is 128 bytes and a kernel parameter holds 8
+// (gorgonia.org/cu copies no more), so the kit encodes the map for the
+// buffer's address at Prepare and again whenever the buffers move, keeps it
+// in a device buffer of its own and passes that buffer's address: the
+// kernel takes a const CUtensorMap* in global memory and fences it into the
+// tensor-map proxy (fence.proxy.tensormap::generic.acquire) before its
+// first use.
+type TensorMap struct {
+	Buffer string
+	DType  sdk.DType
+	Dims   []uint64
+	Box    []uint32
+}
+
+// TensorMapParam passes the address of a tensor map of a buffer.
+func TensorMapParam(m TensorMap) Param { return Param{TensorMap: &m} }
 
 // BufferParam passes a pointer to the named buffer.
 func BufferParam(name string) Param { return Param{Buffer: name} }
@@ -215,6 +237,14 @@ func (l Launch) ValidateWith(tensors []string) error {
 		for _, p := range step.Params {
 			if p.Buffer != "" && !slices.Contains(names, p.Buffer) {
 				return fmt.Errorf("%s: parameter names buffer %q; there are %s", step.Function, p.Buffer, strings.Join(names, ", "))
+			}
+			if m := p.TensorMap; m != nil {
+				if !slices.Contains(names, m.Buffer) {
+					return fmt.Errorf("%s: a tensor map of buffer %q; there are %s", step.Function, m.Buffer, strings.Join(names, ", "))
+				}
+				if err := gpu.CheckTensorMap(math.MaxInt64, m.DType.Size(), m.Dims, m.Box); err != nil {
+					return fmt.Errorf("%s: %w", step.Function, err)
+				}
 			}
 		}
 	}

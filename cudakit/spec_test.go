@@ -213,6 +213,10 @@ func TestCheckDevice(t *testing.T) {
 	}
 }
 
+// kMap is a tensor map of attention's K, [B·KVH, Sk, D] with D 128, in
+// boxes of 64 keys and 64 elements.
+var kMap = TensorMap{Buffer: "k", DType: sdk.FP16, Dims: []uint64{128, 77, 2}, Box: []uint32{64, 64, 1}}
+
 func TestLaunchValidate(t *testing.T) {
 	one := gpu.Dim3{X: 1, Y: 1, Z: 1}
 	ok := Launch{Function: "split", Grid: one, Block: gpu.Dim3{X: 128, Y: 1, Z: 1},
@@ -238,6 +242,28 @@ func TestLaunchValidate(t *testing.T) {
 		{"nested scratch", with(func(l *Launch) { l.Then[0].Scratch = []Scratch{{Name: "x", Bytes: 1}} }), "combine: a following kernel has its own scratch or following kernels; declare them on the first"},
 		{"reset, not whole words", with(func(l *Launch) { l.Scratch[0].Bytes = 6 }), `scratch buffer "partial": a buffer reset word by word needs a size that is a multiple of 4, not 6`},
 		{"empty grid", with(func(l *Launch) { l.Then[0].Grid = gpu.Dim3{X: 0, Y: 1, Z: 1} }), "combine: grid {0 1 1} and block {1 1 1} must be positive"},
+		{"a tensor map", with(func(l *Launch) { l.Params = append(l.Params, TensorMapParam(kMap)) }), ""},
+		{"a tensor map of no buffer", with(func(l *Launch) {
+			m := kMap
+			m.Buffer = "kv"
+			l.Params = []Param{TensorMapParam(m)}
+		}), `split: a tensor map of buffer "kv"; there are q, k, v, o, partial`},
+		{"a tensor map's box past the swizzle", with(func(l *Launch) {
+			m := kMap
+			m.Box = []uint32{128, 64, 1}
+			l.Params = []Param{TensorMapParam(m)}
+		}), "split: tensor map: an innermost box of 256 bytes; the 128-byte swizzle takes at most 128"},
+		{"a tensor map's rank", with(func(l *Launch) {
+			m := kMap
+			m.Box = []uint32{64, 64}
+			l.Params = []Param{TensorMapParam(m)}
+		}), "split: tensor map: a box of rank 2 for dims of rank 3"},
+		{"a tensor map's stride", with(func(l *Launch) {
+			m := kMap
+			m.Dims = []uint64{36, 77, 2}
+			m.Box = []uint32{36, 64, 1}
+			l.Params = []Param{TensorMapParam(m)}
+		}), "split: tensor map: a stride of 72 bytes after dim 0, not a multiple of 16"},
 	}
 	for _, tc := range tests {
 		err := tc.l.Validate()

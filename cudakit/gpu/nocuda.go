@@ -145,3 +145,11 @@ func PushRange(name string) {}
 
 // PopRange does nothing without CUDA.
 func PopRange() {}
+
+// TensorMapBytes is the size of a CUtensorMap.
+const TensorMapBytes = 128
+
+// EncodeTensorMap returns ErrNoCUDA.
+func EncodeTensorMap(b *Buffer, elemBytes int, bf16 bool, dims []uint64, box []uint32) ([TensorMapBytes]byte, error) {
+	return [TensorMapBytes]byte{}, ErrNoCUDA
+}
