@@ -31,6 +31,8 @@ const (
 	kernelAuto   = "auto"
 	kernelWGMMA  = "wgmma"
 	kernelSplit  = "split"
+	// producerTMA is producer's value whose copies are TMA's.
+	producerTMA = "tma"
 )
 
 // The kernel's fixed shape: a producer warpgroup and two consumer
@@ -111,10 +113,11 @@ var tunables = []sdk.Tunable{
 	},
 	{
 		Name:    producer,
-		Values:  []string{"wait", "ahead"},
-		Default: "ahead",
+		Values:  []string{"wait", "ahead", producerTMA},
+		Default: producerTMA,
 		Description: "wait: the producer waits for each tile's copies before the next (one tile in flight); " +
-			"ahead: the copies arrive on the stage's mbarrier as they land (up to kv_stages tiles in flight)",
+			"ahead: the copies arrive on the stage's mbarrier as they land (up to kv_stages tiles in flight); " +
+			"tma: one producer thread issues TMA bulk tensor copies (cp.async.bulk.tensor), which complete on the mbarrier",
 		Ops: []string{attention.Name},
 	},
 	{
@@ -160,12 +163,41 @@ func plan(shape sdk.Shape, t map[string]string) (cudakit.Launch, error) {
 	if err != nil {
 		return cudakit.Launch{}, err
 	}
-	return cudakit.Launch{
+	l := cudakit.Launch{
 		Function:           cudakit.KernelName(shape.DType, shape.HeadDim, "n"+t[tileN], "s"+t[kvStages], "o"+t[overlap], t[producer]),
 		Grid:               grid,
 		Block:              gpu.Dim3{X: threads, Y: 1, Z: 1},
 		DynamicSharedBytes: sharedBytes(shape.DType.Size(), shape.HeadDim, n, stages),
-	}, nil
+	}
+	if t[producer] == producerTMA {
+		l.Params = tmaParams(shape, n)
+	}
+	return l, nil
+}
+
+// tmaParams are the producer = tma kernel's parameters: the standard list
+// (cudakit.KernelArgs), then tensor maps of K and V as [B·KVH, seq_k, D],
+// read in boxes of 64 elements (one 128-byte swizzled column block) ×
+// tileN keys.
+func tmaParams(shape sdk.Shape, tileN int) []cudakit.Param {
+	causal := int32(0)
+	if shape.Causal {
+		causal = 1
+	}
+	kv := func(name string) cudakit.Param {
+		return cudakit.TensorMapParam(cudakit.TensorMap{
+			Buffer: name, DType: shape.DType,
+			Dims: []uint64{uint64(shape.HeadDim), uint64(shape.SeqK), uint64(shape.Batch) * uint64(shape.KVHeads)},
+			Box:  []uint32{64, uint32(tileN), 1},
+		})
+	}
+	i32 := func(v int) cudakit.Param { return cudakit.ValueParam(gpu.Int32(int32(v))) }
+	return []cudakit.Param{
+		cudakit.BufferParam("q"), cudakit.BufferParam("k"), cudakit.BufferParam("v"), cudakit.BufferParam("o"),
+		i32(shape.Heads), i32(shape.KVHeads), i32(shape.SeqQ), i32(shape.SeqK), cudakit.ValueParam(gpu.Int32(causal)),
+		cudakit.ValueParam(gpu.Float32(float32(shape.Scale() * math.Log2E))),
+		kv("k"), kv("v"),
+	}
 }
 
 // sharedBytes mirrors HopperLayout in kernel.cu: the Q tile, K and V tiles

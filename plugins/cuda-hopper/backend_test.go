@@ -128,9 +128,9 @@ func TestPlanChoosesTheKernel(t *testing.T) {
 		{"seed shape, auto: split (32 wgmma blocks), one split", seed, map[string]string{kernelChoice: kernelAuto, tileN: "128", kvStages: "3", overlap: "2", producer: "ahead"},
 			"attn_fwd_fp16_d64_split_n64_s3", gpu.Dim3{X: 32, Y: 8, Z: 1}, 512, 1, ""},
 		{"seed shape, wgmma forced", seed, map[string]string{kernelChoice: kernelWGMMA},
-			"attn_fwd_fp16_d64_n128_s3_o2_ahead", gpu.Dim3{X: 4, Y: 8, Z: 1}, 0, 0, ""},
+			"attn_fwd_fp16_d64_n128_s3_o2_tma", gpu.Dim3{X: 4, Y: 8, Z: 1}, 0, 0, ""},
 		{"B1 H8 S1024, auto: wgmma (64 blocks)", sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 1024, SeqK: 1024, HeadDim: 64, DType: sdk.FP16}, nil,
-			"attn_fwd_fp16_d64_n128_s3_o2_ahead", gpu.Dim3{X: 8, Y: 8, Z: 1}, 0, 0, ""},
+			"attn_fwd_fp16_d64_n128_s3_o2_tma", gpu.Dim3{X: 8, Y: 8, Z: 1}, 0, 0, ""},
 		{"B1 H8 S64×32768, auto: split over the keys", sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 64, SeqK: 32768, HeadDim: 128, DType: sdk.FP16}, nil,
 			"attn_fwd_fp16_d128_split_n64_s3", gpu.Dim3{X: 4 * 8, Y: 8, Z: 1}, 4096, 8, ""},
 		{"seed shape, split forced: 256 blocks fill the SMs, one split", seed, map[string]string{kernelChoice: kernelSplit},
@@ -147,7 +147,7 @@ func TestPlanChoosesTheKernel(t *testing.T) {
 		{"16 GQA rows a head, not causal: 4 row blocks × 6 splits", specFull, nil,
 			"attn_fwd_bf16_d64_split_n64_s3", gpu.Dim3{X: 4 * 6, Y: 8, Z: 2}, 704, 6, ""},
 		{"17 rows a head, auto: wgmma", spec17, nil,
-			"attn_fwd_bf16_d64_n128_s3_o2_ahead", gpu.Dim3{X: 1, Y: 32, Z: 2}, 0, 0, ""},
+			"attn_fwd_bf16_d64_n128_s3_o2_tma", gpu.Dim3{X: 1, Y: 32, Z: 2}, 0, 0, ""},
 		{"64 splits forced on a large case: too much scratch", huge, map[string]string{kernelChoice: kernelSplit, numSplits: "64"},
 			"", gpu.Dim3{}, 0, 0, "GiB of partials"},
 		{"an unknown kernel", seed, map[string]string{kernelChoice: "tma"}, "", gpu.Dim3{}, 0, 0, `tunable kernel: "tma"`},
@@ -175,7 +175,8 @@ func TestPlanChoosesTheKernel(t *testing.T) {
 				t.Fatalf("launch %s grid %+v; want %s grid %+v", l.Function, l.Grid, tc.function, tc.grid)
 			}
 			if tc.splits == 0 {
-				if l.Params != nil || len(l.Then) > 0 || l.Block.X != threads {
+				tma := strings.HasSuffix(l.Function, "_tma")
+				if tma && len(l.Params) != 12 || !tma && l.Params != nil || len(l.Then) > 0 || l.Block.X != threads {
 					t.Errorf("the wgmma kernel with params %v, then %v, block %+v", l.Params, l.Then, l.Block)
 				}
 				return
@@ -231,34 +232,58 @@ func withDefaults(over map[string]string) map[string]string {
 	return m
 }
 
-// The conformance passes sweep each kernel's own space in full: 24
-// combinations of the wgmma kernel's four tunables, 32 of the split
-// kernel's three, every case naming its kernel.
+// The conformance passes sweep each kernel's own space in full: 36
+// combinations of the wgmma kernel's four tunables (12 a producer), 32 of
+// the split kernel's three, every case naming its kernel.
 func TestKernelPinsSweepEachKernelWhole(t *testing.T) {
 	v := spec().Variant
-	for _, tc := range []struct {
-		kernel string
-		combos int
-	}{{kernelWGMMA, 24}, {kernelSplit, 32}} {
-		var pin map[string]string
-		for _, p := range kernelPins() {
-			if p[kernelChoice] == tc.kernel {
-				pin = p
-			}
-		}
+	seen := map[string]map[string]bool{kernelWGMMA: {}, kernelSplit: {}}
+	for _, pin := range kernelPins() {
 		cases, err := conformance.PinnedCases(v, pin)
 		if err != nil {
 			t.Fatal(err)
 		}
-		seen := map[string]bool{}
 		for _, c := range cases {
-			if c.Tunables[kernelChoice] != tc.kernel {
-				t.Errorf("%s: kernel %q, want %s", c.Name(), c.Tunables[kernelChoice], tc.kernel)
+			if c.Tunables[kernelChoice] != pin[kernelChoice] {
+				t.Errorf("%s: kernel %q, want %s", c.Name(), c.Tunables[kernelChoice], pin[kernelChoice])
 			}
-			seen[fmt.Sprint(c.Tunables)] = true
+			seen[pin[kernelChoice]][fmt.Sprint(c.Tunables)] = true
 		}
-		if len(seen) != tc.combos {
-			t.Errorf("kernel %s: %d combinations, want %d", tc.kernel, len(seen), tc.combos)
+	}
+	if n := len(seen[kernelWGMMA]); n != 36 {
+		t.Errorf("the wgmma kernel: %d combinations, want 36", n)
+	}
+	if n := len(seen[kernelSplit]); n != 32 {
+		t.Errorf("the split kernel: %d combinations, want 32", n)
+	}
+}
+
+// producer = tma: the standard parameters, then tensor maps of K and V as
+// [B·KVH, seq_k, D] in boxes of 64 elements × tile_n keys.
+func TestTMAPlanPassesTensorMaps(t *testing.T) {
+	s := sdk.Shape{Batch: 2, Heads: 4, KVHeads: 2, SeqQ: 257, SeqK: 131, HeadDim: 128, DType: sdk.BF16, Causal: true}
+	l, err := plan(s, withDefaults(map[string]string{kernelChoice: kernelWGMMA, tileN: "64", producer: producerTMA}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Function != "attn_fwd_bf16_d128_n64_s3_o2_tma" || len(l.Params) != 12 {
+		t.Fatalf("launch %s with %d params", l.Function, len(l.Params))
+	}
+	for i, name := range []string{"k", "v"} {
+		m := l.Params[10+i].TensorMap
+		if m == nil || m.Buffer != name || m.DType != sdk.BF16 || !slices.Equal(m.Dims, []uint64{128, 131, 4}) || !slices.Equal(m.Box, []uint32{64, 64, 1}) {
+			t.Errorf("param %d: tensor map %+v", 10+i, m)
 		}
+	}
+	for i, want := range []string{"q", "k", "v", "o"} {
+		if l.Params[i].Buffer != want {
+			t.Errorf("param %d names %q, want %q", i, l.Params[i].Buffer, want)
+		}
+	}
+	if got := []int32{int32(uint32(l.Params[4].Value)), int32(uint32(l.Params[7].Value)), int32(uint32(l.Params[8].Value))}; !slices.Equal(got, []int32{4, 131, 1}) {
+		t.Errorf("heads, seq_k, causal = %v", got)
 	}
 }

@@ -26,9 +26,10 @@ func TestConformance(t *testing.T) {
 }
 
 // kernelPins are the conformance kit's passes over attention: the wgmma
-// kernel with the split kernel's tunables at their defaults, and the split
-// kernel with the wgmma kernel's at theirs. Auto picks one of the two; its
-// rule is TestPlanChoosesTheKernel's.
+// kernel with each of its producers (a pass each, so each pass's 12
+// combinations are swept whole) and the split kernel's tunables at their
+// defaults, and the split kernel with the wgmma kernel's at theirs. Auto
+// picks one of the two kernels; its rule is TestPlanChoosesTheKernel's.
 func kernelPins() []map[string]string {
 	defaults := func(ts []sdk.Tunable) map[string]string {
 		m := map[string]string{}
@@ -37,9 +38,19 @@ func kernelPins() []map[string]string {
 		}
 		return m
 	}
-	wgmma := defaults(decodeTunables)
-	wgmma[kernelChoice] = kernelWGMMA
+	var pins []map[string]string
+	for _, tun := range tunables {
+		if tun.Name != producer {
+			continue
+		}
+		for _, value := range tun.Values {
+			wgmma := defaults(decodeTunables)
+			wgmma[kernelChoice] = kernelWGMMA
+			wgmma[producer] = value
+			pins = append(pins, wgmma)
+		}
+	}
 	split := defaults(tunables)
 	split[kernelChoice] = kernelSplit
-	return []map[string]string{wgmma, split}
+	return append(pins, split)
 }

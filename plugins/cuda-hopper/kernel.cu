@@ -48,6 +48,10 @@ constexpr int kTileM = 64 * kConsumers;
 // setmaxnreg budgets: 40·128 + 2·232·128 = 64512 of the SM's 65536 registers.
 constexpr int kProducerRegs = 40;
 constexpr int kConsumerRegs = 232;
+// With TMA the producer is one thread with a handful of values: 24·128 +
+// 2·240·128 = 64512, the same total, 8 more for each consumer thread.
+constexpr int kTMAProducerRegs = 24;
+constexpr int kTMAConsumerRegs = 240;
 // Named barriers: 0 is __syncthreads, 1 + c consumer c's own (its Q tile),
 // kTurnBarrier + c "consumer c may issue its MMAs" (OVERLAP 2).
 constexpr int kTurnBarrier = 3;
@@ -119,6 +123,32 @@ __device__ __forceinline__ void named_arrive(int id, int threads) {
 // far an arrival on mbarrier bar (counted in the barrier's expected count).
 __device__ __forceinline__ void cp_async_arrive_on(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
+// ---- TMA: cp.async.bulk.tensor with tensor maps in global memory ------------
+
+// mbar_arrive_expect_tx arrives on bar and adds bytes to the transaction
+// count its phase waits for (the TMA copies complete them).
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(bar),
+               "r"(bytes)
+               : "memory");
+}
+
+// fence_tensormap makes a tensor map the host wrote to global memory visible
+// to the tensor-map proxy TMA reads it through.
+__device__ __forceinline__ void fence_tensormap(const void* map) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(map) : "memory");
+}
+
+// tma_load_3d copies the box at coordinates (c0, c1, c2) of map (innermost
+// first) to shared memory at dst, completing its bytes on mbarrier bar.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const void* map, int c0, int c1, int c2, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -305,6 +335,62 @@ __device__ __forceinline__ void produce(const Head<T>& hd, uint32_t s_k, uint32_
   if constexpr (AHEAD) {
     cp_async_commit();
     cp_async_wait<0>();
+  }
+}
+
+// tma_head is the block's KV head in the tensor maps (Maps::head), written
+// by thread 0 before the warpgroups part.
+__shared__ int tma_head;
+
+// Maps are K's and V's tensor maps (the plan's, [B·KVH, seq_k, D] in boxes of
+// 64 elements × TILE_N keys, 128-byte swizzled) and the head counts that
+// place the block's KV head in them. Kernel parameters all: read where used,
+// they hold no register through the consumers' code.
+struct Maps {
+  const void* k = nullptr;
+  const void* v = nullptr;
+  int heads = 1, kv_heads = 1;
+  // head is the block's KV head in the maps: b·kv_heads + kv_h.
+  __device__ __forceinline__ int head() const {
+    return static_cast<int>(blockIdx.z) * kv_heads + static_cast<int>(blockIdx.y) / (heads / kv_heads);
+  }
+};
+
+// produce_tma streams the K and V tiles into the ring with TMA, from one
+// thread: for each tile it waits for the stage to be empty, arms the stage's
+// full barrier with the tile's bytes and issues one bulk copy per 64-column
+// block of K and of V, which land swizzled as load_swizzled lays them out
+// (TMA's 128-byte swizzle is the same XOR of the chunk by row % 8 on a
+// 1024-byte aligned tile). Keys past seq_k arrive as zeros (the map's bounds).
+template <typename T, int D, int TILE_N, int STAGES>
+__device__ __forceinline__ void produce_tma(const Maps& maps, uint32_t s_k, uint32_t s_v, uint32_t bars, int n_tiles,
+                                            int tid) {
+  using L = HopperLayout<T, D, TILE_N, STAGES>;
+  if (tid != 0) return;
+  fence_tensormap(maps.k);
+  fence_tensormap(maps.v);
+  const int head = tma_head;
+  constexpr uint32_t kTileBytes = 2u * TILE_N * D * sizeof(T);  // K and V
+  // The stage and the parity of its empty barrier's phase, stepped rather
+  // than divided: this thread has the producer's 40 registers.
+  int stage = 0;
+  uint32_t parity = 1;  // the first pass over the ring finds every stage empty
+#pragma unroll 1
+  for (int t = 0; t < n_tiles; ++t) {
+    mbar_wait(bars + 8 * (STAGES + stage), parity);
+    const uint32_t full = bars + 8 * stage;
+    mbar_arrive_expect_tx(full, kTileBytes);
+    const uint32_t k_dst = s_k + stage * L::kKVBytes;
+    const uint32_t v_dst = s_v + stage * L::kKVBytes;
+#pragma unroll
+    for (int cb = 0; cb < D / 64; ++cb) {
+      tma_load_3d(k_dst + cb * TILE_N * 128, maps.k, cb * 64, t * TILE_N, head, full);
+      tma_load_3d(v_dst + cb * TILE_N * 128, maps.v, cb * 64, t * TILE_N, head, full);
+    }
+    if (++stage == STAGES) {
+      stage = 0;
+      parity ^= 1;
+    }
   }
 }
 
@@ -577,8 +663,8 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
   store_o<T, D>(hd, o, r, lane);
 }
 
-template <typename T, int D, int TILE_N, int STAGES, int OVERLAP, bool AHEAD>
-__device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned char* smem) {
+template <typename T, int D, int TILE_N, int STAGES, int OVERLAP, bool AHEAD, bool TMA = false>
+__device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned char* smem, Maps maps = Maps{}) {
   using L = HopperLayout<T, D, TILE_N, STAGES>;
   require_dynamic_smem(L::kLaunchBytes);
   const uint32_t base = (smem_addr(smem) + 1023u) & ~1023u;
@@ -589,19 +675,26 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + 8 * s, kWarpgroup);                          // full: the producer's threads
+      mbar_init(bars + 8 * s, TMA ? 1 : kWarpgroup);                // full: the producer's threads (TMA: its one)
       mbar_init(bars + 8 * (STAGES + s), kConsumers * kWarpgroup);  // empty: the consumers' threads
     }
+    // The KV head's index in the maps, worked out here with the block's
+    // registers: its division does not fit the producer's 40 (ptxas spilled).
+    if constexpr (TMA) tma_head = maps.head();
   }
   __syncthreads();
   const int wg = threadIdx.x / kWarpgroup;
   const int tid = threadIdx.x % kWarpgroup;
   if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    produce<T, D, TILE_N, STAGES, AHEAD>(hd, base + L::kK, base + L::kV, bars, n_tiles, tid);
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(TMA ? kTMAProducerRegs : kProducerRegs));
+    if constexpr (TMA) {
+      produce_tma<T, D, TILE_N, STAGES>(maps, base + L::kK, base + L::kV, bars, n_tiles, tid);
+    } else {
+      produce<T, D, TILE_N, STAGES, AHEAD>(hd, base + L::kK, base + L::kV, bars, n_tiles, tid);
+    }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    consume<T, D, TILE_N, STAGES, OVERLAP, AHEAD>(hd, base + L::kQ, base + L::kK, base + L::kV, bars, row0, n_tiles, wg - 1,
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TMA ? kTMAConsumerRegs : kConsumerRegs));
+    consume<T, D, TILE_N, STAGES, OVERLAP, AHEAD && !TMA>(hd, base + L::kQ, base + L::kK, base + L::kV, bars, row0, n_tiles, wg - 1,
                                            tid);
   }
 }
@@ -617,6 +710,24 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
     extern __shared__ __align__(1024) unsigned char hopper_smem[];                                                 \
     hopper_attention<T, D, TILE_N, STAGES, OVERLAP, AHEAD>(                                                       \
         head_of<D>(q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale_log2), hopper_smem);                 \
+  }
+
+// TMA_KERNEL instantiates the producer = tma entry point
+// (attn_fwd_…_tma): the standard parameters, then K's and V's tensor maps
+// (const CUtensorMap* in global memory, which the plan asks the kit for).
+#define TMA_KERNEL(NAME, T, D, TILE_N, STAGES, OVERLAP)                                                    \
+  extern "C" __global__ void __launch_bounds__(kThreads, 1)                                                      \
+      NAME(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,         \
+           int heads, int kv_heads, int seq_q, int seq_k, int causal, float scale_log2, const void* k_map,         \
+           const void* v_map) {                                                                                  \
+    extern __shared__ __align__(1024) unsigned char hopper_smem[];                                                 \
+    Maps maps;                                                                                                   \
+    maps.k = k_map;                                                                                              \
+    maps.v = v_map;                                                                                              \
+    maps.heads = heads;                                                                                          \
+    maps.kv_heads = kv_heads;                                                                                    \
+    hopper_attention<T, D, TILE_N, STAGES, OVERLAP, false, true>(                                                 \
+        head_of<D>(q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale_log2), hopper_smem, maps);           \
   }
 
 HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o0_wait, half, 64, 64, 2, 0, false)
@@ -715,6 +826,55 @@ HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o1_wait, __nv_bfloat16, 128, 128, 3, 1,
 HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o1_ahead, __nv_bfloat16, 128, 128, 3, 1, true)
 HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o2_wait, __nv_bfloat16, 128, 128, 3, 2, false)
 HOPPER_KERNEL(attn_fwd_bf16_d128_n128_s3_o2_ahead, __nv_bfloat16, 128, 128, 3, 2, true)
+
+TMA_KERNEL(attn_fwd_fp16_d64_n64_s2_o0_tma, half, 64, 64, 2, 0)
+TMA_KERNEL(attn_fwd_fp16_d64_n64_s2_o1_tma, half, 64, 64, 2, 1)
+TMA_KERNEL(attn_fwd_fp16_d64_n64_s2_o2_tma, half, 64, 64, 2, 2)
+TMA_KERNEL(attn_fwd_fp16_d64_n64_s3_o0_tma, half, 64, 64, 3, 0)
+TMA_KERNEL(attn_fwd_fp16_d64_n64_s3_o1_tma, half, 64, 64, 3, 1)
+TMA_KERNEL(attn_fwd_fp16_d64_n64_s3_o2_tma, half, 64, 64, 3, 2)
+TMA_KERNEL(attn_fwd_fp16_d64_n128_s2_o0_tma, half, 64, 128, 2, 0)
+TMA_KERNEL(attn_fwd_fp16_d64_n128_s2_o1_tma, half, 64, 128, 2, 1)
+TMA_KERNEL(attn_fwd_fp16_d64_n128_s2_o2_tma, half, 64, 128, 2, 2)
+TMA_KERNEL(attn_fwd_fp16_d64_n128_s3_o0_tma, half, 64, 128, 3, 0)
+TMA_KERNEL(attn_fwd_fp16_d64_n128_s3_o1_tma, half, 64, 128, 3, 1)
+TMA_KERNEL(attn_fwd_fp16_d64_n128_s3_o2_tma, half, 64, 128, 3, 2)
+TMA_KERNEL(attn_fwd_fp16_d128_n64_s2_o0_tma, half, 128, 64, 2, 0)
+TMA_KERNEL(attn_fwd_fp16_d128_n64_s2_o1_tma, half, 128, 64, 2, 1)
+TMA_KERNEL(attn_fwd_fp16_d128_n64_s2_o2_tma, half, 128, 64, 2, 2)
+TMA_KERNEL(attn_fwd_fp16_d128_n64_s3_o0_tma, half, 128, 64, 3, 0)
+TMA_KERNEL(attn_fwd_fp16_d128_n64_s3_o1_tma, half, 128, 64, 3, 1)
+TMA_KERNEL(attn_fwd_fp16_d128_n64_s3_o2_tma, half, 128, 64, 3, 2)
+TMA_KERNEL(attn_fwd_fp16_d128_n128_s2_o0_tma, half, 128, 128, 2, 0)
+TMA_KERNEL(attn_fwd_fp16_d128_n128_s2_o1_tma, half, 128, 128, 2, 1)
+TMA_KERNEL(attn_fwd_fp16_d128_n128_s2_o2_tma, half, 128, 128, 2, 2)
+TMA_KERNEL(attn_fwd_fp16_d128_n128_s3_o0_tma, half, 128, 128, 3, 0)
+TMA_KERNEL(attn_fwd_fp16_d128_n128_s3_o1_tma, half, 128, 128, 3, 1)
+TMA_KERNEL(attn_fwd_fp16_d128_n128_s3_o2_tma, half, 128, 128, 3, 2)
+TMA_KERNEL(attn_fwd_bf16_d64_n64_s2_o0_tma, __nv_bfloat16, 64, 64, 2, 0)
+TMA_KERNEL(attn_fwd_bf16_d64_n64_s2_o1_tma, __nv_bfloat16, 64, 64, 2, 1)
+TMA_KERNEL(attn_fwd_bf16_d64_n64_s2_o2_tma, __nv_bfloat16, 64, 64, 2, 2)
+TMA_KERNEL(attn_fwd_bf16_d64_n64_s3_o0_tma, __nv_bfloat16, 64, 64, 3, 0)
+TMA_KERNEL(attn_fwd_bf16_d64_n64_s3_o1_tma, __nv_bfloat16, 64, 64, 3, 1)
+TMA_KERNEL(attn_fwd_bf16_d64_n64_s3_o2_tma, __nv_bfloat16, 64, 64, 3, 2)
+TMA_KERNEL(attn_fwd_bf16_d64_n128_s2_o0_tma, __nv_bfloat16, 64, 128, 2, 0)
+TMA_KERNEL(attn_fwd_bf16_d64_n128_s2_o1_tma, __nv_bfloat16, 64, 128, 2, 1)
+TMA_KERNEL(attn_fwd_bf16_d64_n128_s2_o2_tma, __nv_bfloat16, 64, 128, 2, 2)
+TMA_KERNEL(attn_fwd_bf16_d64_n128_s3_o0_tma, __nv_bfloat16, 64, 128, 3, 0)
+TMA_KERNEL(attn_fwd_bf16_d64_n128_s3_o1_tma, __nv_bfloat16, 64, 128, 3, 1)
+TMA_KERNEL(attn_fwd_bf16_d64_n128_s3_o2_tma, __nv_bfloat16, 64, 128, 3, 2)
+TMA_KERNEL(attn_fwd_bf16_d128_n64_s2_o0_tma, __nv_bfloat16, 128, 64, 2, 0)
+TMA_KERNEL(attn_fwd_bf16_d128_n64_s2_o1_tma, __nv_bfloat16, 128, 64, 2, 1)
+TMA_KERNEL(attn_fwd_bf16_d128_n64_s2_o2_tma, __nv_bfloat16, 128, 64, 2, 2)
+TMA_KERNEL(attn_fwd_bf16_d128_n64_s3_o0_tma, __nv_bfloat16, 128, 64, 3, 0)
+TMA_KERNEL(attn_fwd_bf16_d128_n64_s3_o1_tma, __nv_bfloat16, 128, 64, 3, 1)
+TMA_KERNEL(attn_fwd_bf16_d128_n64_s3_o2_tma, __nv_bfloat16, 128, 64, 3, 2)
+TMA_KERNEL(attn_fwd_bf16_d128_n128_s2_o0_tma, __nv_bfloat16, 128, 128, 2, 0)
+TMA_KERNEL(attn_fwd_bf16_d128_n128_s2_o1_tma, __nv_bfloat16, 128, 128, 2, 1)
+TMA_KERNEL(attn_fwd_bf16_d128_n128_s2_o2_tma, __nv_bfloat16, 128, 128, 2, 2)
+TMA_KERNEL(attn_fwd_bf16_d128_n128_s3_o0_tma, __nv_bfloat16, 128, 128, 3, 0)
+TMA_KERNEL(attn_fwd_bf16_d128_n128_s3_o1_tma, __nv_bfloat16, 128, 128, 3, 1)
+TMA_KERNEL(attn_fwd_bf16_d128_n128_s3_o2_tma, __nv_bfloat16, 128, 128, 3, 2)
 
 // ---- decode: split-KV attention over a paged KV cache (flash-decoding) -------
 //
