@@ -27,7 +27,9 @@ const profileUsage = `flashcore profile: Nsight Compute's view of one row's kern
 Usage:
   flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]
 
-B is a backend (cuda-v8; its first row) or a row label (sdpa-flash). CASE
+B is a backend (cuda-v8; its first row) or a row label: a variant
+(sdpa-flash), or a row the suite's tunables make, as the run labels it
+(cuda-hopper[kernel=wgmma,producer=tma]). CASE
 is a case ID of the suite (default: the embedded default suite). A short
 run finds the row and how it is timed; a second runs it under ncu around
 its timed calls only and prints, for each kernel of one call, the tensor
@@ -105,9 +107,35 @@ func findRow(ctx context.Context, s *suite.Suite, name string) (host.Plugin, sui
 			sel.Variants = []string{name}
 			return p, sel, nil
 		}
+		if sel, ok := rowByLabel(d.Variants, s.Selection(p.Name), name); ok {
+			return p, sel, nil
+		}
 	}
 	return host.Plugin{}, suite.BackendSelection{}, withCode(ExitUsage,
 		fmt.Errorf("%q is neither a backend nor a row of one (backends: %s)", name, pluginNames(found)))
+}
+
+// rowByLabel finds the row labelled label among the rows the suite makes of
+// the variants (one per combination of its tunables, labelled as the run
+// labels them: sdk.RowLabel, "cuda-hopper[producer=tma]"), and returns
+// the selection of that row alone.
+func rowByLabel(variants []sdk.Variant, sel suite.BackendSelection, label string) (suite.BackendSelection, bool) {
+	for _, v := range variants {
+		combos, err := runner.TunableCombos(sel.Name, v, sel)
+		if err != nil {
+			continue
+		}
+		for _, combo := range combos {
+			if sdk.RowLabel(v.Name, combo) != label {
+				continue
+			}
+			sel.Variants = []string{v.Name}
+			sel.Configs = []map[string]string{combo}
+			sel.Tunables = nil
+			return sel, true
+		}
+	}
+	return sel, false
 }
 
 // findTimedRow runs the case briefly, unprofiled, to learn the row's label

@@ -84,7 +84,7 @@ func plan(backends []*backend, selections []suite.BackendSelection) ([]row, erro
 				rows = append(rows, row{backend: b, variant: v, label: v.Name, tuned: sel.Tuned})
 				continue
 			}
-			combos, err := tunableCombos(b.plugin.Name, v, sel)
+			combos, err := TunableCombos(b.plugin.Name, v, sel)
 			if err != nil {
 				return nil, err
 			}
@@ -128,10 +128,10 @@ func variantNames(vs []sdk.Variant) string {
 	return strings.Join(names, ", ")
 }
 
-// tunableCombos is the product of the values the suite asks for. Tunables
-// the suite does not mention are left to the backend's default, which the
-// backend applies itself.
-func tunableCombos(backendName string, v sdk.Variant, sel suite.BackendSelection) ([]map[string]string, error) {
+// TunableCombos is the product of the values the suite asks for, a row
+// each: Tunables the suite does not mention are left to the backend's
+// default, which the backend applies itself.
+func TunableCombos(backendName string, v sdk.Variant, sel suite.BackendSelection) ([]map[string]string, error) {
 	if len(sel.Configs) > 0 {
 		for _, c := range sel.Configs {
 			if err := checkTunables(backendName, v, c); err != nil {
