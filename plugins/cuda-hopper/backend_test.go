@@ -176,7 +176,7 @@ func TestPlanChoosesTheKernel(t *testing.T) {
 			}
 			if tc.splits == 0 {
 				tma := strings.HasSuffix(l.Function, "_tma")
-				if tma && len(l.Params) != 12 || !tma && l.Params != nil || len(l.Then) > 0 || l.Block.X != threads {
+				if tma && len(l.Params) != 14 || !tma && l.Params != nil || len(l.Then) > 0 || l.Block.X != threads {
 					t.Errorf("the wgmma kernel with params %v, then %v, block %+v", l.Params, l.Then, l.Block)
 				}
 				return
@@ -258,8 +258,9 @@ func TestKernelPinsSweepEachKernelWhole(t *testing.T) {
 	}
 }
 
-// producer = tma: the standard parameters, then tensor maps of K and V as
-// [B·KVH, seq_k, D] in boxes of 64 elements × tile_n keys.
+// producer = tma: the standard parameters, then tensor maps of Q and O as
+// [B·H, seq_q, D] (boxes of 128 and 64 rows) and of K and V as [B·KVH,
+// seq_k, D] (boxes of tile_n keys), 64 elements wide.
 func TestTMAPlanPassesTensorMaps(t *testing.T) {
 	s := sdk.Shape{Batch: 2, Heads: 4, KVHeads: 2, SeqQ: 257, SeqK: 131, HeadDim: 128, DType: sdk.BF16, Causal: true}
 	l, err := plan(s, withDefaults(map[string]string{kernelChoice: kernelWGMMA, tileN: "64", producer: producerTMA}))
@@ -269,13 +270,22 @@ func TestTMAPlanPassesTensorMaps(t *testing.T) {
 	if err := l.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if l.Function != "attn_fwd_bf16_d128_n64_s3_o2_tma" || len(l.Params) != 12 {
+	if l.Function != "attn_fwd_bf16_d128_n64_s3_o2_tma" || len(l.Params) != 14 {
 		t.Fatalf("launch %s with %d params", l.Function, len(l.Params))
 	}
-	for i, name := range []string{"k", "v"} {
+	for i, want := range []struct {
+		name string
+		dims []uint64
+		box  []uint32
+	}{
+		{"q", []uint64{128, 257, 8}, []uint32{64, 128, 1}},
+		{"k", []uint64{128, 131, 4}, []uint32{64, 64, 1}},
+		{"v", []uint64{128, 131, 4}, []uint32{64, 64, 1}},
+		{"o", []uint64{128, 257, 8}, []uint32{64, 64, 1}},
+	} {
 		m := l.Params[10+i].TensorMap
-		if m == nil || m.Buffer != name || m.DType != sdk.BF16 || !slices.Equal(m.Dims, []uint64{128, 131, 4}) || !slices.Equal(m.Box, []uint32{64, 64, 1}) {
-			t.Errorf("param %d: tensor map %+v", 10+i, m)
+		if m == nil || m.Buffer != want.name || m.DType != sdk.BF16 || !slices.Equal(m.Dims, want.dims) || !slices.Equal(m.Box, want.box) {
+			t.Errorf("param %d: tensor map %+v, want %+v", 10+i, m, want)
 		}
 	}
 	for i, want := range []string{"q", "k", "v", "o"} {

@@ -3,8 +3,8 @@
 // Block: three warpgroups (384 threads), 128 query rows.
 //   warpgroup 0, the producer: gives registers away (setmaxnreg.dec) and
 //     streams K and V tiles of TILE_N keys into a ring of STAGES shared-memory
-//     stages. Each stage has two mbarriers: "full" (the producer's 128 threads
-//     arrive once their copies of the tile have landed) and "empty" (the 256
+//     stages. Each stage has two mbarriers: "full" (the producer's copies of
+//     the tile have landed) and "empty" (the 256
 //     consumer threads arrive once the tile's MMAs have read it).
 //   warpgroups 1 and 2, the consumers: take the registers (setmaxnreg.inc),
 //     own 64 query rows each, and per tile run
@@ -16,14 +16,18 @@
 // [D/64 column blocks][rows][64 elements], 16-byte chunk c of row r at chunk
 // c ^ (r % 8), every tile 1024-byte aligned.
 //
-// Copies: the producer uses cp.async (16 bytes a thread), not the TMA bulk
-// tensor engine: a tensor map is a 128-byte kernel parameter, and the driver
-// binding passes every parameter in 8 bytes (see attention.cuh). Two ways to
-// tell the consumers a stage has landed (the AHEAD template argument):
-//   wait   each producer thread waits for its own copies of the tile, fences
-//          them into the async proxy the tensor cores read through and
-//          arrives on the stage's full barrier: one tile in flight at a time;
-//   ahead  each producer thread hands its copies to the full barrier
+// Copies, three ways (the producer tunable):
+//   tma    (TMA, the default) one producer thread issues cp.async.bulk.tensor
+//          copies of Q (once) and of each K and V tile, which complete on an
+//          mbarrier armed with their bytes; the tensor maps are the host's
+//          (cuTensorMapEncodeTiled), passed as pointers to global memory,
+//          since the driver binding passes every parameter in 8 bytes and a
+//          map is 128. O leaves through shared memory by TMA stores.
+//   wait   each producer thread waits for its own cp.async copies of the
+//          tile, fences them into the async proxy the tensor cores read
+//          through and arrives on the stage's full barrier: one tile in
+//          flight at a time;
+//   ahead  each producer thread hands its cp.async copies to the full barrier
 //          (cp.async.mbarrier.arrive.noinc) and goes on to the next stage, so
 //          up to STAGES tiles are in flight; the consumers fence the stage
 //          into the async proxy once its barrier completes.
@@ -338,17 +342,25 @@ __device__ __forceinline__ void produce(const Head<T>& hd, uint32_t s_k, uint32_
   }
 }
 
-// tma_head is the block's KV head in the tensor maps (Maps::head), written
-// by thread 0 before the warpgroups part.
+// What thread 0 works out for the TMA kernels before the warpgroups part,
+// kept in shared memory so that neither the producer's 24 registers nor the
+// consumers' loop carries it: the block's KV head in K's and V's maps
+// (Maps::head), its query head in Q's and O's (b·heads + h), O's map, and
+// the barrier Q's copy completes on.
 __shared__ int tma_head;
+__shared__ int tma_qhead;
+__shared__ const void* tma_omap;
+__shared__ __align__(8) uint64_t tma_qbar;
 
 // Maps are K's and V's tensor maps (the plan's, [B·KVH, seq_k, D] in boxes of
 // 64 elements × TILE_N keys, 128-byte swizzled) and the head counts that
 // place the block's KV head in them. Kernel parameters all: read where used,
 // they hold no register through the consumers' code.
 struct Maps {
+  const void* q = nullptr;
   const void* k = nullptr;
   const void* v = nullptr;
+  const void* o = nullptr;
   int heads = 1, kv_heads = 1;
   // head is the block's KV head in the maps: b·kv_heads + kv_h.
   __device__ __forceinline__ int head() const {
@@ -363,12 +375,21 @@ struct Maps {
 // (TMA's 128-byte swizzle is the same XOR of the chunk by row % 8 on a
 // 1024-byte aligned tile). Keys past seq_k arrive as zeros (the map's bounds).
 template <typename T, int D, int TILE_N, int STAGES>
-__device__ __forceinline__ void produce_tma(const Maps& maps, uint32_t s_k, uint32_t s_v, uint32_t bars, int n_tiles,
-                                            int tid) {
+__device__ __forceinline__ void produce_tma(const Maps& maps, uint32_t s_q, uint32_t s_k, uint32_t s_v, uint32_t bars,
+                                            int n_tiles, int tid) {
   using L = HopperLayout<T, D, TILE_N, STAGES>;
   if (tid != 0) return;
+  fence_tensormap(maps.q);
   fence_tensormap(maps.k);
   fence_tensormap(maps.v);
+  // Q: the block's 128 rows, one box per 64-column block, zeros past seq_q.
+  {
+    const uint32_t qbar = smem_addr(&tma_qbar);
+    const int row0 = (gridDim.x - 1 - blockIdx.x) * kTileM;
+    mbar_arrive_expect_tx(qbar, kTileM * D * sizeof(T));
+#pragma unroll
+    for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(s_q + cb * kTileM * 128, maps.q, cb * 64, row0, tma_qhead, qbar);
+  }
   const int head = tma_head;
   constexpr uint32_t kTileBytes = 2u * TILE_N * D * sizeof(T);  // K and V
   // The stage and the parity of its empty barrier's phase, stepped rather
@@ -522,6 +543,55 @@ __device__ __forceinline__ void store_o(const Head<T>& hd, const float (&o)[D / 
   }
 }
 
+// tma_store_3d copies the box at smem src to coordinates (c0, c1, c2) of map;
+// the copy is in this thread's bulk group.
+__device__ __forceinline__ void tma_store_3d(const void* map, int c0, int c1, int c2, uint32_t src) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(map),
+               "r"(c0), "r"(c1), "r"(c2), "r"(src)
+               : "memory");
+}
+
+// store_o_tma normalises this warpgroup's 64 rows of O into its rows of the Q
+// tile in shared memory (every wgmma that read them has completed), in the
+// same 128-byte swizzled layout, and has one thread copy them out by TMA: a
+// box of 64 rows per 64-column block, rows past seq_q dropped by the map's
+// bounds. The thread waits for its copies before it leaves.
+template <typename T, int D>
+__device__ __forceinline__ void store_o_tma(const float (&o)[D / 2], const Rows& r, int lane, uint32_t s_q, int row0,
+                                            int cw, int tid) {
+  const float l_lo = group_sum<4>(r.l_lo);
+  const float l_hi = group_sum<4>(r.l_hi);
+  const float inv_lo = l_lo > 0.f ? 1.f / l_lo : 0.f;
+  const float inv_hi = l_hi > 0.f ? 1.f / l_hi : 0.f;
+  const int lo = r.lo - row0;  // rows of the 128-row tile
+  const int hi = r.hi - row0;
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    const int col = j * 8 + (lane % 4) * 2;
+    const uint32_t block = s_q + (col / 64) * kTileM * 128 + (col % 8) * 2;
+    const int chunk = (col % 64) / 8;
+    const uint32_t at_lo = block + lo * 128 + ((chunk ^ (lo & 7)) << 4);
+    const uint32_t at_hi = block + hi * 128 + ((chunk ^ (hi & 7)) << 4);
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at_lo), "r"(pack2<T>(o[j * 4 + 0] * inv_lo, o[j * 4 + 1] * inv_lo))
+                 : "memory");
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at_hi), "r"(pack2<T>(o[j * 4 + 2] * inv_hi, o[j * 4 + 3] * inv_hi))
+                 : "memory");
+  }
+  fence_async_shared();  // the stores, visible to the TMA engine's reads
+  named_barrier(1 + cw, kWarpgroup);
+  if (tid == 0) {
+    const void* map = tma_omap;
+    const int head = tma_qhead;
+    fence_tensormap(map);
+#pragma unroll
+    for (int cb = 0; cb < D / 64; ++cb) {
+      tma_store_3d(map, cb * 64, row0 + cw * 64, head, s_q + cb * kTileM * 128 + cw * 64 * 128);
+    }
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+  }
+}
+
 // consume (OVERLAP 0) runs each tile in order: S = Q·Kᵀ, wait, softmax,
 // O += P·V, wait. The tensor cores idle during this warpgroup's softmax
 // unless the other consumer's MMAs fill the gap.
@@ -538,14 +608,18 @@ __device__ __forceinline__ void store_o(const Head<T>& hd, const float (&o)[D / 
 //
 // AHEAD: the producer's copies arrive on the full barrier by themselves, so
 // the consumer fences each stage into the async proxy before its MMAs read it.
-template <typename T, int D, int TILE_N, int STAGES, int OVERLAP, bool AHEAD>
+template <typename T, int D, int TILE_N, int STAGES, int OVERLAP, bool AHEAD, bool TMA = false>
 __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_t s_k, uint32_t s_v, uint32_t bars,
                                         int row0, int n_tiles, int cw, int tid) {
   using L = HopperLayout<T, D, TILE_N, STAGES>;
   const int warp = tid / 32;
   const int lane = tid % 32;
   const int wg_row0 = row0 + cw * 64;
-  load_q<T, D>(hd, s_q, wg_row0, cw, tid);
+  if constexpr (TMA) {
+    mbar_wait(smem_addr(&tma_qbar), 0);  // the producer's TMA copy of Q
+  } else {
+    load_q<T, D>(hd, s_q, wg_row0, cw, tid);
+  }
 
   Rows r;
   r.lo = wg_row0 + warp * 16 + lane / 4;
@@ -648,7 +722,11 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       fence_registers(o);
       mbar_arrive(empty(n_tiles - 1));
       last_turn();
-      store_o<T, D>(hd, o, r, lane);
+      if constexpr (TMA) {
+        store_o_tma<T, D>(o, r, lane, s_q, row0, cw, tid);
+      } else {
+        store_o<T, D>(hd, o, r, lane);
+      }
       return;
     }
     fence_registers(o);
@@ -660,7 +738,11 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     mbar_arrive(empty(n_tiles - 1));
     last_turn();
   }
-  store_o<T, D>(hd, o, r, lane);
+  if constexpr (TMA) {
+    store_o_tma<T, D>(o, r, lane, s_q, row0, cw, tid);
+  } else {
+    store_o<T, D>(hd, o, r, lane);
+  }
 }
 
 template <typename T, int D, int TILE_N, int STAGES, int OVERLAP, bool AHEAD, bool TMA = false>
@@ -680,7 +762,12 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
     }
     // The KV head's index in the maps, worked out here with the block's
     // registers: its division does not fit the producer's 40 (ptxas spilled).
-    if constexpr (TMA) tma_head = maps.head();
+    if constexpr (TMA) {
+      tma_head = maps.head();
+      tma_qhead = static_cast<int>(blockIdx.z) * maps.heads + static_cast<int>(blockIdx.y);
+      tma_omap = maps.o;
+      mbar_init(smem_addr(&tma_qbar), 1);
+    }
   }
   __syncthreads();
   const int wg = threadIdx.x / kWarpgroup;
@@ -688,13 +775,13 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(TMA ? kTMAProducerRegs : kProducerRegs));
     if constexpr (TMA) {
-      produce_tma<T, D, TILE_N, STAGES>(maps, base + L::kK, base + L::kV, bars, n_tiles, tid);
+      produce_tma<T, D, TILE_N, STAGES>(maps, base + L::kQ, base + L::kK, base + L::kV, bars, n_tiles, tid);
     } else {
       produce<T, D, TILE_N, STAGES, AHEAD>(hd, base + L::kK, base + L::kV, bars, n_tiles, tid);
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(TMA ? kTMAConsumerRegs : kConsumerRegs));
-    consume<T, D, TILE_N, STAGES, OVERLAP, AHEAD && !TMA>(hd, base + L::kQ, base + L::kK, base + L::kV, bars, row0, n_tiles, wg - 1,
+    consume<T, D, TILE_N, STAGES, OVERLAP, AHEAD && !TMA, TMA>(hd, base + L::kQ, base + L::kK, base + L::kV, bars, row0, n_tiles, wg - 1,
                                            tid);
   }
 }
@@ -718,12 +805,14 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
 #define TMA_KERNEL(NAME, T, D, TILE_N, STAGES, OVERLAP)                                                    \
   extern "C" __global__ void __launch_bounds__(kThreads, 1)                                                      \
       NAME(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,         \
-           int heads, int kv_heads, int seq_q, int seq_k, int causal, float scale_log2, const void* k_map,         \
-           const void* v_map) {                                                                                  \
+           int heads, int kv_heads, int seq_q, int seq_k, int causal, float scale_log2, const void* q_map,         \
+           const void* k_map, const void* v_map, const void* o_map) {                                            \
     extern __shared__ __align__(1024) unsigned char hopper_smem[];                                                 \
     Maps maps;                                                                                                   \
+    maps.q = q_map;                                                                                              \
     maps.k = k_map;                                                                                              \
     maps.v = v_map;                                                                                              \
+    maps.o = o_map;                                                                                              \
     maps.heads = heads;                                                                                          \
     maps.kv_heads = kv_heads;                                                                                    \
     hopper_attention<T, D, TILE_N, STAGES, OVERLAP, false, true>(                                                 \
