@@ -170,6 +170,30 @@ func TestKitOnTheCPUReference(t *testing.T) {
 	}
 }
 
+// A Run's warning (a host that stalled while it queued the timed calls) is
+// given one more Run: a warning once passes, a warning every time fails.
+func TestKitGivesAWarningOneMoreRun(t *testing.T) {
+	tests := []struct {
+		runs string // FLASHCORE_TEST_WARN_RUNS
+		want string // "" for a pass
+	}{
+		{"1", ""},
+		{"all", "diagnostics"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.runs, func(t *testing.T) {
+			k, v := startKit(t, "test-warns", "internal/testplugins/warns", Options{Env: []string{"FLASHCORE_TEST_WARN_RUNS=" + tc.runs}})
+			_, err := k.checkCase(v, gqaCase(t, v), []sdk.L2Mode{sdk.L2Hot})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("checkCase: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("checkCase = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // A plugin that reads its inputs before refusing a shape it cannot run is
 // caught; the cpu-reference refuses first.
 func TestKitFindsALateRefusal(t *testing.T) {
