@@ -55,7 +55,7 @@ func spec() cudakit.Spec {
 		Variant: sdk.Variant{
 			Name: name,
 			Description: "sm_90a: wgmma for Q·Kᵀ and P·V, producer/consumer warpgroups with setmaxnreg, " +
-				"cp.async K/V ring on mbarriers, consumers taking turns at the tensor cores, " +
+				"TMA for Q, K, V and O with a K/V ring on mbarriers, consumers taking turns at the tensor cores, " +
 				"128-byte swizzled shared memory, 128-row tiles; few query rows: the split-KV kernel; " +
 				"decode: split-KV paged flash-decoding with mma.sync, GQA rows packed per KV head, and a combine kernel",
 			Ops:            []string{attention.Name, decodeOp},
@@ -226,6 +226,11 @@ func sharedBytes(elemSize, headDim, tileN, stages int) int {
 //     235; B1 H8 S64×32768 D128 (8): 66 against 571. At 64 blocks the two
 //     were even or wgmma led (B1 H8 S1024 D64 18.0 against 18.5, B2 H8 S512
 //     D128 14.4 against 20.4), at 128 wgmma led by 1.7–2×.
+//
+// Those wgmma figures are the cp.async producer's. TMA (the default since)
+// made the wgmma kernel 1.0–1.07× faster at D64 and 1.2–1.3× at D128
+// (docs/results/2026-11-27-h100-tma), less than the split kernel's lead in
+// every case measured at 32 blocks or fewer (1.5× and more), so the line stays.
 const (
 	splitMaxRows   = 16
 	splitMaxBlocks = hopperSMs / 4
