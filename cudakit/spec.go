@@ -333,11 +333,28 @@ func KeyGrid(shape sdk.Shape, keysPerBlock int) (gpu.Dim3, error) {
 // KernelArgs are the parameters of every attention kernel, in order:
 // q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale·log2(e).
 func KernelArgs(q, k, v, o gpu.Arg, shape sdk.Shape) []gpu.Arg {
+	return append([]gpu.Arg{q, k, v, o}, attentionScalars(shape)...)
+}
+
+// AttentionParams are KernelArgs as a Launch's Params (the buffers q, k, v
+// and o by name), for a plan whose kernel takes more after them, such as
+// tensor maps (TensorMapParam).
+func AttentionParams(shape sdk.Shape) []Param {
+	params := []Param{BufferParam("q"), BufferParam("k"), BufferParam("v"), BufferParam("o")}
+	for _, a := range attentionScalars(shape) {
+		params = append(params, ValueParam(a))
+	}
+	return params
+}
+
+// attentionScalars are the scalars of the standard list: heads, kv_heads,
+// seq_q, seq_k, causal, scale·log2(e).
+func attentionScalars(shape sdk.Shape) []gpu.Arg {
 	causal := int32(0)
 	if shape.Causal {
 		causal = 1
 	}
-	return []gpu.Arg{q, k, v, o,
+	return []gpu.Arg{
 		gpu.Int32(int32(shape.Heads)), gpu.Int32(int32(shape.KVHeads)),
 		gpu.Int32(int32(shape.SeqQ)), gpu.Int32(int32(shape.SeqK)),
 		gpu.Int32(causal), gpu.Float32(float32(shape.Scale() * math.Log2E)),

@@ -85,6 +85,27 @@ func TestKernelArgs(t *testing.T) {
 	}
 }
 
+// AttentionParams is the same list as Params: the tensors by name, the
+// scalars by value.
+func TestAttentionParamsAreKernelArgs(t *testing.T) {
+	s := sdk.Shape{Batch: 2, Heads: 8, KVHeads: 2, SeqQ: 77, SeqK: 131, HeadDim: 64, DType: sdk.FP16, Causal: true}
+	args := KernelArgs(gpu.Pointer(0x1000), gpu.Pointer(0x2000), gpu.Pointer(0x3000), gpu.Pointer(0x4000), s)
+	params := AttentionParams(s)
+	if len(params) != len(args) {
+		t.Fatalf("%d params, %d args", len(params), len(args))
+	}
+	for i, name := range []string{"q", "k", "v", "o"} {
+		if params[i].Buffer != name {
+			t.Errorf("param %d names %q, want %q", i, params[i].Buffer, name)
+		}
+	}
+	for i := 4; i < len(args); i++ {
+		if params[i].Buffer != "" || params[i].Value != args[i] {
+			t.Errorf("param %d = %+v, want the value %#x", i, params[i], uint64(args[i]))
+		}
+	}
+}
+
 func TestSpinGrowsOnlyWhenTheHostOutlastsIt(t *testing.T) {
 	if !spinCovered(100*time.Microsecond, 10*time.Microsecond) {
 		t.Error("10 µs of queueing behind a 100 µs spin is covered")

@@ -176,15 +176,11 @@ func plan(shape sdk.Shape, t map[string]string) (cudakit.Launch, error) {
 }
 
 // tmaParams are the producer = tma kernel's parameters: the standard list
-// (cudakit.KernelArgs), then tensor maps of Q, K, V and O, each in boxes of
-// 64 elements (one 128-byte swizzled column block): Q as [B·H, seq_q, D] in
-// the block's 128 rows, K and V as [B·KVH, seq_k, D] in tileN keys, O as Q
-// in each consumer's 64 rows.
+// (cudakit.AttentionParams), then tensor maps of Q, K, V and O, each in
+// boxes of 64 elements (one 128-byte swizzled column block): Q as [B·H,
+// seq_q, D] in the block's 128 rows, K and V as [B·KVH, seq_k, D] in tileN
+// keys, O as Q in each consumer's 64 rows.
 func tmaParams(shape sdk.Shape, tileN int) []cudakit.Param {
-	causal := int32(0)
-	if shape.Causal {
-		causal = 1
-	}
 	tensorMap := func(name string, rows, heads, box int) cudakit.Param {
 		return cudakit.TensorMapParam(cudakit.TensorMap{
 			Buffer: name, DType: shape.DType,
@@ -193,13 +189,8 @@ func tmaParams(shape sdk.Shape, tileN int) []cudakit.Param {
 		})
 	}
 	kv := func(name string) cudakit.Param { return tensorMap(name, shape.SeqK, shape.KVHeads, tileN) }
-	i32 := func(v int) cudakit.Param { return cudakit.ValueParam(gpu.Int32(int32(v))) }
-	return []cudakit.Param{
-		cudakit.BufferParam("q"), cudakit.BufferParam("k"), cudakit.BufferParam("v"), cudakit.BufferParam("o"),
-		i32(shape.Heads), i32(shape.KVHeads), i32(shape.SeqQ), i32(shape.SeqK), cudakit.ValueParam(gpu.Int32(causal)),
-		cudakit.ValueParam(gpu.Float32(float32(shape.Scale() * math.Log2E))),
-		tensorMap("q", shape.SeqQ, shape.Heads, tileM), kv("k"), kv("v"), tensorMap("o", shape.SeqQ, shape.Heads, tileM/2),
-	}
+	return append(cudakit.AttentionParams(shape),
+		tensorMap("q", shape.SeqQ, shape.Heads, tileM), kv("k"), kv("v"), tensorMap("o", shape.SeqQ, shape.Heads, tileM/2))
 }
 
 // sharedBytes mirrors HopperLayout in kernel.cu: the Q tile, K and V tiles
