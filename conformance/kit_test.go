@@ -145,44 +145,28 @@ func TestKitFindsWrongOutputsOfOtherOps(t *testing.T) {
 }
 
 // The cpu-reference passes a whole case, timed run included; the same case
-// fails when the options ask for facts or a timing method it does not give.
+// fails when the options ask for facts or a timing method it does not give,
+// or when a warning on its Run comes back on the one more Run it gets.
 func TestKitOnTheCPUReference(t *testing.T) {
+	const cpuRef, cpuRefPkg = "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference"
+	// test-warns is the cpu-reference whose Runs warn as a Run does whose
+	// host stalled while it queued the timed calls: a warning gets one more
+	// Run, so a warning once passes and a warning every time fails.
+	const warns, warnsPkg = "test-warns", "internal/testplugins/warns"
 	tests := []struct {
-		name string
-		opts Options
-		want string // "" for a pass
+		name, plugin, pkg string
+		opts              Options
+		want              string // "" for a pass
 	}{
-		{"passes", Options{}, ""},
-		{"required facts", Options{RequiredFacts: []string{"goroutines", "kernel_function"}}, "facts [kernel_function] missing"},
-		{"method", Options{Method: "cuda-events+spin"}, `Method "wall-clock", want "cuda-events+spin"`},
+		{"passes", cpuRef, cpuRefPkg, Options{}, ""},
+		{"required facts", cpuRef, cpuRefPkg, Options{RequiredFacts: []string{"goroutines", "kernel_function"}}, "facts [kernel_function] missing"},
+		{"method", cpuRef, cpuRefPkg, Options{Method: "cuda-events+spin"}, `Method "wall-clock", want "cuda-events+spin"`},
+		{"a warning once", warns, warnsPkg, Options{Env: []string{"FLASHCORE_TEST_WARN_RUNS=1"}}, ""},
+		{"a warning every Run", warns, warnsPkg, Options{Env: []string{"FLASHCORE_TEST_WARN_RUNS=all"}}, "diagnostics"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			k, v := startKit(t, "cpu-reference", "plugins/cpu-reference/cmd/flashcore-backend-cpu-reference", tc.opts)
-			_, err := k.checkCase(v, gqaCase(t, v), []sdk.L2Mode{sdk.L2Hot})
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("checkCase: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("checkCase = %v, want an error containing %q", err, tc.want)
-			}
-		})
-	}
-}
-
-// A Run's warning (a host that stalled while it queued the timed calls) is
-// given one more Run: a warning once passes, a warning every time fails.
-func TestKitGivesAWarningOneMoreRun(t *testing.T) {
-	tests := []struct {
-		runs string // FLASHCORE_TEST_WARN_RUNS
-		want string // "" for a pass
-	}{
-		{"1", ""},
-		{"all", "diagnostics"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.runs, func(t *testing.T) {
-			k, v := startKit(t, "test-warns", "internal/testplugins/warns", Options{Env: []string{"FLASHCORE_TEST_WARN_RUNS=" + tc.runs}})
+			k, v := startKit(t, tc.plugin, tc.pkg, tc.opts)
 			_, err := k.checkCase(v, gqaCase(t, v), []sdk.L2Mode{sdk.L2Hot})
 			switch {
 			case tc.want == "" && err != nil:
