@@ -350,6 +350,10 @@ type Phase struct {
 	// splits the host's figure and never replaces it; nil when the
 	// plugin sent none.
 	Plugin []PluginPhase `json:"plugin,omitempty"`
+	// Host is the host's own split of this step, by its clock, in order:
+	// for PhaseRecheck, the Recheck* parts. Its parts add up to Ns but
+	// for what ran between them; nil for the other steps.
+	Host []PluginPhase `json:"host,omitempty"`
 }
 
 // PluginPhase is one part of a plugin call, as the plugin reported it
@@ -372,6 +376,16 @@ const (
 	PhaseRecheck    = "recheck"     // the host's clock batch on fresh inputs, and their check
 	PhaseRelease    = "release"     // the Release call
 	PhaseOther      = "other"       // the rest: workspace removal, interference accounting
+)
+
+// The parts of a PhaseRecheck step (Phase.Host), in the order they run.
+const (
+	RecheckInputs   = "fresh_inputs" // the fresh inputs generated and written
+	RecheckRelease  = "release"      // the Release call before their Prepare
+	RecheckPrepare  = "prepare"      // the Prepare call on them
+	RecheckBatch    = "batch"        // the batch rule's batches of N calls
+	RecheckMarginal = "marginal"     // the marginal rule's batches of n and 2n calls (on a CPU)
+	RecheckCheck    = "check"        // the fp64 check of the batch's output, the reference of the fresh inputs included
 )
 
 // Budget is the time budget of one row and where it stopped the sampling.

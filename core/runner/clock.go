@@ -132,7 +132,12 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 	if len(res.Timings) == 0 || res.Status == results.StatusError {
 		return
 	}
-	defer r.clock.mark(results.PhaseRecheck, "")
+	parts := newPartClock()
+	defer func() {
+		if p := r.clock.mark(results.PhaseRecheck, ""); p != nil {
+			p.Host = parts.parts
+		}
+	}()
 	api := b.instance.Backend()
 	fresh := ops.Of(c).Generate(check.FreshSeed(), c)
 	files, err := ws.writeFresh(fresh)
@@ -140,15 +145,18 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()
 		return
 	}
+	parts.mark(results.RecheckInputs)
 	if _, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, api.Release(ctx, sdk.ReleaseRequest{CaseID: c.ID})
 	}); err != nil {
 		r.failRow(res, b, "release (before the host's batch)", err)
 		return
 	}
+	parts.mark(results.RecheckRelease)
 	prepared, err := call(ctx, r.cfg.Suite.CallTimeout, func(ctx context.Context) (sdk.Prepared, error) {
 		return api.Prepare(ctx, ops.PrepareRequest(c, res.Variant, res.Tunables, files, ws.outputs, fresh.SHA256))
 	})
+	parts.mark(results.RecheckPrepare)
 	if err != nil {
 		r.failRow(res, b, "prepare (fresh inputs for the host's batch)", err)
 		return
@@ -181,6 +189,7 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		}
 	}
 	best.tries = tries
+	parts.mark(results.RecheckBatch)
 	addFacts(res, map[string]string{
 		"host_batch_calls":     strconv.Itoa(n),
 		"host_batch_wall_ns":   strconv.FormatInt(best.wall.Nanoseconds(), 10),
@@ -191,13 +200,16 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		"fresh_input_sha256":   fresh.SHA256,
 	})
 	if best.reason == "" && !believedGPU(b.description.Device) {
-		if marginal, ok := r.marginalCheck(ctx, b, c, ws, n, shorts, res); !ok {
+		marginal, ok := r.marginalCheck(ctx, b, c, ws, n, shorts, res)
+		parts.mark(results.RecheckMarginal)
+		if !ok {
 			return
 		} else if marginal.reason != "" {
 			best = marginal
 		}
 	}
 	r.checkFreshOutput(c, fresh, ws, res)
+	parts.mark(results.RecheckCheck)
 	if best.reason != "" {
 		if res.Status == results.StatusPass && believedGPU(b.description.Device) {
 			// The timing audit may reconcile it with the device's clock.

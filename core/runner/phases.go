@@ -39,6 +39,22 @@ func (c *rowClock) markRun(name string, l2 sdk.L2Mode, plugin []results.PluginPh
 	}
 }
 
+// partClock splits one step of a row into parts (results.Phase.Host),
+// each closed by a mark, by the host's clock.
+type partClock struct {
+	last  time.Time
+	parts []results.PluginPhase
+}
+
+func newPartClock() *partClock { return &partClock{last: time.Now()} }
+
+// mark closes the part that ran since the last mark as name.
+func (c *partClock) mark(name string) {
+	now := time.Now()
+	c.parts = append(c.parts, results.PluginPhase{Name: name, Ns: now.Sub(c.last).Nanoseconds()})
+	c.last = now
+}
+
 // finish closes the row at end: what ran since the last mark is
 // PhaseOther.
 func (c *rowClock) finish(end time.Time) []results.Phase {

@@ -60,6 +60,23 @@ func TestRowTimeBreakdown(t *testing.T) {
 		if i < 0 || r.Time[i].L2 != sdk.L2Hot || len(r.Time[i].Plugin) == 0 || r.Time[i].Plugin[0].Name != sdk.PhaseWarmup {
 			t.Errorf("%s: run step %+v, want L2 hot and the plugin's phases from warm-up", r.CaseID, r.Time)
 		}
+		// The recheck carries the host's split of it: on a CPU, every part,
+		// in order, adding up to no more than the step.
+		j := slices.IndexFunc(r.Time, func(p results.Phase) bool { return p.Name == results.PhaseRecheck })
+		var partNames []string
+		var partSum int64
+		for _, q := range r.Time[j].Host {
+			partNames = append(partNames, q.Name)
+			partSum += q.Ns
+		}
+		wantParts := []string{results.RecheckInputs, results.RecheckRelease, results.RecheckPrepare, results.RecheckBatch,
+			results.RecheckMarginal, results.RecheckCheck}
+		if !slices.Equal(partNames, wantParts) {
+			t.Errorf("%s: the recheck's parts %v, want %v", r.CaseID, partNames, wantParts)
+		}
+		if partSum <= 0 || partSum > r.Time[j].Ns {
+			t.Errorf("%s: the recheck's parts add up to %d ns, the step took %d", r.CaseID, partSum, r.Time[j].Ns)
+		}
 		for _, timing := range r.Timings {
 			if _, ok := timing.Facts[sdk.PhasesFact]; ok {
 				t.Errorf("%s: the phases report stayed in the timing's facts", r.CaseID)

@@ -187,16 +187,21 @@ func stepTotals(run *results.Run) []total {
 			}
 			lines[at].ns += p.Ns
 			lines[at].count++
-			for _, q := range p.Plugin {
-				name := pluginStepName(q.Name)
+			addPart := func(name, by string, ns int64) {
 				j, ok := pluginIndex[key][name]
 				if !ok {
 					j = len(plugin[key])
 					pluginIndex[key][name] = j
-					plugin[key] = append(plugin[key], total{step: name, by: "plugin's report", indent: true})
+					plugin[key] = append(plugin[key], total{step: name, by: by, indent: true})
 				}
-				plugin[key][j].ns += q.Ns
+				plugin[key][j].ns += ns
 				plugin[key][j].count++
+			}
+			for _, q := range p.Plugin {
+				addPart(pluginStepName(q.Name), "plugin's report", q.Ns)
+			}
+			for _, q := range p.Host {
+				addPart(cmp.Or(hostPartNames[q.Name], q.Name), "host", q.Ns)
 			}
 		}
 	}
@@ -230,6 +235,17 @@ func stepName(p results.Phase) string {
 		name += " (L2 " + string(p.L2) + ")"
 	}
 	return name
+}
+
+// hostPartNames name the parts of a step the host splits (the recheck's,
+// results.Recheck*); they are listed in the order they ran.
+var hostPartNames = map[string]string{
+	results.RecheckInputs:   "fresh inputs generated and written",
+	results.RecheckRelease:  "release before their prepare",
+	results.RecheckPrepare:  "prepare on the fresh inputs",
+	results.RecheckBatch:    "batch of N calls (batch rule)",
+	results.RecheckMarginal: "batches of n and 2n calls (marginal rule)",
+	results.RecheckCheck:    "fp64 check of the fresh output",
 }
 
 // pluginStepNames name the parts of a Run (sdk.Phase*); a sampling block
