@@ -88,7 +88,7 @@ $(VENV)/.installed: python/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	@echo "setup 2/3: pip"
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	@echo "setup 3/3: python/requirements.txt (torch with its CUDA wheels, triton: about 2.7 GB to download, 4.7 GB installed, minutes)"
+	@echo "setup 3/3: python/requirements.txt (torch with its CUDA wheels, triton: about 2.7 GB to download, about 4.7 GB installed, minutes)"
 	@$(PYTHON) scripts/disk_check.py --need-gb 8 --what "$(VENV) (torch, triton and pip's downloads)" $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -r python/requirements.txt
 	touch $@

@@ -19,7 +19,7 @@ const usage = `flashcore: is my attention kernel correct, and is it faster?
 
 Usage:
   flashcore run [--suite FILE] [--backends a,b] [--seed N] [--format F] [--out FILE] [--keep-going]
-                [--shard I/N] [--devices all|0,1,...]
+                [--budget 2s|suite=60s] [--explain-time] [--shard I/N] [--devices all|0,1,...]
   flashcore merge OUT.json IN1.json [IN2.json ...] [--format F]
   flashcore slurm --suite FILE --shards N [--gpus-per-task 1] [--partition P] [--time T] [--out DIR]
   flashcore k8s --suite FILE --shards N --image IMG [--claim PVC] [--out DIR]
@@ -30,7 +30,7 @@ Usage:
   flashcore plot FILE [--out DIR] [--baseline BACKEND]
   flashcore compare OLD NEW [NEWER...] [--format F] [--threshold 0.05] [--labels a,b] [--fail-on-regression]
   flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold] [--reference auto|cupti|ncu] [--out DIR]
-  flashcore profile --backend B --case CASE [--suite FILE] [--out DIR]
+  flashcore profile --backend B|ROW --case CASE [--suite FILE] [--out DIR]
   flashcore gate [--suite FILE] [--backends a,b] [--runs N] [--max-registers R] [RESULTS.json]
   flashcore ablate [--suite FILE] [--chain a,b:variant,c] [--case ID] [--format F] [RESULTS.json]
   flashcore calibrate [--device gpu|cpu]
