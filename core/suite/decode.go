@@ -219,9 +219,21 @@ func (t entryType) check(data any, sweep bool) error {
 func (d *decoder) syntaxError(err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return &Error{Path: d.path, Line: pe.Position.Line, Message: "TOML syntax: " + pe.Message}
+		return &Error{Path: d.path, Line: SyntaxLine(d.doc, pe.Position), Message: "TOML syntax: " + pe.Message}
 	}
 	return &Error{Path: d.path, Message: "TOML syntax: " + err.Error()}
+}
+
+// SyntaxLine is the line of a TOML parse error in doc: the line of its
+// first byte.
+// The TOML library's own line is the next one when the error is the
+// newline that ends a line ("[[cases]" left open, "seed =" with no
+// value): its lexer has counted that newline already.
+func SyntaxLine(doc string, p toml.Position) int {
+	if p.Start <= 0 || p.Start > len(doc) {
+		return p.Line
+	}
+	return 1 + strings.Count(doc[:p.Start], "\n")
 }
 
 // lastKey matches the errors BurntSushi/toml makes itself (not through a

@@ -88,6 +88,10 @@ var errorCases = []struct {
 	{"tuned and tunables", "name = \"x\"\n[[backends]]\nname = \"cpu-reference\"\ntuned = \"../testdata/tuned-cpu.toml\"\n[backends.tunables]\nworkers = [\"1\"]\n" + validSweep, "backends.tuned", 4},
 	{"tuned file of another backend", "name = \"x\"\n[[backends]]\nname = \"cuda-v8\"\ntuned = \"../testdata/tuned-cpu.toml\"\n" + validSweep, "backends.tuned", 4},
 	{"syntax error", "name = \"x\"\nseed = = 3\n", "", 2},
+	// The TOML library counts the line of an error at a line's end as the
+	// next one; the error is where the table's name is left open.
+	{"syntax error at the end of a line", "name = \"x\"\n[[cases]\nbatch = 1\n", "", 2},
+	{"value missing at the end of a line", "name = \"x\"\nseed =\n", "", 2},
 	{"unknown op", "name = \"x\"\n[[sweeps]]\nop = \"layernorm\"\nrows = [1]\n", "sweeps.op", 3},
 	{"attention key in an rmsnorm sweep", "name = \"x\"\n[[sweeps]]\nop = \"rmsnorm\"\nrows = [1]\ncols = [64]\nhead_dim = [64]\n", "sweeps.head_dim", 6},
 	{"rmsnorm axis missing", "name = \"x\"\n[[sweeps]]\nop = \"rmsnorm\"\nrows = [1]\n", "sweeps.cols", 2},

@@ -140,7 +140,7 @@ func Parse(path string, data []byte) (*Spec, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, &suite.Error{Path: path, Line: pe.Position.Line, Key: pe.LastKey, Message: pe.Message}
+			return nil, &suite.Error{Path: path, Line: suite.SyntaxLine(string(data), pe.Position), Key: pe.LastKey, Message: pe.Message}
 		}
 		return nil, &suite.Error{Path: path, Message: err.Error()}
 	}
