@@ -62,17 +62,19 @@ func (d *decoder) decode() (*decoded, error) {
 		return nil, err
 	}
 	var unknownInSweeps, unknownInCases []toml.Key
-	if out.sweeps, unknownInSweeps, err = d.decodeOpEntries(&md, "sweeps", out.file.Sweeps, true); err != nil {
+	var wrongInSweeps, wrongInCases []*Error
+	if out.sweeps, unknownInSweeps, wrongInSweeps, err = d.decodeOpEntries(&md, "sweeps", out.file.Sweeps, true); err != nil {
 		return nil, err
 	}
-	if out.cases, unknownInCases, err = d.decodeOpEntries(&md, "cases", out.file.Cases, false); err != nil {
+	if out.cases, unknownInCases, wrongInCases, err = d.decodeOpEntries(&md, "cases", out.file.Cases, false); err != nil {
 		return nil, err
 	}
 	// The op entries' unknown keys go first: the TOML library leaves the
 	// keys inside such a key's inline table undecoded, and a key under one
-	// reported is not reported again.
+	// reported is not reported again. Their values of the wrong type are
+	// reported with them, in file order.
 	unknown := slices.Concat(unknownInSweeps, unknownInCases, md.Undecoded(), upperCaseKeys(md.Keys()))
-	if err := d.unknownKeys(unknown); err != nil {
+	if err := d.unknownKeys(unknown, slices.Concat(wrongInSweeps, wrongInCases)...); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -128,21 +130,23 @@ func decodeEntries[T any](d *decoder, md *toml.MetaData, entries []toml.Primitiv
 // the same way for every op: each keeps its keys as read, and a key of the
 // op (an axis, op or distribution) must hold a value of its axis's type, a
 // list of them in a sweep. It returns, besides the entries, the keys the
-// op has no axis for, to be reported with every other unknown key. An
-// entry of an unknown op is kept whole; building the cases reports it.
-func (d *decoder) decodeOpEntries(md *toml.MetaData, table string, entries []toml.Primitive, sweep bool) ([]fileOpEntry, []toml.Key, error) {
+// op has no axis for and the keys whose value is of the wrong type, to be
+// reported with every other unknown key. An entry of an unknown op is kept
+// whole; building the cases reports it.
+func (d *decoder) decodeOpEntries(md *toml.MetaData, table string, entries []toml.Primitive, sweep bool) ([]fileOpEntry, []toml.Key, []*Error, error) {
 	out := make([]fileOpEntry, len(entries))
 	var unknown []toml.Key
+	var wrong []*Error
 	for i, entry := range entries {
 		var head struct {
 			Op field[string] `toml:"op"`
 		}
 		if err := md.PrimitiveDecode(entry, &head); err != nil {
-			return nil, nil, d.valueError(err, i)
+			return nil, nil, nil, d.valueError(err, i)
 		}
 		out[i].op = head.Op.Or(ops.Default)
 		if err := md.PrimitiveDecode(entry, &out[i].values); err != nil {
-			return nil, nil, d.valueError(err, i)
+			return nil, nil, nil, d.valueError(err, i)
 		}
 		o, err := ops.Lookup(out[i].op)
 		if err != nil {
@@ -158,11 +162,11 @@ func (d *decoder) decodeOpEntries(md *toml.MetaData, table string, entries []tom
 				continue
 			}
 			if err := want.check(out[i].values[key], sweep); err != nil {
-				return nil, nil, d.problemAt(table+"."+key, i, err.Error())
+				wrong = append(wrong, d.problemAt(table+"."+key, i, err.Error()))
 			}
 		}
 	}
-	return out, unknown, nil
+	return out, unknown, wrong, nil
 }
 
 // inFileOrder returns the keys of an entry in the order the file sets them.
@@ -264,9 +268,10 @@ func (d *decoder) valueError(err error, entry int) error {
 }
 
 // unknownKeys reports every key the schema has no place for, in file
-// order, each once. A key under an unknown table is not reported again.
-func (d *decoder) unknownKeys(keys []toml.Key) error {
-	var problems []*Error
+// order, each once, with the other problems given (values of the wrong
+// type). A key under an unknown table is not reported again.
+func (d *decoder) unknownKeys(keys []toml.Key, others ...*Error) error {
+	problems := slices.Clone(others)
 	reported := map[string]bool{}
 	for _, key := range keys {
 		name := key.String()

@@ -227,6 +227,32 @@ func TestErrorsReportEveryProblem(t *testing.T) {
 	}
 }
 
+// An entry's unknown keys and its values of the wrong type come out
+// together, in file order, however the file orders them.
+func TestOpEntryKeyProblemsTogether(t *testing.T) {
+	doc := "name = \"x\"\n[[cases]]\nbatch = 1\nheads = 8\nseq_q = 64\nhead_dm = 64\nhead_dim = 64\ncausal = \"yes\"\n" +
+		"[[sweeps]]\nbatch = [1]\nheads = 2\nseq_q = [64]\nhead_dim = [64]\nwarmup = [1]\n"
+	_, err := Parse("bad.toml", []byte(doc))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	want := []string{
+		`bad.toml:6: key "cases.head_dm": unknown key`,
+		`bad.toml:8: key "cases.causal": want a boolean`,
+		`bad.toml:11: key "sweeps.heads": want`,
+		`bad.toml:14: key "sweeps.warmup": unknown key`,
+	}
+	text := err.Error()
+	at := 0
+	for _, w := range want {
+		i := strings.Index(text[at:], w)
+		if i < 0 {
+			t.Fatalf("error lacks %q after position %d, or has it out of order:\n%s", w, at, text)
+		}
+		at += i + len(w)
+	}
+}
+
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
