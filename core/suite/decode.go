@@ -229,8 +229,7 @@ func (d *decoder) syntaxError(err error) error {
 }
 
 // SyntaxLine is the line of a TOML parse error in doc: the line of its
-// first byte.
-// The TOML library's own line is the next one when the error is the
+// first byte. The TOML library's own line is the next one when the error is the
 // newline that ends a line ("[[cases]" left open, "seed =" with no
 // value): its lexer has counted that newline already.
 func SyntaxLine(doc string, p toml.Position) int {

@@ -168,13 +168,14 @@ func fullReferenceTotal(run *results.Run) total {
 }
 
 // stepTotals sum every row's steps by step and L2 mode, in the order the
-// steps first appear; a Run's line is followed by the plugin's split of
-// it, summed the same way.
+// steps first appear; a step's line is followed by its parts, summed the
+// same way: a Run's as the plugin reported them, a recheck's as the host
+// split it.
 func stepTotals(run *results.Run) []total {
 	var lines []total
 	index := map[string]int{}
-	plugin := map[string][]total{}
-	pluginIndex := map[string]map[string]int{}
+	parts := map[string][]total{}
+	partIndex := map[string]map[string]int{}
 	for _, r := range run.Results {
 		for _, p := range r.Time {
 			key := stepName(p)
@@ -183,19 +184,19 @@ func stepTotals(run *results.Run) []total {
 				at = len(lines)
 				index[key] = at
 				lines = append(lines, total{step: key, by: "host"})
-				pluginIndex[key] = map[string]int{}
+				partIndex[key] = map[string]int{}
 			}
 			lines[at].ns += p.Ns
 			lines[at].count++
 			addPart := func(name, by string, ns int64) {
-				j, ok := pluginIndex[key][name]
+				j, ok := partIndex[key][name]
 				if !ok {
-					j = len(plugin[key])
-					pluginIndex[key][name] = j
-					plugin[key] = append(plugin[key], total{step: name, by: by, indent: true})
+					j = len(parts[key])
+					partIndex[key][name] = j
+					parts[key] = append(parts[key], total{step: name, by: by, indent: true})
 				}
-				plugin[key][j].ns += ns
-				plugin[key][j].count++
+				parts[key][j].ns += ns
+				parts[key][j].count++
 			}
 			for _, q := range p.Plugin {
 				addPart(pluginStepName(q.Name), "plugin's report", q.Ns)
@@ -207,9 +208,9 @@ func stepTotals(run *results.Run) []total {
 	}
 	var out []total
 	for _, l := range lines {
-		parts := plugin[l.step]
-		slices.SortStableFunc(parts, func(a, b total) int { return cmp.Compare(pluginStepRank(a.step), pluginStepRank(b.step)) })
-		out = append(append(out, l), parts...)
+		ps := parts[l.step]
+		slices.SortStableFunc(ps, func(a, b total) int { return cmp.Compare(pluginStepRank(a.step), pluginStepRank(b.step)) })
+		out = append(append(out, l), ps...)
 	}
 	return out
 }
