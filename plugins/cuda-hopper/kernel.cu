@@ -530,37 +530,45 @@ template <typename T, int TILE_N>
 __device__ __forceinline__ void softmax_tile(float (&s)[TILE_N / 2], uint32_t (&p)[TILE_N / 16][4], const Head<T>& hd,
                                              int key0, bool masked, int lane, Rows& r, float& alpha_lo,
                                              float& alpha_hi) {
+  // The max is taken over the raw scores (the scale is positive) and the
+  // scale folded into the exponent's one FFMA: exp2(s·scale·log2(e) − m).
+  const float scale = hd.scale_log2;
   float mx_lo = kNegInf, mx_hi = kNegInf;
 #pragma unroll
   for (int j = 0; j < TILE_N / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const int key = key0 + j * 8 + (lane % 4) * 2 + e;
-      float lo = s[j * 4 + e] * hd.scale_log2;
-      float hi = s[j * 4 + 2 + e] * hd.scale_log2;
+      float lo = s[j * 4 + e];
+      float hi = s[j * 4 + 2 + e];
       if (masked) {
+        const int key = key0 + j * 8 + (lane % 4) * 2 + e;
         if (!hd.visible(r.lo, key)) lo = kNegInf;
         if (!hd.visible(r.hi, key)) hi = kNegInf;
+        s[j * 4 + e] = lo;
+        s[j * 4 + 2 + e] = hi;
       }
-      s[j * 4 + e] = lo;
-      s[j * 4 + 2 + e] = hi;
       mx_lo = fmaxf(mx_lo, lo);
       mx_hi = fmaxf(mx_hi, hi);
     }
   }
-  const float new_lo = fmaxf(r.m_lo, group_max<4>(mx_lo));
-  const float new_hi = fmaxf(r.m_hi, group_max<4>(mx_hi));
+  const float new_lo = fmaxf(r.m_lo, group_max<4>(mx_lo) * scale);
+  const float new_hi = fmaxf(r.m_hi, group_max<4>(mx_hi) * scale);
   alpha_lo = rescale_factor(r.m_lo, new_lo);
   alpha_hi = rescale_factor(r.m_hi, new_hi);
   r.m_lo = new_lo;
   r.m_hi = new_hi;
+  // A row that has seen no visible key (m = −inf) has only −inf scores so
+  // far, whose exp2 is 0 against any finite base: 0 stands in for m there,
+  // once a row rather than once an element.
+  const float base_lo = new_lo == kNegInf ? 0.f : new_lo;
+  const float base_hi = new_hi == kNegInf ? 0.f : new_hi;
   float sum_lo = 0.f, sum_hi = 0.f;
 #pragma unroll
   for (int j = 0; j < TILE_N / 8; ++j) {
-    const float p0 = shifted_exp2(s[j * 4 + 0], new_lo);
-    const float p1 = shifted_exp2(s[j * 4 + 1], new_lo);
-    const float p2 = shifted_exp2(s[j * 4 + 2], new_hi);
-    const float p3 = shifted_exp2(s[j * 4 + 3], new_hi);
+    const float p0 = fast_exp2(fmaf(s[j * 4 + 0], scale, -base_lo));
+    const float p1 = fast_exp2(fmaf(s[j * 4 + 1], scale, -base_lo));
+    const float p2 = fast_exp2(fmaf(s[j * 4 + 2], scale, -base_hi));
+    const float p3 = fast_exp2(fmaf(s[j * 4 + 3], scale, -base_hi));
     sum_lo += p0 + p1;
     sum_hi += p2 + p3;
     p[j / 2][(j % 2) * 2 + 0] = pack2<T>(p0, p1);
