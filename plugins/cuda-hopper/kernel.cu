@@ -533,6 +533,18 @@ __device__ __forceinline__ void softmax_tile(float (&s)[TILE_N / 2], uint32_t (&
   // The max is taken over the raw scores (the scale is positive) and the
   // scale folded into the exponent's one FFMA: exp2(s·scale·log2(e) − m).
   const float scale = hd.scale_log2;
+  // A row sees the keys up to its last visible one, seq_k − 1 and, causal,
+  // the row itself (Head::visible); this thread's columns are keys key0 +
+  // (lane % 4)·2 + c, c = 8j + e, so the mask is one compare of the
+  // constant c with the row's limit, worked out once a tile.
+  int last_lo = hd.seq_k - 1;
+  int last_hi = last_lo;
+  if (hd.causal) {
+    last_lo = min(last_lo, r.lo);
+    last_hi = min(last_hi, r.hi);
+  }
+  const int limit_lo = last_lo - key0 - (lane % 4) * 2;
+  const int limit_hi = last_hi - key0 - (lane % 4) * 2;
   float mx_lo = kNegInf, mx_hi = kNegInf;
 #pragma unroll
   for (int j = 0; j < TILE_N / 8; ++j) {
@@ -541,9 +553,8 @@ __device__ __forceinline__ void softmax_tile(float (&s)[TILE_N / 2], uint32_t (&
       float lo = s[j * 4 + e];
       float hi = s[j * 4 + 2 + e];
       if (masked) {
-        const int key = key0 + j * 8 + (lane % 4) * 2 + e;
-        if (!hd.visible(r.lo, key)) lo = kNegInf;
-        if (!hd.visible(r.hi, key)) hi = kNegInf;
+        if (j * 8 + e > limit_lo) lo = kNegInf;
+        if (j * 8 + e > limit_hi) hi = kNegInf;
         s[j * 4 + e] = lo;
         s[j * 4 + 2 + e] = hi;
       }
