@@ -526,7 +526,7 @@ struct Rows {
 // running max and sums, writes P in the register layout of wgmma's A operand
 // (S's accumulator layout, two n8 column blocks per k16 step, packed to T
 // pairs) and returns the factors by which O must be rescaled.
-template <typename T, int TILE_N>
+template <typename T, int TILE_N, bool MASK_PASS>
 __device__ __forceinline__ void softmax_tile(float (&s)[TILE_N / 2], uint32_t (&p)[TILE_N / 16][4], const Head<T>& hd,
                                              int key0, bool masked, int lane, Rows& r, float& alpha_lo,
                                              float& alpha_hi) {
@@ -545,21 +545,32 @@ __device__ __forceinline__ void softmax_tile(float (&s)[TILE_N / 2], uint32_t (&
   }
   const int limit_lo = last_lo - key0 - (lane % 4) * 2;
   const int limit_hi = last_hi - key0 - (lane % 4) * 2;
+  // MASK_PASS: the mask is a pass of its own over the scores, behind a
+  // branch the warpgroup takes as one, which an unmasked tile (most, in a
+  // long sequence) skips; it takes registers that only the TMA grid
+  // kernel's consumers (240) have: at 232 ptxas spilled. Otherwise the
+  // compares ride along the max, issued on every tile.
+  if (MASK_PASS && masked) {
+#pragma unroll
+    for (int j = 0; j < TILE_N / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if (j * 8 + e > limit_lo) s[j * 4 + e] = kNegInf;
+        if (j * 8 + e > limit_hi) s[j * 4 + 2 + e] = kNegInf;
+      }
+    }
+  }
   float mx_lo = kNegInf, mx_hi = kNegInf;
 #pragma unroll
   for (int j = 0; j < TILE_N / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      float lo = s[j * 4 + e];
-      float hi = s[j * 4 + 2 + e];
-      if (masked) {
-        if (j * 8 + e > limit_lo) lo = kNegInf;
-        if (j * 8 + e > limit_hi) hi = kNegInf;
-        s[j * 4 + e] = lo;
-        s[j * 4 + 2 + e] = hi;
+      if (!MASK_PASS && masked) {
+        if (j * 8 + e > limit_lo) s[j * 4 + e] = kNegInf;
+        if (j * 8 + e > limit_hi) s[j * 4 + 2 + e] = kNegInf;
       }
-      mx_lo = fmaxf(mx_lo, lo);
-      mx_hi = fmaxf(mx_hi, hi);
+      mx_lo = fmaxf(mx_lo, s[j * 4 + e]);
+      mx_hi = fmaxf(mx_hi, s[j * 4 + 2 + e]);
     }
   }
   const float new_lo = fmaxf(r.m_lo, group_max<4>(mx_lo) * scale);
@@ -799,6 +810,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     }
   };
   constexpr bool kTurns = OVERLAP == 2;
+  constexpr bool kMaskPass = TMA && !PERSIST;  // the consumers with 240 registers (softmax_tile)
   const int my_turn = kTurnBarrier + cw;
   const int their_turn = kTurnBarrier + (1 - cw);
   // The first turn is consumer 0's.
@@ -818,7 +830,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       wgmma_commit();
       wgmma_wait<0>();
       fence_registers(s);
-      softmax_tile<T, TILE_N>(s, p, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo, alpha_hi);
+      softmax_tile<T, TILE_N, kMaskPass>(s, p, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo, alpha_hi);
       rescale<D>(o, alpha_lo, alpha_hi);
       fence_registers(o);
       wgmma_fence();
@@ -836,7 +848,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     wgmma_commit();
     wgmma_wait<0>();
     fence_registers(s);
-    softmax_tile<T, TILE_N>(s, p, hd, 0, tile_masked<T, TILE_N>(hd, 0, wg_row0), lane, r, alpha_lo, alpha_hi);
+    softmax_tile<T, TILE_N, kMaskPass>(s, p, hd, 0, tile_masked<T, TILE_N>(hd, 0, wg_row0), lane, r, alpha_lo, alpha_hi);
     // One step: S_t in, P_{t-1}·V_{t-1} from p_in, P_t out to p_out. Two
     // buffers alternate (the loop is unrolled by two) so no register copy
     // sits between the wgmmas that read them.
@@ -854,7 +866,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       if (kTurns) named_arrive(their_turn, 2 * kWarpgroup);
       wgmma_wait<1>();  // S_t is in; P_{t-1}·V_{t-1} may still run
       fence_registers(s);
-      softmax_tile<T, TILE_N>(s, p_out, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo,
+      softmax_tile<T, TILE_N, kMaskPass>(s, p_out, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo,
                               alpha_hi);
       wgmma_wait<0>();
       fence_registers(o);
