@@ -33,6 +33,12 @@ const (
 	kernelSplit  = "split"
 	// producerTMA is producer's value whose copies are TMA's.
 	producerTMA = "tma"
+	// producerPersistent is the TMA producer on a persistent grid: one
+	// block an SM, taking tile after tile.
+	producerPersistent = "tma-persistent"
+	// tileCounter is the persistent schedule's scratch: the work list's
+	// next tile, zeroed before every call.
+	tileCounter = "tile_counter"
 )
 
 // The kernel's fixed shape: a producer warpgroup and two consumer
@@ -113,11 +119,13 @@ var tunables = []sdk.Tunable{
 	},
 	{
 		Name:    producer,
-		Values:  []string{"wait", "ahead", producerTMA},
+		Values:  []string{"wait", "ahead", producerTMA, producerPersistent},
 		Default: producerTMA,
 		Description: "wait: the producer waits for each tile's copies before the next (one tile in flight); " +
 			"ahead: the copies arrive on the stage's mbarrier as they land (up to kv_stages tiles in flight); " +
-			"tma: one producer thread issues TMA bulk tensor copies (cp.async.bulk.tensor), which complete on the mbarrier",
+			"tma: one producer thread issues TMA bulk tensor copies (cp.async.bulk.tensor), which complete on the mbarrier; " +
+			"tma-persistent: tma on a persistent grid, one block an SM taking 128-row tiles from a counter, longest first, " +
+			"its producer loading the next tile's K, V and Q while its consumers finish the tile before and store its O",
 		Ops: []string{attention.Name},
 	},
 	{
@@ -159,6 +167,9 @@ func plan(shape sdk.Shape, t map[string]string) (cudakit.Launch, error) {
 	if err != nil {
 		return cudakit.Launch{}, fmt.Errorf("tunable %s: %w", kvStages, err)
 	}
+	if t[producer] == producerPersistent {
+		return planPersistent(shape, t, n, stages)
+	}
 	grid, err := cudakit.AttentionGrid(shape, tileM)
 	if err != nil {
 		return cudakit.Launch{}, err
@@ -173,6 +184,27 @@ func plan(shape sdk.Shape, t map[string]string) (cudakit.Launch, error) {
 		l.Params = tmaParams(shape, n)
 	}
 	return l, nil
+}
+
+// planPersistent is the TMA kernel on a persistent grid: at most one block
+// an SM of an H100 (hopperSMs; a device with fewer SMs runs the rest as
+// they free, and the counter hands out the work), the TMA kernel's
+// parameters, then the batch and the tile counter, a zeroed int.
+func planPersistent(shape sdk.Shape, t map[string]string, n, stages int) (cudakit.Launch, error) {
+	tiles := int64(ceilDiv(shape.SeqQ, tileM)) * int64(shape.Batch) * int64(shape.Heads)
+	if tiles > math.MaxInt32 {
+		return cudakit.Launch{}, fmt.Errorf("%d query tiles: the persistent schedule counts them in 32 bits", tiles)
+	}
+	return cudakit.Launch{
+		Function: cudakit.KernelName(shape.DType, shape.HeadDim, "n"+t[tileN], "s"+t[kvStages], "o"+t[overlap],
+			"tma", "persistent"),
+		Grid:               gpu.Dim3{X: int(min(tiles, hopperSMs)), Y: 1, Z: 1},
+		Block:              gpu.Dim3{X: threads, Y: 1, Z: 1},
+		DynamicSharedBytes: persistentSharedBytes(shape.DType.Size(), shape.HeadDim, n, stages),
+		Params: append(tmaParams(shape, n),
+			cudakit.ValueParam(gpu.Int32(int32(shape.Batch))), cudakit.BufferParam(tileCounter)),
+		Scratch: []cudakit.Scratch{{Name: tileCounter, Bytes: 4, Reset: true, Word: 0}},
+	}, nil
 }
 
 // tmaParams are the producer = tma kernel's parameters: the standard list
@@ -201,6 +233,20 @@ func sharedBytes(elemSize, headDim, tileN, stages int) int {
 	q := tileM * headDim * elemSize
 	kvStage := tileN * headDim * elemSize
 	return q + 2*stages*kvStage + 2*stages*8 + 1024
+}
+
+// maxSharedBytes is an H100 SM's dynamic shared memory for one block
+// (kMaxSharedBytes in kernel.cu).
+const maxSharedBytes = 227 * 1024
+
+// persistentSharedBytes mirrors HopperLayout with PERSIST: sharedBytes and,
+// where it fits, an O tile of Q's size (kOwnO).
+func persistentSharedBytes(elemSize, headDim, tileN, stages int) int {
+	b := sharedBytes(elemSize, headDim, tileN, stages)
+	if o := tileM * headDim * elemSize; b+o <= maxSharedBytes {
+		return b + o
+	}
+	return b
 }
 
 // Auto's choice of the split kernel, measured on an H100 (hot L2, CUPTI,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -39,6 +40,76 @@ func TestSharedBytesMatchTheKernelLayout(t *testing.T) {
 	}
 	if got := sharedBytes(2, 128, 128, 3); got > h100OptIn {
 		t.Errorf("the largest configuration needs %d bytes, over the H100's %d", got, h100OptIn)
+	}
+	// The persistent schedule adds an O tile of Q's size where it fits
+	// (kOwnO), and else stores O through Q.
+	persistent := []struct {
+		headDim, tileN, stages int
+		want                   int
+	}{
+		{64, 64, 2, 16384 + 16384 + 4*8192 + 32 + 1024},
+		{128, 128, 2, 32768 + 32768 + 4*32768 + 32 + 1024},
+		{128, 64, 3, 32768 + 32768 + 6*16384 + 48 + 1024},
+		{128, 128, 3, 32768 + 6*32768 + 48 + 1024}, // 32 KiB more would not fit
+	}
+	for _, tc := range persistent {
+		got := persistentSharedBytes(2, tc.headDim, tc.tileN, tc.stages)
+		if got != tc.want {
+			t.Errorf("persistentSharedBytes(D%d, n%d, s%d) = %d, want %d", tc.headDim, tc.tileN, tc.stages, got, tc.want)
+		}
+		if got > h100OptIn {
+			t.Errorf("persistent D%d n%d s%d needs %d bytes, over the H100's %d", tc.headDim, tc.tileN, tc.stages, got, h100OptIn)
+		}
+	}
+}
+
+// producer = tma-persistent: one block an SM at most (fewer where there are
+// fewer tiles), the TMA kernel's parameters, then the batch and the tile
+// counter, a 4-byte scratch zeroed before every call.
+func TestPersistentPlan(t *testing.T) {
+	tests := []struct {
+		shape       sdk.Shape
+		function    string
+		grid        int
+		sharedBytes int
+	}{
+		{sdk.Shape{Batch: 4, Heads: 16, KVHeads: 16, SeqQ: 2048, SeqK: 2048, HeadDim: 128, DType: sdk.FP16},
+			"attn_fwd_fp16_d128_n128_s2_o2_tma_persistent", hopperSMs, persistentSharedBytes(2, 128, 128, 2)},
+		// 3 query tiles × 2 × 4 heads: fewer tiles than SMs.
+		{sdk.Shape{Batch: 2, Heads: 4, KVHeads: 2, SeqQ: 257, SeqK: 131, HeadDim: 64, DType: sdk.BF16, Causal: true},
+			"attn_fwd_bf16_d64_n128_s2_o2_tma_persistent", 24, persistentSharedBytes(2, 64, 128, 2)},
+	}
+	for _, tc := range tests {
+		l, err := plan(tc.shape, withDefaults(map[string]string{kernelChoice: kernelWGMMA, kvStages: "2", producer: producerPersistent}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if l.Function != tc.function || l.Grid != (gpu.Dim3{X: tc.grid, Y: 1, Z: 1}) || l.DynamicSharedBytes != tc.sharedBytes {
+			t.Errorf("%v: launch %s grid %+v shared %d, want %s grid %d shared %d", tc.shape, l.Function, l.Grid,
+				l.DynamicSharedBytes, tc.function, tc.grid, tc.sharedBytes)
+		}
+		tma, err := plan(tc.shape, withDefaults(map[string]string{kernelChoice: kernelWGMMA, kvStages: "2", producer: producerTMA}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Params) != len(tma.Params)+2 {
+			t.Fatalf("%d params, want the TMA kernel's %d and two more", len(l.Params), len(tma.Params))
+		}
+		for i := range tma.Params {
+			if !reflect.DeepEqual(l.Params[i], tma.Params[i]) {
+				t.Errorf("param %d: %+v, want the TMA kernel's %+v", i, l.Params[i], tma.Params[i])
+			}
+		}
+		if got := int32(uint32(l.Params[len(tma.Params)].Value)); got != int32(tc.shape.Batch) {
+			t.Errorf("batch param %d, want %d", got, tc.shape.Batch)
+		}
+		if l.Params[len(tma.Params)+1].Buffer != tileCounter ||
+			!slices.Equal(l.Scratch, []cudakit.Scratch{{Name: tileCounter, Bytes: 4, Reset: true, Word: 0}}) {
+			t.Errorf("counter param %+v, scratch %+v", l.Params[len(tma.Params)+1], l.Scratch)
+		}
 	}
 }
 
@@ -232,7 +303,7 @@ func withDefaults(over map[string]string) map[string]string {
 	return m
 }
 
-// The conformance passes sweep each kernel's own space in full: 36
+// The conformance passes sweep each kernel's own space in full: 48
 // combinations of the wgmma kernel's four tunables (12 a producer), 32 of
 // the split kernel's three, every case naming its kernel.
 func TestKernelPinsSweepEachKernelWhole(t *testing.T) {
@@ -250,8 +321,8 @@ func TestKernelPinsSweepEachKernelWhole(t *testing.T) {
 			seen[pin[kernelChoice]][fmt.Sprint(c.Tunables)] = true
 		}
 	}
-	if n := len(seen[kernelWGMMA]); n != 36 {
-		t.Errorf("the wgmma kernel: %d combinations, want 36", n)
+	if n := len(seen[kernelWGMMA]); n != 48 {
+		t.Errorf("the wgmma kernel: %d combinations, want 48", n)
 	}
 	if n := len(seen[kernelSplit]); n != 32 {
 		t.Errorf("the split kernel: %d combinations, want 32", n)

@@ -64,17 +64,27 @@ constexpr int kTurnBarrier = 3;
 // 1024 bytes (the launch asks for 1024 more). The Go spec computes the same
 // byte count (plugins/cuda-hopper/backend.go, sharedBytes); the kernel traps
 // if it is launched with less.
-template <typename T, int D, int TILE_N, int STAGES>
+// The persistent schedule (PERSIST) adds a tile for O after Q's where it
+// fits the SM's 227 KiB (kOwnO), so that a tile's O leaves while the next
+// tile's Q comes in; where it does not (D128, tile_n 128, 3 stages), O
+// leaves through the Q tile, as in the grid's kernels, before the next Q
+// may come in.
+constexpr int kMaxSharedBytes = 227 * 1024;
+template <typename T, int D, int TILE_N, int STAGES, bool PERSIST = false>
 struct HopperLayout {
   static constexpr int kQBytes = kTileM * D * sizeof(T);
   static constexpr int kKVBytes = TILE_N * D * sizeof(T);
+  static constexpr bool kOwnO =
+      PERSIST && 2 * kQBytes + 2 * STAGES * kKVBytes + 2 * STAGES * 8 + 1024 <= kMaxSharedBytes;
   static constexpr int kQ = 0;
-  static constexpr int kK = kQ + kQBytes;
+  static constexpr int kO = kOwnO ? kQ + kQBytes : kQ;  // the O tile: Q's own where it has none
+  static constexpr int kK = kQ + kQBytes + (kOwnO ? kQBytes : 0);
   static constexpr int kV = kK + STAGES * kKVBytes;
   static constexpr int kBarriers = kV + STAGES * kKVBytes;  // full[STAGES], empty[STAGES]
   static constexpr int kBytes = kBarriers + 2 * STAGES * 8;
   static constexpr int kLaunchBytes = kBytes + 1024;
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "swizzle atoms are 1024-byte aligned");
+  static_assert(kLaunchBytes <= kMaxSharedBytes, "fits the SM");
 };
 
 // swizzled_offset is the byte offset of 16-byte chunk `chunk` (0..D/8-1) of
@@ -351,6 +361,32 @@ __shared__ int tma_head;
 __shared__ int tma_qhead;
 __shared__ const void* tma_omap;
 __shared__ __align__(8) uint64_t tma_qbar;
+// The persistent schedule's (PERSIST): the barrier the consumers arrive on
+// once their MMAs no longer read the Q tile, and the tile the Q tile in
+// shared memory belongs to (the producer writes it before it arms tma_qbar).
+__shared__ __align__(8) uint64_t tma_qempty;
+__shared__ int tma_tile;
+
+// Tiles is the persistent schedule's work list: every (query tile, batch ·
+// head) pair, numbered so that the query tiles with the most keys (the last,
+// under causal masking) come first; blocks take them in that order from a
+// counter in global memory (a block's first is its own index, each next one
+// gridDim.x + the counter's old value), so the longest come first and the
+// blocks that finish early take more.
+struct Tiles {
+  int q_tiles;  // ⌈seq_q / kTileM⌉
+  int bh;       // batch · heads
+  int heads, kv_heads;
+  __device__ __forceinline__ int total() const { return q_tiles * bh; }
+  __device__ __forceinline__ int row0(int t) const { return (q_tiles - 1 - t / bh) * kTileM; }
+  // qhead is the tile's head in Q's and O's maps, b·heads + h.
+  __device__ __forceinline__ int qhead(int t) const { return t % bh; }
+  // kvhead is its head in K's and V's maps, b·kv_heads + h / (heads / kv_heads).
+  __device__ __forceinline__ int kvhead(int t) const {
+    const int x = t % bh;
+    return (x / heads) * kv_heads + (x % heads) / (heads / kv_heads);
+  }
+};
 
 // Maps are K's and V's tensor maps (the plan's, [B·KVH, seq_k, D] in boxes of
 // 64 elements × TILE_N keys, 128-byte swizzled) and the head counts that
@@ -415,6 +451,69 @@ __device__ __forceinline__ void produce_tma(const Maps& maps, uint32_t s_q, uint
   }
 }
 
+// produce_tma_persistent is produce_tma over the tiles a block takes in
+// turn (Tiles). For each: the K/V tile 0 as soon as a stage is free (the
+// block's consumers may still be on the tile before), then, once the
+// consumers no longer read the Q tile (tma_qempty), the tile's number into
+// tma_tile and its Q tile by TMA on tma_qbar, then its other K/V tiles. The
+// ring's stages and parities run on across tiles. When the work is done it
+// writes a number past the last tile and arrives on tma_qbar without
+// copies: the consumers stop there.
+template <typename T, int D, int TILE_N, int STAGES>
+__device__ __forceinline__ void produce_tma_persistent(const Maps& maps, const Head<T>& hd, const Tiles& tiles,
+                                                       int* counter, uint32_t s_q, uint32_t s_k, uint32_t s_v,
+                                                       uint32_t bars, int tid) {
+  using L = HopperLayout<T, D, TILE_N, STAGES, true>;
+  if (tid != 0) return;
+  fence_tensormap(maps.q);
+  fence_tensormap(maps.k);
+  fence_tensormap(maps.v);
+  const uint32_t qbar = smem_addr(&tma_qbar);
+  const uint32_t qempty = smem_addr(&tma_qempty);
+  constexpr uint32_t kTileBytes = 2u * TILE_N * D * sizeof(T);  // K and V
+  int stage = 0;
+  uint32_t parity = 1;  // the first pass over the ring finds every stage empty
+  auto load_kv = [&](int head, int t) {
+    mbar_wait(bars + 8 * (STAGES + stage), parity);
+    const uint32_t full = bars + 8 * stage;
+    mbar_arrive_expect_tx(full, kTileBytes);
+    const uint32_t k_dst = s_k + stage * L::kKVBytes;
+    const uint32_t v_dst = s_v + stage * L::kKVBytes;
+#pragma unroll
+    for (int cb = 0; cb < D / 64; ++cb) {
+      tma_load_3d(k_dst + cb * TILE_N * 128, maps.k, cb * 64, t * TILE_N, head, full);
+      tma_load_3d(v_dst + cb * TILE_N * 128, maps.v, cb * 64, t * TILE_N, head, full);
+    }
+    if (++stage == STAGES) {
+      stage = 0;
+      parity ^= 1;
+    }
+  };
+  int tile = static_cast<int>(blockIdx.x);
+#pragma unroll 1
+  for (int j = 0;; ++j) {
+    if (tile >= tiles.total()) {
+      if (j > 0) mbar_wait(qempty, (j - 1) & 1);
+      tma_tile = tile;
+      mbar_arrive(qbar);
+      return;
+    }
+    const int next = static_cast<int>(gridDim.x) + atomicAdd(counter, 1);
+    const int row0 = tiles.row0(tile);
+    const int head = tiles.kvhead(tile);
+    const int n_tiles = (hd.key_end(row0, kTileM) + TILE_N - 1) / TILE_N;
+    load_kv(head, 0);
+    if (j > 0) mbar_wait(qempty, (j - 1) & 1);
+    tma_tile = tile;
+    mbar_arrive_expect_tx(qbar, kTileM * D * sizeof(T));
+#pragma unroll
+    for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(s_q + cb * kTileM * 128, maps.q, cb * 64, row0, tiles.qhead(tile), qbar);
+#pragma unroll 1
+    for (int t = 1; t < n_tiles; ++t) load_kv(head, t);
+    tile = next;
+  }
+}
+
 // Rows is one thread's view of the online softmax: it holds two rows (lo and
 // hi = lo + 8) of its warpgroup's 64, with the running max m (in log2 units)
 // and its own partial sum l of the four threads that share each row.
@@ -427,41 +526,71 @@ struct Rows {
 // running max and sums, writes P in the register layout of wgmma's A operand
 // (S's accumulator layout, two n8 column blocks per k16 step, packed to T
 // pairs) and returns the factors by which O must be rescaled.
-template <typename T, int TILE_N>
+template <typename T, int TILE_N, bool MASK_PASS>
 __device__ __forceinline__ void softmax_tile(float (&s)[TILE_N / 2], uint32_t (&p)[TILE_N / 16][4], const Head<T>& hd,
                                              int key0, bool masked, int lane, Rows& r, float& alpha_lo,
                                              float& alpha_hi) {
+  // The max is taken over the raw scores (the scale is positive) and the
+  // scale folded into the exponent's one FFMA: exp2(s·scale·log2(e) − m).
+  const float scale = hd.scale_log2;
+  // A row sees the keys up to its last visible one, seq_k − 1 and, causal,
+  // the row itself (Head::visible); this thread's columns are keys key0 +
+  // (lane % 4)·2 + c, c = 8j + e, so the mask is one compare of the
+  // constant c with the row's limit, worked out once a tile.
+  int last_lo = hd.seq_k - 1;
+  int last_hi = last_lo;
+  if (hd.causal) {
+    last_lo = min(last_lo, r.lo);
+    last_hi = min(last_hi, r.hi);
+  }
+  const int limit_lo = last_lo - key0 - (lane % 4) * 2;
+  const int limit_hi = last_hi - key0 - (lane % 4) * 2;
+  // MASK_PASS: the mask is a pass of its own over the scores, behind a
+  // branch the warpgroup takes as one, which an unmasked tile (most, in a
+  // long sequence) skips; it takes registers that only the TMA grid
+  // kernel's consumers (240) have: at 232 ptxas spilled. Otherwise the
+  // compares ride along the max, issued on every tile.
+  if (MASK_PASS && masked) {
+#pragma unroll
+    for (int j = 0; j < TILE_N / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if (j * 8 + e > limit_lo) s[j * 4 + e] = kNegInf;
+        if (j * 8 + e > limit_hi) s[j * 4 + 2 + e] = kNegInf;
+      }
+    }
+  }
   float mx_lo = kNegInf, mx_hi = kNegInf;
 #pragma unroll
   for (int j = 0; j < TILE_N / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const int key = key0 + j * 8 + (lane % 4) * 2 + e;
-      float lo = s[j * 4 + e] * hd.scale_log2;
-      float hi = s[j * 4 + 2 + e] * hd.scale_log2;
-      if (masked) {
-        if (!hd.visible(r.lo, key)) lo = kNegInf;
-        if (!hd.visible(r.hi, key)) hi = kNegInf;
+      if (!MASK_PASS && masked) {
+        if (j * 8 + e > limit_lo) s[j * 4 + e] = kNegInf;
+        if (j * 8 + e > limit_hi) s[j * 4 + 2 + e] = kNegInf;
       }
-      s[j * 4 + e] = lo;
-      s[j * 4 + 2 + e] = hi;
-      mx_lo = fmaxf(mx_lo, lo);
-      mx_hi = fmaxf(mx_hi, hi);
+      mx_lo = fmaxf(mx_lo, s[j * 4 + e]);
+      mx_hi = fmaxf(mx_hi, s[j * 4 + 2 + e]);
     }
   }
-  const float new_lo = fmaxf(r.m_lo, group_max<4>(mx_lo));
-  const float new_hi = fmaxf(r.m_hi, group_max<4>(mx_hi));
+  const float new_lo = fmaxf(r.m_lo, group_max<4>(mx_lo) * scale);
+  const float new_hi = fmaxf(r.m_hi, group_max<4>(mx_hi) * scale);
   alpha_lo = rescale_factor(r.m_lo, new_lo);
   alpha_hi = rescale_factor(r.m_hi, new_hi);
   r.m_lo = new_lo;
   r.m_hi = new_hi;
+  // A row that has seen no visible key (m = −inf) has only −inf scores so
+  // far, whose exp2 is 0 against any finite base: 0 stands in for m there,
+  // once a row rather than once an element.
+  const float base_lo = new_lo == kNegInf ? 0.f : new_lo;
+  const float base_hi = new_hi == kNegInf ? 0.f : new_hi;
   float sum_lo = 0.f, sum_hi = 0.f;
 #pragma unroll
   for (int j = 0; j < TILE_N / 8; ++j) {
-    const float p0 = shifted_exp2(s[j * 4 + 0], new_lo);
-    const float p1 = shifted_exp2(s[j * 4 + 1], new_lo);
-    const float p2 = shifted_exp2(s[j * 4 + 2], new_hi);
-    const float p3 = shifted_exp2(s[j * 4 + 3], new_hi);
+    const float p0 = fast_exp2(fmaf(s[j * 4 + 0], scale, -base_lo));
+    const float p1 = fast_exp2(fmaf(s[j * 4 + 1], scale, -base_lo));
+    const float p2 = fast_exp2(fmaf(s[j * 4 + 2], scale, -base_hi));
+    const float p3 = fast_exp2(fmaf(s[j * 4 + 3], scale, -base_hi));
     sum_lo += p0 + p1;
     sum_hi += p2 + p3;
     p[j / 2][(j % 2) * 2 + 0] = pack2<T>(p0, p1);
@@ -556,9 +685,19 @@ __device__ __forceinline__ void tma_store_3d(const void* map, int c0, int c1, in
 // same 128-byte swizzled layout, and has one thread copy them out by TMA: a
 // box of 64 rows per 64-column block, rows past seq_q dropped by the map's
 // bounds. The thread waits for its copies before it leaves.
-template <typename T, int D>
+//
+// PERSIST: s_q is the O tile (HopperLayout's kO), which the block's tiles
+// share: before writing it the thread waits until its copy of the tile
+// before has read it, and it leaves the copy it issues running (the block
+// waits for it before it exits). qhead is the tile's head in O's map (the
+// grid's kernels read theirs, tma_qhead, in the one thread that stores).
+template <typename T, int D, bool PERSIST = false>
 __device__ __forceinline__ void store_o_tma(const float (&o)[D / 2], const Rows& r, int lane, uint32_t s_q, int row0,
-                                            int cw, int tid) {
+                                            int cw, int tid, int qhead) {
+  if constexpr (PERSIST) {
+    if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    named_barrier(1 + cw, kWarpgroup);
+  }
   const float l_lo = group_sum<4>(r.l_lo);
   const float l_hi = group_sum<4>(r.l_hi);
   const float inv_lo = l_lo > 0.f ? 1.f / l_lo : 0.f;
@@ -581,14 +720,13 @@ __device__ __forceinline__ void store_o_tma(const float (&o)[D / 2], const Rows&
   named_barrier(1 + cw, kWarpgroup);
   if (tid == 0) {
     const void* map = tma_omap;
-    const int head = tma_qhead;
     fence_tensormap(map);
 #pragma unroll
     for (int cb = 0; cb < D / 64; ++cb) {
-      tma_store_3d(map, cb * 64, row0 + cw * 64, head, s_q + cb * kTileM * 128 + cw * 64 * 128);
+      tma_store_3d(map, cb * 64, row0 + cw * 64, PERSIST ? qhead : tma_qhead, s_q + cb * kTileM * 128 + cw * 64 * 128);
     }
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+    if constexpr (!PERSIST) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
   }
 }
 
@@ -608,14 +746,24 @@ __device__ __forceinline__ void store_o_tma(const float (&o)[D / 2], const Rows&
 //
 // AHEAD: the producer's copies arrive on the full barrier by themselves, so
 // the consumer fences each stage into the async proxy before its MMAs read it.
-template <typename T, int D, int TILE_N, int STAGES, int OVERLAP, bool AHEAD, bool TMA = false>
+//
+// PERSIST (with TMA): one of the tiles a block takes in turn. Its Q tile is
+// in (the caller waited for it); its K/V tiles are the ring's from the
+// block's first (g0, counted over the block's tiles); once its MMAs are done
+// it arrives on tma_qempty, so that the next tile's Q may come in while its
+// O leaves through the O tile (s_o) to head qhead.
+template <typename T, int D, int TILE_N, int STAGES, int OVERLAP, bool AHEAD, bool TMA = false, bool PERSIST = false>
 __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_t s_k, uint32_t s_v, uint32_t bars,
-                                        int row0, int n_tiles, int cw, int tid) {
-  using L = HopperLayout<T, D, TILE_N, STAGES>;
+                                        int row0, int n_tiles, int cw, int tid, int g0 = 0, uint32_t s_o = 0,
+                                        int qhead = 0) {
+  using L = HopperLayout<T, D, TILE_N, STAGES, PERSIST>;
+  static_assert(TMA || !PERSIST, "the persistent schedule is TMA's");
   const int warp = tid / 32;
   const int lane = tid % 32;
   const int wg_row0 = row0 + cw * 64;
-  if constexpr (TMA) {
+  if constexpr (PERSIST) {
+    // The caller waited for this tile's Q.
+  } else if constexpr (TMA) {
     mbar_wait(smem_addr(&tma_qbar), 0);  // the producer's TMA copy of Q
   } else {
     load_q<T, D>(hd, s_q, wg_row0, cw, tid);
@@ -632,15 +780,37 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
   float s[TILE_N / 2];
   uint32_t p[TILE_N / 16][4];
   float alpha_lo, alpha_hi;
-  auto empty = [&](int t) { return bars + 8 * (STAGES + t % STAGES); };
-  auto k_tile = [&](int t) { return s_k + (t % STAGES) * L::kKVBytes; };
-  auto v_tile = [&](int t) { return s_v + (t % STAGES) * L::kKVBytes; };
+  // The ring's stage of the tile's K/V tile t, and the parity of its
+  // phase: counted from the block's first K/V tile (g0 + t; g0 is 0 but in
+  // the persistent schedule).
+  auto empty = [&](int t) { return bars + 8 * (STAGES + (g0 + t) % STAGES); };
+  auto k_tile = [&](int t) { return s_k + ((g0 + t) % STAGES) * L::kKVBytes; };
+  auto v_tile = [&](int t) { return s_v + ((g0 + t) % STAGES) * L::kKVBytes; };
   // wait_full returns once tile t is in its stage, visible to the MMAs.
   auto wait_full = [&](int t) {
-    mbar_wait(bars + 8 * (t % STAGES), (t / STAGES) & 1);
+    mbar_wait(bars + 8 * ((g0 + t) % STAGES), ((g0 + t) / STAGES) & 1);
     if constexpr (AHEAD) fence_async_shared();
   };
+  // finish stores the tile's O once its last MMA is done.
+  auto finish = [&] {
+    if constexpr (PERSIST && L::kOwnO) {
+      mbar_arrive(smem_addr(&tma_qempty));  // this thread's MMAs read Q no more
+      store_o_tma<T, D, true>(o, r, lane, s_o, row0, cw, tid, qhead);
+    } else if constexpr (PERSIST) {
+      // O leaves through the Q tile: the next Q may come in once the copy
+      // has read it.
+      store_o_tma<T, D, true>(o, r, lane, s_o, row0, cw, tid, qhead);
+      if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+      named_barrier(1 + cw, kWarpgroup);
+      mbar_arrive(smem_addr(&tma_qempty));
+    } else if constexpr (TMA) {
+      store_o_tma<T, D>(o, r, lane, s_q, row0, cw, tid, 0);
+    } else {
+      store_o<T, D>(hd, o, r, lane);
+    }
+  };
   constexpr bool kTurns = OVERLAP == 2;
+  constexpr bool kMaskPass = TMA && !PERSIST;  // the consumers with 240 registers (softmax_tile)
   const int my_turn = kTurnBarrier + cw;
   const int their_turn = kTurnBarrier + (1 - cw);
   // The first turn is consumer 0's.
@@ -660,7 +830,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       wgmma_commit();
       wgmma_wait<0>();
       fence_registers(s);
-      softmax_tile<T, TILE_N>(s, p, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo, alpha_hi);
+      softmax_tile<T, TILE_N, kMaskPass>(s, p, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo, alpha_hi);
       rescale<D>(o, alpha_lo, alpha_hi);
       fence_registers(o);
       wgmma_fence();
@@ -678,7 +848,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     wgmma_commit();
     wgmma_wait<0>();
     fence_registers(s);
-    softmax_tile<T, TILE_N>(s, p, hd, 0, tile_masked<T, TILE_N>(hd, 0, wg_row0), lane, r, alpha_lo, alpha_hi);
+    softmax_tile<T, TILE_N, kMaskPass>(s, p, hd, 0, tile_masked<T, TILE_N>(hd, 0, wg_row0), lane, r, alpha_lo, alpha_hi);
     // One step: S_t in, P_{t-1}·V_{t-1} from p_in, P_t out to p_out. Two
     // buffers alternate (the loop is unrolled by two) so no register copy
     // sits between the wgmmas that read them.
@@ -696,7 +866,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       if (kTurns) named_arrive(their_turn, 2 * kWarpgroup);
       wgmma_wait<1>();  // S_t is in; P_{t-1}·V_{t-1} may still run
       fence_registers(s);
-      softmax_tile<T, TILE_N>(s, p_out, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo,
+      softmax_tile<T, TILE_N, kMaskPass>(s, p_out, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo,
                               alpha_hi);
       wgmma_wait<0>();
       fence_registers(o);
@@ -722,11 +892,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       fence_registers(o);
       mbar_arrive(empty(n_tiles - 1));
       last_turn();
-      if constexpr (TMA) {
-        store_o_tma<T, D>(o, r, lane, s_q, row0, cw, tid);
-      } else {
-        store_o<T, D>(hd, o, r, lane);
-      }
+      finish();
       return;
     }
     fence_registers(o);
@@ -738,11 +904,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     mbar_arrive(empty(n_tiles - 1));
     last_turn();
   }
-  if constexpr (TMA) {
-    store_o_tma<T, D>(o, r, lane, s_q, row0, cw, tid);
-  } else {
-    store_o<T, D>(hd, o, r, lane);
-  }
+  finish();
 }
 
 template <typename T, int D, int TILE_N, int STAGES, int OVERLAP, bool AHEAD, bool TMA = false>
@@ -786,6 +948,57 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
   }
 }
 
+// hopper_attention_persistent is the TMA kernel on a persistent grid: each
+// block (one an SM) runs tile after tile of the work list (Tiles), the
+// producer loading the next tile's K/V and Q while the consumers finish the
+// tile before and store its O. counter is a zeroed int in global memory
+// (the plan's scratch, reset before every call). The producer keeps 40
+// registers (it works out each tile's heads itself) and each consumer 232.
+template <typename T, int D, int TILE_N, int STAGES, int OVERLAP>
+__device__ __forceinline__ void hopper_attention_persistent(const Head<T>& hd, unsigned char* smem, Maps maps,
+                                                            Tiles tiles, int* counter) {
+  using L = HopperLayout<T, D, TILE_N, STAGES, true>;
+  require_dynamic_smem(L::kLaunchBytes);
+  const uint32_t base = (smem_addr(smem) + 1023u) & ~1023u;
+  const uint32_t bars = base + L::kBarriers;
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(bars + 8 * s, 1);                                   // full: the producer's one thread
+      mbar_init(bars + 8 * (STAGES + s), kConsumers * kWarpgroup);  // empty: the consumers' threads
+    }
+    tma_omap = maps.o;
+    mbar_init(smem_addr(&tma_qbar), 1);
+    mbar_init(smem_addr(&tma_qempty), kConsumers * kWarpgroup);
+  }
+  __syncthreads();
+  const int wg = threadIdx.x / kWarpgroup;
+  const int tid = threadIdx.x % kWarpgroup;
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    produce_tma_persistent<T, D, TILE_N, STAGES>(maps, hd, tiles, counter, base + L::kQ, base + L::kK, base + L::kV,
+                                                 bars, tid);
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+  const int cw = wg - 1;
+  int g0 = 0;  // the ring's K/V tiles this block's tiles so far took
+#pragma unroll 1
+  for (int j = 0;; ++j) {
+    mbar_wait(smem_addr(&tma_qbar), j & 1);  // the tile's number, and its Q by TMA
+    const int tile = *static_cast<volatile int*>(&tma_tile);
+    if (tile >= tiles.total()) break;
+    const int row0 = tiles.row0(tile);
+    const int n_tiles = (hd.key_end(row0, kTileM) + TILE_N - 1) / TILE_N;
+    consume<T, D, TILE_N, STAGES, OVERLAP, false, true, true>(hd, base + L::kQ, base + L::kK, base + L::kV, bars, row0,
+                                                             n_tiles, cw, tid, g0, base + L::kO, tiles.qhead(tile));
+    g0 += n_tiles;
+  }
+  // The last O's copy reads the O tile: the block's shared memory must
+  // outlast it.
+  if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
 }  // namespace
 
 // HOPPER_KERNEL instantiates one extern "C" entry point; the Go spec derives
@@ -817,6 +1030,32 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
     maps.kv_heads = kv_heads;                                                                                    \
     hopper_attention<T, D, TILE_N, STAGES, OVERLAP, false, true>(                                                 \
         head_of<D>(q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale_log2), hopper_smem, maps);           \
+  }
+
+// PERSISTENT_KERNEL instantiates the producer = tma-persistent entry point (attn_fwd_…_tma_persistent): the TMA kernel's parameters,
+// then the batch size and the tile counter (a zeroed int). Its grid is one
+// block an SM at most (the plan's), whatever the work.
+#define PERSISTENT_KERNEL(NAME, T, D, TILE_N, STAGES, OVERLAP)                                                   \
+  extern "C" __global__ void __launch_bounds__(kThreads, 1)                                                      \
+      NAME(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,         \
+           int heads, int kv_heads, int seq_q, int seq_k, int causal, float scale_log2, const void* q_map,         \
+           const void* k_map, const void* v_map, const void* o_map, int batch, int* counter) {                   \
+    extern __shared__ __align__(1024) unsigned char hopper_smem[];                                                 \
+    Maps maps;                                                                                                   \
+    maps.q = q_map;                                                                                              \
+    maps.k = k_map;                                                                                              \
+    maps.v = v_map;                                                                                              \
+    maps.o = o_map;                                                                                              \
+    maps.heads = heads;                                                                                          \
+    maps.kv_heads = kv_heads;                                                                                    \
+    Tiles tiles;                                                                                                 \
+    tiles.q_tiles = (seq_q + kTileM - 1) / kTileM;                                                               \
+    tiles.bh = batch * heads;                                                                                    \
+    tiles.heads = heads;                                                                                         \
+    tiles.kv_heads = kv_heads;                                                                                   \
+    hopper_attention_persistent<T, D, TILE_N, STAGES, OVERLAP>(                                                   \
+        head_of<D>(q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale_log2), hopper_smem, maps, tiles,      \
+        counter);                                                                                                \
   }
 
 HOPPER_KERNEL(attn_fwd_fp16_d64_n64_s2_o0_wait, half, 64, 64, 2, 0, false)
@@ -964,6 +1203,57 @@ TMA_KERNEL(attn_fwd_bf16_d128_n128_s2_o2_tma, __nv_bfloat16, 128, 128, 2, 2)
 TMA_KERNEL(attn_fwd_bf16_d128_n128_s3_o0_tma, __nv_bfloat16, 128, 128, 3, 0)
 TMA_KERNEL(attn_fwd_bf16_d128_n128_s3_o1_tma, __nv_bfloat16, 128, 128, 3, 1)
 TMA_KERNEL(attn_fwd_bf16_d128_n128_s3_o2_tma, __nv_bfloat16, 128, 128, 3, 2)
+
+// The persistent schedule: every TMA combination (D128 with tile_n 128 and
+// 3 stages stores O through the Q tile: HopperLayout::kOwnO).
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n64_s2_o0_tma_persistent, half, 64, 64, 2, 0)
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n64_s2_o1_tma_persistent, half, 64, 64, 2, 1)
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n64_s2_o2_tma_persistent, half, 64, 64, 2, 2)
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n64_s3_o0_tma_persistent, half, 64, 64, 3, 0)
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n64_s3_o1_tma_persistent, half, 64, 64, 3, 1)
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n64_s3_o2_tma_persistent, half, 64, 64, 3, 2)
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n128_s2_o0_tma_persistent, half, 64, 128, 2, 0)
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n128_s2_o1_tma_persistent, half, 64, 128, 2, 1)
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n128_s2_o2_tma_persistent, half, 64, 128, 2, 2)
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n128_s3_o0_tma_persistent, half, 64, 128, 3, 0)
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n128_s3_o1_tma_persistent, half, 64, 128, 3, 1)
+PERSISTENT_KERNEL(attn_fwd_fp16_d64_n128_s3_o2_tma_persistent, half, 64, 128, 3, 2)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n64_s2_o0_tma_persistent, half, 128, 64, 2, 0)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n64_s2_o1_tma_persistent, half, 128, 64, 2, 1)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n64_s2_o2_tma_persistent, half, 128, 64, 2, 2)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n64_s3_o0_tma_persistent, half, 128, 64, 3, 0)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n64_s3_o1_tma_persistent, half, 128, 64, 3, 1)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n64_s3_o2_tma_persistent, half, 128, 64, 3, 2)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n128_s2_o0_tma_persistent, half, 128, 128, 2, 0)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n128_s2_o1_tma_persistent, half, 128, 128, 2, 1)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n128_s2_o2_tma_persistent, half, 128, 128, 2, 2)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n64_s2_o0_tma_persistent, __nv_bfloat16, 64, 64, 2, 0)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n64_s2_o1_tma_persistent, __nv_bfloat16, 64, 64, 2, 1)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n64_s2_o2_tma_persistent, __nv_bfloat16, 64, 64, 2, 2)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n64_s3_o0_tma_persistent, __nv_bfloat16, 64, 64, 3, 0)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n64_s3_o1_tma_persistent, __nv_bfloat16, 64, 64, 3, 1)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n64_s3_o2_tma_persistent, __nv_bfloat16, 64, 64, 3, 2)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n128_s2_o0_tma_persistent, __nv_bfloat16, 64, 128, 2, 0)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n128_s2_o1_tma_persistent, __nv_bfloat16, 64, 128, 2, 1)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n128_s2_o2_tma_persistent, __nv_bfloat16, 64, 128, 2, 2)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n128_s3_o0_tma_persistent, __nv_bfloat16, 64, 128, 3, 0)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n128_s3_o1_tma_persistent, __nv_bfloat16, 64, 128, 3, 1)
+PERSISTENT_KERNEL(attn_fwd_bf16_d64_n128_s3_o2_tma_persistent, __nv_bfloat16, 64, 128, 3, 2)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n64_s2_o0_tma_persistent, __nv_bfloat16, 128, 64, 2, 0)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n64_s2_o1_tma_persistent, __nv_bfloat16, 128, 64, 2, 1)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n64_s2_o2_tma_persistent, __nv_bfloat16, 128, 64, 2, 2)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n64_s3_o0_tma_persistent, __nv_bfloat16, 128, 64, 3, 0)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n64_s3_o1_tma_persistent, __nv_bfloat16, 128, 64, 3, 1)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n64_s3_o2_tma_persistent, __nv_bfloat16, 128, 64, 3, 2)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n128_s2_o0_tma_persistent, __nv_bfloat16, 128, 128, 2, 0)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n128_s2_o1_tma_persistent, __nv_bfloat16, 128, 128, 2, 1)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n128_s2_o2_tma_persistent, __nv_bfloat16, 128, 128, 2, 2)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n128_s3_o0_tma_persistent, half, 128, 128, 3, 0)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n128_s3_o1_tma_persistent, half, 128, 128, 3, 1)
+PERSISTENT_KERNEL(attn_fwd_fp16_d128_n128_s3_o2_tma_persistent, half, 128, 128, 3, 2)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n128_s3_o0_tma_persistent, __nv_bfloat16, 128, 128, 3, 0)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n128_s3_o1_tma_persistent, __nv_bfloat16, 128, 128, 3, 1)
+PERSISTENT_KERNEL(attn_fwd_bf16_d128_n128_s3_o2_tma_persistent, __nv_bfloat16, 128, 128, 3, 2)
 
 // ---- decode: split-KV attention over a paged KV cache (flash-decoding) -------
 //
