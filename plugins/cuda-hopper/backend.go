@@ -124,7 +124,7 @@ var tunables = []sdk.Tunable{
 		Description: "wait: the producer waits for each tile's copies before the next (one tile in flight); " +
 			"ahead: the copies arrive on the stage's mbarrier as they land (up to kv_stages tiles in flight); " +
 			"tma: one producer thread issues TMA bulk tensor copies (cp.async.bulk.tensor), which complete on the mbarrier; " +
-			"tma-persistent: tma on a persistent grid, one block an SM taking 128-row tiles from a counter, longest first, " +
+			"tma-persistent: tma on a persistent grid, one block an SM taking 128-row tiles from a counter, in groups of heads whose K/V fit 16 MB of L2, longest first within a group, " +
 			"its producer loading the next tile's K, V and Q while its consumers finish the tile before and store its O",
 		Ops: []string{attention.Name},
 	},
