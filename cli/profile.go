@@ -100,6 +100,7 @@ func findRow(ctx context.Context, s *suite.Suite, name string) (host.Plugin, sui
 	if i := slices.IndexFunc(found, func(p host.Plugin) bool { return p.Name == name }); i >= 0 {
 		return found[i], s.Selection(name), nil
 	}
+	var rowsOfVariant []string
 	for _, p := range found {
 		d := runner.Describe(ctx, p, hostOptions(s))
 		if slices.ContainsFunc(d.Variants, func(v sdk.Variant) bool { return v.Name == name }) {
@@ -107,35 +108,121 @@ func findRow(ctx context.Context, s *suite.Suite, name string) (host.Plugin, sui
 			sel.Variants = []string{name}
 			return p, sel, nil
 		}
-		if sel, ok := rowByLabel(d.Variants, s.Selection(p.Name), name); ok {
-			return p, sel, nil
+		m := rowByLabel(d.Variants, s.Selection(p.Name), name)
+		if m.found {
+			return p, m.sel, nil
 		}
+		if len(m.rows) > 0 && m.ambiguous {
+			return host.Plugin{}, suite.BackendSelection{}, withCode(ExitUsage,
+				fmt.Errorf("%q matches %d rows of suite %s: %s; name one", name, len(m.rows), s.Name, strings.Join(m.rows, ", ")))
+		}
+		rowsOfVariant = append(rowsOfVariant, m.rows...)
+	}
+	if len(rowsOfVariant) > 0 {
+		return host.Plugin{}, suite.BackendSelection{}, withCode(ExitUsage,
+			fmt.Errorf("%q is no row of suite %s (its rows of that variant: %s)", name, s.Name, strings.Join(rowsOfVariant, ", ")))
 	}
 	return host.Plugin{}, suite.BackendSelection{}, withCode(ExitUsage,
 		fmt.Errorf("%q is neither a backend nor a row of one (backends: %s)", name, pluginNames(found)))
 }
 
+// rowMatch is what rowByLabel found for a label.
+type rowMatch struct {
+	sel   suite.BackendSelection // the row alone, when found
+	found bool
+	// ambiguous: the label's tunables are part of several rows' (rows);
+	// otherwise, when nothing matched, rows are the variant's rows in the
+	// suite, for the error.
+	ambiguous bool
+	rows      []string
+}
+
 // rowByLabel finds the row labelled label among the rows the suite makes of
 // the variants (one per combination of its tunables, labelled as the run
 // labels them: sdk.RowLabel, "cuda-hopper[producer=tma]"), and returns
-// the selection of that row alone.
-func rowByLabel(variants []sdk.Variant, sel suite.BackendSelection, label string) (suite.BackendSelection, bool) {
+// the selection of that row alone. A label may name its tunables in any
+// order and leave some out: "cuda-hopper[producer=tma]" names the one row
+// of a suite that also sweeps kv_stages whose producer is tma, and is
+// ambiguous where it matches several; a tunable the suite does not set
+// matches the variant's default.
+func rowByLabel(variants []sdk.Variant, sel suite.BackendSelection, label string) rowMatch {
+	variant, want, ok := parseRowLabel(label)
+	if !ok {
+		return rowMatch{}
+	}
+	var m rowMatch
+	var matched []map[string]string
 	for _, v := range variants {
+		if v.Name != variant {
+			continue
+		}
 		combos, err := runner.TunableCombos(sel.Name, v, sel)
 		if err != nil {
 			continue
 		}
 		for _, combo := range combos {
-			if sdk.RowLabel(v.Name, combo) != label {
-				continue
+			m.rows = append(m.rows, sdk.RowLabel(v.Name, combo))
+			if containsTunables(combo, want, v.Tunables) {
+				matched = append(matched, combo)
 			}
-			sel.Variants = []string{v.Name}
-			sel.Configs = []map[string]string{combo}
-			sel.Tunables = nil
-			return sel, true
 		}
 	}
-	return sel, false
+	switch {
+	case len(matched) == 1:
+		sel.Variants = []string{variant}
+		sel.Configs = []map[string]string{matched[0]}
+		sel.Tunables = nil
+		return rowMatch{sel: sel, found: true}
+	case len(matched) > 1:
+		m.ambiguous = true
+		m.rows = m.rows[:0]
+		for _, combo := range matched {
+			m.rows = append(m.rows, sdk.RowLabel(variant, combo))
+		}
+	}
+	return m
+}
+
+// parseRowLabel splits "variant[k=v,...]" into the variant and its
+// tunables; ok is false for a label without tunables or not of that form.
+func parseRowLabel(label string) (string, map[string]string, bool) {
+	variant, rest, ok := strings.Cut(label, "[")
+	if !ok || variant == "" || !strings.HasSuffix(rest, "]") {
+		return "", nil, false
+	}
+	tunables := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSuffix(rest, "]"), ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return "", nil, false
+		}
+		if _, dup := tunables[k]; dup {
+			return "", nil, false
+		}
+		tunables[k] = v
+	}
+	return variant, tunables, true
+}
+
+// containsTunables says whether a row (combo, the tunables its suite sets,
+// the rest at the variant's defaults) has every tunable of want as want
+// says.
+func containsTunables(combo, want map[string]string, tunables []sdk.Tunable) bool {
+	for k, v := range want {
+		got, set := combo[k]
+		if !set {
+			i := slices.IndexFunc(tunables, func(t sdk.Tunable) bool { return t.Name == k })
+			if i < 0 {
+				return false
+			}
+			got = tunables[i].Default
+		}
+		if got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // findTimedRow runs the case briefly, unprofiled, to learn the row's label
