@@ -85,6 +85,7 @@ struct HopperLayout {
   static constexpr int kLaunchBytes = kBytes + 1024;
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "swizzle atoms are 1024-byte aligned");
   static_assert(kLaunchBytes <= kMaxSharedBytes, "fits the SM");
+  static_assert(kO % 1024 == 0, "the O tile is 1024-byte aligned, as TMA's swizzle needs");
 };
 
 // swizzled_offset is the byte offset of 16-byte chunk `chunk` (0..D/8-1) of
