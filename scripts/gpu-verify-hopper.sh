@@ -3,11 +3,11 @@
 # default and llm suites against PyTorch SDPA, the ablation chain
 # (cuda-scalar → cuda-wmma → cuda-v8 → cuda-hopper → triton → sdpa) at the
 # seed shape and B4 H16 S2048 D128, cuda-hopper's overlap and producer tunables at those
-# shapes, and compute-sanitizer (memcheck, racecheck) around the plugin on
-# the default suite. Logs and results JSON go to $OUT (default
+# shapes, and compute-sanitizer (memcheck, racecheck, synccheck) around the
+# plugin on the default suite. Logs and results JSON go to $OUT (default
 # ./gpu-verify-hopper-out); a summary table is printed last.
 #
-#   dist/scripts/gpu-verify-hopper.sh           everything (about 5 minutes)
+#   dist/scripts/gpu-verify-hopper.sh           everything (several minutes)
 #   dist/scripts/gpu-verify-hopper.sh quick     chain, seed, default, memcheck (no llm)
 #   dist/scripts/gpu-verify-hopper.sh chain     the chain suite only
 #
@@ -56,7 +56,7 @@ name = "cuda-v8"
 name = "cuda-hopper"
 [backends.tunables]
 overlap = ["0", "1", "2"]
-producer = ["wait", "ahead"]
+producer = ["wait", "ahead", "tma", "tma-persistent"]
 # the chain is the wgmma kernel's: auto takes the split kernel at the seed
 # shape, where these tunables do nothing (its row is the suite runs' below)
 kernel = ["wgmma"]
@@ -103,6 +103,7 @@ if [ "$WHAT" != chain ]; then
 fi
 if [ "$WHAT" = all ]; then
   sanitize racecheck
+  sanitize synccheck
   run_suite llm "$DIST/suites/llm.toml" "cuda-hopper$WITH"
 fi
 
@@ -124,6 +125,6 @@ for b in run.get("backends", []):
 print(f"{sys.argv[2]:8} {sys.argv[3]:8} {line}")
 PY
 done
-for k in sanitizer-memcheck sanitizer-racecheck; do
+for k in sanitizer-memcheck sanitizer-racecheck sanitizer-synccheck; do
   [ -n "${STATUS[$k]:-}" ] && echo "$k: ${STATUS[$k]}"
 done
