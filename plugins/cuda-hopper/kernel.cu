@@ -436,36 +436,18 @@ struct Maps {
   }
 };
 
-// produce_tma streams the K and V tiles into the ring with TMA, from one
-// thread: for each tile it waits for the stage to be empty, arms the stage's
-// full barrier with the tile's bytes and issues one bulk copy per 64-column
-// block of K and of V, which land swizzled as load_swizzled lays them out
-// (TMA's 128-byte swizzle is the same XOR of the chunk by row % 8 on a
-// 1024-byte aligned tile). Keys past seq_k arrive as zeros (the map's bounds).
+// KVRing is the TMA producer's place in the K/V ring: the stage and the
+// parity of its empty barrier's phase, stepped rather than divided (the
+// producer's thread has 40 registers). load waits for the stage to be
+// empty, arms its full barrier with the tile's bytes and issues one bulk
+// copy per 64-column block of K and of V.
 template <typename T, int D, int TILE_N, int STAGES>
-__device__ __forceinline__ void produce_tma(const Maps& maps, uint32_t s_q, uint32_t s_k, uint32_t s_v, uint32_t bars,
-                                            int n_tiles, int tid) {
-  using L = HopperLayout<T, D, TILE_N, STAGES>;
-  if (tid != 0) return;
-  fence_tensormap(maps.q);
-  fence_tensormap(maps.k);
-  fence_tensormap(maps.v);
-  // Q: the block's 128 rows, one box per 64-column block, zeros past seq_q.
-  {
-    const uint32_t qbar = smem_addr(&tma_qbar);
-    const int row0 = (gridDim.x - 1 - blockIdx.x) * kTileM;
-    mbar_arrive_expect_tx(qbar, kTileM * D * sizeof(T));
-#pragma unroll
-    for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(s_q + cb * kTileM * 128, maps.q, cb * 64, row0, tma_qhead, qbar);
-  }
-  const int head = tma_head;
-  constexpr uint32_t kTileBytes = 2u * TILE_N * D * sizeof(T);  // K and V
-  // The stage and the parity of its empty barrier's phase, stepped rather
-  // than divided: this thread has the producer's 40 registers.
-  int stage = 0;
+struct KVRing {
   uint32_t parity = 1;  // the first pass over the ring finds every stage empty
-#pragma unroll 1
-  for (int t = 0; t < n_tiles; ++t) {
+  int stage = 0;
+  __device__ __forceinline__ void load(const Maps& maps, uint32_t s_k, uint32_t s_v, uint32_t bars, int head, int t) {
+    using L = HopperLayout<T, D, TILE_N, STAGES>;
+    constexpr uint32_t kTileBytes = 2u * TILE_N * D * sizeof(T);  // K and V
     mbar_wait(bars + 8 * (STAGES + stage), parity);
     const uint32_t full = bars + 8 * stage;
     mbar_arrive_expect_tx(full, kTileBytes);
@@ -481,6 +463,32 @@ __device__ __forceinline__ void produce_tma(const Maps& maps, uint32_t s_q, uint
       parity ^= 1;
     }
   }
+};
+
+// produce_tma streams the K and V tiles into the ring with TMA, from one
+// thread: its Q tile, then each K/V tile through the ring (KVRing), one
+// bulk copy per 64-column block, which land swizzled as load_swizzled lays
+// them out (TMA's 128-byte swizzle is the same XOR of the chunk by row % 8
+// on a 1024-byte aligned tile). Keys past seq_k arrive as zeros (the map's bounds).
+template <typename T, int D, int TILE_N, int STAGES>
+__device__ __forceinline__ void produce_tma(const Maps& maps, uint32_t s_q, uint32_t s_k, uint32_t s_v, uint32_t bars,
+                                            int n_tiles, int tid) {
+  if (tid != 0) return;
+  fence_tensormap(maps.q);
+  fence_tensormap(maps.k);
+  fence_tensormap(maps.v);
+  // Q: the block's 128 rows, one box per 64-column block, zeros past seq_q.
+  {
+    const uint32_t qbar = smem_addr(&tma_qbar);
+    const int row0 = (gridDim.x - 1 - blockIdx.x) * kTileM;
+    mbar_arrive_expect_tx(qbar, kTileM * D * sizeof(T));
+#pragma unroll
+    for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(s_q + cb * kTileM * 128, maps.q, cb * 64, row0, tma_qhead, qbar);
+  }
+  const int head = tma_head;
+  KVRing<T, D, TILE_N, STAGES> ring;
+#pragma unroll 1
+  for (int t = 0; t < n_tiles; ++t) ring.load(maps, s_k, s_v, bars, head, t);
 }
 
 // produce_tma_persistent is produce_tma over the tiles a block takes in
@@ -495,32 +503,13 @@ template <typename T, int D, int TILE_N, int STAGES>
 __device__ __forceinline__ void produce_tma_persistent(const Maps& maps, const Head<T>& hd, const Tiles& tiles,
                                                        int* counter, uint32_t s_q, uint32_t s_k, uint32_t s_v,
                                                        uint32_t bars, int tid) {
-  using L = HopperLayout<T, D, TILE_N, STAGES, true>;
   if (tid != 0) return;
   fence_tensormap(maps.q);
   fence_tensormap(maps.k);
   fence_tensormap(maps.v);
   const uint32_t qbar = smem_addr(&tma_qbar);
   const uint32_t qempty = smem_addr(&tma_qempty);
-  constexpr uint32_t kTileBytes = 2u * TILE_N * D * sizeof(T);  // K and V
-  int stage = 0;
-  uint32_t parity = 1;  // the first pass over the ring finds every stage empty
-  auto load_kv = [&](int head, int t) {
-    mbar_wait(bars + 8 * (STAGES + stage), parity);
-    const uint32_t full = bars + 8 * stage;
-    mbar_arrive_expect_tx(full, kTileBytes);
-    const uint32_t k_dst = s_k + stage * L::kKVBytes;
-    const uint32_t v_dst = s_v + stage * L::kKVBytes;
-#pragma unroll
-    for (int cb = 0; cb < D / 64; ++cb) {
-      tma_load_3d(k_dst + cb * TILE_N * 128, maps.k, cb * 64, t * TILE_N, head, full);
-      tma_load_3d(v_dst + cb * TILE_N * 128, maps.v, cb * 64, t * TILE_N, head, full);
-    }
-    if (++stage == STAGES) {
-      stage = 0;
-      parity ^= 1;
-    }
-  };
+  KVRing<T, D, TILE_N, STAGES> ring;
   int tile = static_cast<int>(blockIdx.x);
 #pragma unroll 1
   for (int j = 0;; ++j) {
@@ -536,14 +525,14 @@ __device__ __forceinline__ void produce_tma_persistent(const Maps& maps, const H
     const int row0 = tiles.row0_of(i);
     const int head = tiles.kvhead(x);
     const int n_tiles = (hd.key_end(row0, kTileM) + TILE_N - 1) / TILE_N;
-    load_kv(head, 0);
+    ring.load(maps, s_k, s_v, bars, head, 0);
     if (j > 0) mbar_wait(qempty, (j - 1) & 1);
     tma_tile = tile;
     mbar_arrive_expect_tx(qbar, kTileM * D * sizeof(T));
 #pragma unroll
     for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(s_q + cb * kTileM * 128, maps.q, cb * 64, row0, x, qbar);
 #pragma unroll 1
-    for (int t = 1; t < n_tiles; ++t) load_kv(head, t);
+    for (int t = 1; t < n_tiles; ++t) ring.load(maps, s_k, s_v, bars, head, t);
     tile = next;
   }
 }
