@@ -114,16 +114,29 @@ func findRow(ctx context.Context, s *suite.Suite, name string) (host.Plugin, sui
 		}
 		if len(m.rows) > 0 && m.ambiguous {
 			return host.Plugin{}, suite.BackendSelection{}, withCode(ExitUsage,
-				fmt.Errorf("%q matches %d rows of suite %s: %s; name one", name, len(m.rows), s.Name, strings.Join(m.rows, ", ")))
+				fmt.Errorf("%q matches %d rows of suite %s: %s; name one", name, len(m.rows), s.Name, listRows(m.rows)))
 		}
 		rowsOfVariant = append(rowsOfVariant, m.rows...)
 	}
 	if len(rowsOfVariant) > 0 {
 		return host.Plugin{}, suite.BackendSelection{}, withCode(ExitUsage,
-			fmt.Errorf("%q is no row of suite %s (its rows of that variant: %s)", name, s.Name, strings.Join(rowsOfVariant, ", ")))
+			fmt.Errorf("%q is no row of suite %s (its rows of that variant: %s)", name, s.Name, listRows(rowsOfVariant)))
 	}
 	return host.Plugin{}, suite.BackendSelection{}, withCode(ExitUsage,
 		fmt.Errorf("%q is neither a backend nor a row of one (backends: %s)", name, pluginNames(found)))
+}
+
+// maxListedRows is how many rows an error of findRow names; a suite's
+// sweep can make hundreds.
+const maxListedRows = 12
+
+// listRows names rows for an error: the first maxListedRows, then how many
+// more.
+func listRows(rows []string) string {
+	if len(rows) <= maxListedRows {
+		return strings.Join(rows, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(rows[:maxListedRows], ", "), len(rows)-maxListedRows)
 }
 
 // rowMatch is what rowByLabel found for a label.

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flashcore/bench/core/suite"
@@ -53,6 +55,28 @@ func TestRowByLabel(t *testing.T) {
 			t.Errorf("%s: %+v; want the row %v alone", tc.label, got, tc.want)
 		case tc.want == nil && (got.ambiguous != tc.ambiguous || !slices.Equal(got.rows, tc.rows)):
 			t.Errorf("%s: ambiguous %v, rows %q; want %v, %q", tc.label, got.ambiguous, got.rows, tc.ambiguous, tc.rows)
+		}
+	}
+}
+
+// An error names at most maxListedRows rows, then how many more.
+func TestListRows(t *testing.T) {
+	many := make([]string, maxListedRows+3)
+	for i := range many {
+		many[i] = fmt.Sprintf("r%d", i)
+	}
+	tests := []struct {
+		rows []string
+		want string
+	}{
+		{[]string{"a"}, "a"},
+		{[]string{"a", "b"}, "a, b"},
+		{many[:maxListedRows], strings.Join(many[:maxListedRows], ", ")},
+		{many, strings.Join(many[:maxListedRows], ", ") + " and 3 more"},
+	}
+	for _, tc := range tests {
+		if got := listRows(tc.rows); got != tc.want {
+			t.Errorf("listRows(%d rows) = %q, want %q", len(tc.rows), got, tc.want)
 		}
 	}
 }
