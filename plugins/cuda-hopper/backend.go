@@ -226,13 +226,14 @@ func tmaParams(shape sdk.Shape, tileN int) []cudakit.Param {
 }
 
 // sharedBytes mirrors HopperLayout in kernel.cu: the Q tile, K and V tiles
-// per stage, a full and an empty mbarrier (8 bytes each) per stage, and 1024
+// per stage, a full and an empty mbarrier (8 bytes each) per stage for K's
+// ring and for V's (the TMA kernels'; the others use K's alone), and 1024
 // bytes of slack to align the base to the 128-byte swizzle's 1024-byte atom.
 // The kernel traps if launched with less.
 func sharedBytes(elemSize, headDim, tileN, stages int) int {
 	q := tileM * headDim * elemSize
 	kvStage := tileN * headDim * elemSize
-	return q + 2*stages*kvStage + 2*stages*8 + 1024
+	return q + 2*stages*kvStage + 4*stages*8 + 1024
 }
 
 // maxSharedBytes is an H100 SM's dynamic shared memory for one block

@@ -28,10 +28,11 @@ func TestSharedBytesMatchTheKernelLayout(t *testing.T) {
 		headDim, tileN, stages int
 		want                   int
 	}{
-		// Q 128·64·2=16384, K+V 2·2·(64·64·2=8192), barriers 32, slack 1024
-		{64, 64, 2, 16384 + 4*8192 + 32 + 1024},
-		// Q 128·128·2=32768, K+V 2·3·(128·128·2=32768), barriers 48: the largest
-		{128, 128, 3, 32768 + 6*32768 + 48 + 1024},
+		// Q 128·64·2=16384, K+V 2·2·(64·64·2=8192), barriers 4·2·8 (K's and
+		// V's full and empty), slack 1024
+		{64, 64, 2, 16384 + 4*8192 + 64 + 1024},
+		// Q 128·128·2=32768, K+V 2·3·(128·128·2=32768), barriers 96: the largest
+		{128, 128, 3, 32768 + 6*32768 + 96 + 1024},
 	}
 	for _, tc := range tests {
 		if got := sharedBytes(2, tc.headDim, tc.tileN, tc.stages); got != tc.want {
@@ -47,10 +48,10 @@ func TestSharedBytesMatchTheKernelLayout(t *testing.T) {
 		headDim, tileN, stages int
 		want                   int
 	}{
-		{64, 64, 2, 16384 + 16384 + 4*8192 + 32 + 1024},
-		{128, 128, 2, 32768 + 32768 + 4*32768 + 32 + 1024},
-		{128, 64, 3, 32768 + 32768 + 6*16384 + 48 + 1024},
-		{128, 128, 3, 32768 + 6*32768 + 48 + 1024}, // 32 KiB more would not fit
+		{64, 64, 2, 16384 + 16384 + 4*8192 + 64 + 1024},
+		{128, 128, 2, 32768 + 32768 + 4*32768 + 64 + 1024},
+		{128, 64, 3, 32768 + 32768 + 6*16384 + 96 + 1024},
+		{128, 128, 3, 32768 + 6*32768 + 96 + 1024}, // 32 KiB more would not fit
 	}
 	for _, tc := range persistent {
 		got := persistentSharedBytes(2, tc.headDim, tc.tileN, tc.stages)

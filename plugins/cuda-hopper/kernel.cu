@@ -75,13 +75,15 @@ struct HopperLayout {
   static constexpr int kQBytes = kTileM * D * sizeof(T);
   static constexpr int kKVBytes = TILE_N * D * sizeof(T);
   static constexpr bool kOwnO =
-      PERSIST && 2 * kQBytes + 2 * STAGES * kKVBytes + 2 * STAGES * 8 + 1024 <= kMaxSharedBytes;
+      PERSIST && 2 * kQBytes + 2 * STAGES * kKVBytes + 4 * STAGES * 8 + 1024 <= kMaxSharedBytes;
   static constexpr int kQ = 0;
   static constexpr int kO = kOwnO ? kQ + kQBytes : kQ;  // the O tile: Q's own where it has none
   static constexpr int kK = kQ + kQBytes + (kOwnO ? kQBytes : 0);
   static constexpr int kV = kK + STAGES * kKVBytes;
-  static constexpr int kBarriers = kV + STAGES * kKVBytes;  // full[STAGES], empty[STAGES]
-  static constexpr int kBytes = kBarriers + 2 * STAGES * 8;
+  // full[STAGES], empty[STAGES], then TMA's V ring: v_full[STAGES],
+  // v_empty[STAGES] (Ring: the TMA kernels' full and empty are K's alone).
+  static constexpr int kBarriers = kV + STAGES * kKVBytes;
+  static constexpr int kBytes = kBarriers + 4 * STAGES * 8;
   static constexpr int kLaunchBytes = kBytes + 1024;
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "swizzle atoms are 1024-byte aligned");
   static_assert(kLaunchBytes <= kMaxSharedBytes, "fits the SM");
@@ -436,32 +438,47 @@ struct Maps {
   }
 };
 
-// KVRing is the TMA producer's place in the K/V ring: the stage and the
-// parity of its empty barrier's phase, stepped rather than divided (the
-// producer's thread has 40 registers). load waits for the stage to be
-// empty, arms its full barrier with the tile's bytes and issues one bulk
-// copy per 64-column block of K and of V.
+// TileRing is the TMA producer's place in one ring of tiles, K's or V's:
+// the stage and the parity of its empty barrier's phase, stepped rather
+// than divided (the producer's thread has 24 or 40 registers). load waits
+// for the stage to be empty, arms its full barrier with the tile's bytes
+// and issues one bulk copy per 64-column block.
 template <typename T, int D, int TILE_N, int STAGES>
-struct KVRing {
+struct TileRing {
   uint32_t parity = 1;  // the first pass over the ring finds every stage empty
   int stage = 0;
-  __device__ __forceinline__ void load(const Maps& maps, uint32_t s_k, uint32_t s_v, uint32_t bars, int head, int t) {
+  __device__ __forceinline__ void load(const void* map, uint32_t s_tiles, uint32_t full0, int head, int t) {
     using L = HopperLayout<T, D, TILE_N, STAGES>;
-    constexpr uint32_t kTileBytes = 2u * TILE_N * D * sizeof(T);  // K and V
-    mbar_wait(bars + 8 * (STAGES + stage), parity);
-    const uint32_t full = bars + 8 * stage;
-    mbar_arrive_expect_tx(full, kTileBytes);
-    const uint32_t k_dst = s_k + stage * L::kKVBytes;
-    const uint32_t v_dst = s_v + stage * L::kKVBytes;
+    mbar_wait(full0 + 8 * (STAGES + stage), parity);  // the stage's empty barrier
+    const uint32_t full = full0 + 8 * stage;
+    mbar_arrive_expect_tx(full, TILE_N * D * sizeof(T));
+    const uint32_t dst = s_tiles + stage * L::kKVBytes;
 #pragma unroll
-    for (int cb = 0; cb < D / 64; ++cb) {
-      tma_load_3d(k_dst + cb * TILE_N * 128, maps.k, cb * 64, t * TILE_N, head, full);
-      tma_load_3d(v_dst + cb * TILE_N * 128, maps.v, cb * 64, t * TILE_N, head, full);
-    }
+    for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(dst + cb * TILE_N * 128, map, cb * 64, t * TILE_N, head, full);
     if (++stage == STAGES) {
       stage = 0;
       parity ^= 1;
     }
+  }
+};
+
+// KVRing is the TMA producers' two rings, K's and V's, each with its own
+// full and empty barriers (HopperLayout's full/empty and v_full/v_empty), so
+// that a K stage is free again once its Q·Kᵀ is done, before the P·V of the
+// same tile, and the producer keeps K one tile ahead of V: K_t, then
+// V_{t−1}, the order the consumers use them in (S_t = Q·K_tᵀ is issued
+// with O += P_{t−1}·V_{t−1}). run streams n_tiles tiles in that order.
+template <typename T, int D, int TILE_N, int STAGES>
+struct KVRing {
+  TileRing<T, D, TILE_N, STAGES> k, v;
+  __device__ __forceinline__ void run(const Maps& maps, uint32_t s_k, uint32_t s_v, uint32_t bars, int head, int first,
+                                      int n_tiles) {
+#pragma unroll 1
+    for (int t = first; t < n_tiles; ++t) {
+      k.load(maps.k, s_k, bars, head, t);
+      if (t > 0) v.load(maps.v, s_v, bars + 16 * STAGES, head, t - 1);
+    }
+    v.load(maps.v, s_v, bars + 16 * STAGES, head, n_tiles - 1);
   }
 };
 
@@ -485,18 +502,16 @@ __device__ __forceinline__ void produce_tma(const Maps& maps, uint32_t s_q, uint
 #pragma unroll
     for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(s_q + cb * kTileM * 128, maps.q, cb * 64, row0, tma_qhead, qbar);
   }
-  const int head = tma_head;
   KVRing<T, D, TILE_N, STAGES> ring;
-#pragma unroll 1
-  for (int t = 0; t < n_tiles; ++t) ring.load(maps, s_k, s_v, bars, head, t);
+  ring.run(maps, s_k, s_v, bars, tma_head, 0, n_tiles);
 }
 
 // produce_tma_persistent is produce_tma over the tiles a block takes in
-// turn (Tiles). For each: the K/V tile 0 as soon as a stage is free (the
+// turn (Tiles). For each: the K tile 0 as soon as a K stage is free (the
 // block's consumers may still be on the tile before), then, once the
 // consumers no longer read the Q tile (tma_qempty), the tile's number into
 // tma_tile and its Q tile by TMA on tma_qbar, then its other K/V tiles. The
-// ring's stages and parities run on across tiles. When the work is done it
+// rings' stages and parities run on across tiles. When the work is done it
 // writes a number past the last tile and arrives on tma_qbar without
 // copies: the consumers stop there.
 template <typename T, int D, int TILE_N, int STAGES>
@@ -525,14 +540,13 @@ __device__ __forceinline__ void produce_tma_persistent(const Maps& maps, const H
     const int row0 = tiles.row0_of(i);
     const int head = tiles.kvhead(x);
     const int n_tiles = (hd.key_end(row0, kTileM) + TILE_N - 1) / TILE_N;
-    ring.load(maps, s_k, s_v, bars, head, 0);
+    ring.k.load(maps.k, s_k, bars, head, 0);
     if (j > 0) mbar_wait(qempty, (j - 1) & 1);
     tma_tile = tile;
     mbar_arrive_expect_tx(qbar, kTileM * D * sizeof(T));
 #pragma unroll
     for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(s_q + cb * kTileM * 128, maps.q, cb * 64, row0, x, qbar);
-#pragma unroll 1
-    for (int t = 1; t < n_tiles; ++t) ring.load(maps, s_k, s_v, bars, head, t);
+    ring.run(maps, s_k, s_v, bars, head, 1, n_tiles);
     tile = next;
   }
 }
@@ -749,7 +763,9 @@ __device__ __forceinline__ void store_o_tma(const float (&o)[D / 2], const Rows&
       tma_store_3d(map, cb * 64, row0 + cw * 64, PERSIST ? qhead : tma_qhead, s_q + cb * kTileM * 128 + cw * 64 * 128);
     }
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-    if constexpr (!PERSIST) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+    // The block may leave once the copies have read shared memory: their
+    // writes complete with the grid, as every bulk copy's do.
+    if constexpr (!PERSIST) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
   }
 }
 
@@ -805,19 +821,36 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
   float alpha_lo, alpha_hi;
   // The ring's stage of the tile's K/V tile t, and the parity of its
   // phase: counted from the block's first K/V tile (g0 + t; g0 is 0 but in
-  // the persistent schedule).
-  auto empty = [&](int t) { return bars + 8 * (STAGES + (g0 + t) % STAGES); };
-  auto k_tile = [&](int t) { return s_k + ((g0 + t) % STAGES) * L::kKVBytes; };
-  auto v_tile = [&](int t) { return s_v + ((g0 + t) % STAGES) * L::kKVBytes; };
-  // wait_full returns once tile t is in its stage, visible to the MMAs.
-  auto wait_full = [&](int t) {
-    mbar_wait(bars + 8 * ((g0 + t) % STAGES), ((g0 + t) / STAGES) & 1);
+  // the persistent schedule). TMA's K and V have rings of their own (KVRing):
+  // a K stage is freed once its Q·Kᵀ is done, a V stage once its P·V is;
+  // the other producers' stage holds both, freed once P·V is done.
+  auto stage = [&](int t) { return (g0 + t) % STAGES; };
+  auto phase = [&](int t) { return static_cast<uint32_t>((g0 + t) / STAGES) & 1; };
+  auto k_tile = [&](int t) { return s_k + stage(t) * L::kKVBytes; };
+  auto v_tile = [&](int t) { return s_v + stage(t) * L::kKVBytes; };
+  // wait_k returns once K tile t is in its stage, visible to the MMAs (and,
+  // but with TMA, V tile t too).
+  auto wait_k = [&](int t) {
+    mbar_wait(bars + 8 * stage(t), phase(t));
     if constexpr (AHEAD) fence_async_shared();
+  };
+  auto wait_v = [&](int t) {
+    if constexpr (TMA) mbar_wait(bars + 8 * (2 * STAGES + stage(t)), phase(t));
+  };
+  auto free_k = [&](int t) {
+    if constexpr (TMA) mbar_arrive(bars + 8 * (STAGES + stage(t)));
+  };
+  auto free_v = [&](int t) { mbar_arrive(bars + 8 * ((TMA ? 3 : 1) * STAGES + stage(t))); };
+  // q_read says the tile's last Q·Kᵀ is done: with an O tile of its own, the
+  // persistent schedule's next Q may come in while this tile ends.
+  auto q_read = [&](int t) {
+    if constexpr (PERSIST && L::kOwnO) {
+      if (t == n_tiles - 1) mbar_arrive(smem_addr(&tma_qempty));
+    }
   };
   // finish stores the tile's O once its last MMA is done.
   auto finish = [&] {
     if constexpr (PERSIST && L::kOwnO) {
-      mbar_arrive(smem_addr(&tma_qempty));  // this thread's MMAs read Q no more
       store_o_tma<T, D, true>(o, r, lane, s_o, row0, cw, tid, qhead);
     } else if constexpr (PERSIST) {
       // O leaves through the Q tile: the next Q may come in once the copy
@@ -842,10 +875,13 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
   if constexpr (OVERLAP == 0) {
     for (int t = 0; t < n_tiles; ++t) {
       const int key0 = t * TILE_N;
-      wait_full(t);
+      wait_k(t);
       // A causal tile that starts past this warpgroup's last row adds nothing.
       if (hd.causal && key0 > wg_row0 + 63) {
-        mbar_arrive(empty(t));
+        free_k(t);
+        q_read(t);
+        wait_v(t);
+        free_v(t);
         continue;
       }
       wgmma_fence();
@@ -853,24 +889,29 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       wgmma_commit();
       wgmma_wait<0>();
       fence_registers(s);
+      free_k(t);
+      q_read(t);
       softmax_tile<T, TILE_N, kMaskPass>(s, p, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo, alpha_hi);
       rescale<D>(o, alpha_lo, alpha_hi);
       fence_registers(o);
+      wait_v(t);
       wgmma_fence();
       issue_pv<T, D, TILE_N>(o, p, v_tile(t));
       wgmma_commit();
       wgmma_wait<0>();
       fence_registers(o);
-      mbar_arrive(empty(t));
+      free_v(t);
     }
   } else {
     // Tile 0: S_0 and its softmax; P_0 waits in p.
-    wait_full(0);
+    wait_k(0);
     wgmma_fence();
     issue_qk<T, D, TILE_N>(s, s_q, k_tile(0), cw);
     wgmma_commit();
     wgmma_wait<0>();
     fence_registers(s);
+    free_k(0);
+    q_read(0);
     softmax_tile<T, TILE_N, kMaskPass>(s, p, hd, 0, tile_masked<T, TILE_N>(hd, 0, wg_row0), lane, r, alpha_lo, alpha_hi);
     // One step: S_t in, P_{t-1}·V_{t-1} from p_in, P_t out to p_out. Two
     // buffers alternate (the loop is unrolled by two) so no register copy
@@ -878,7 +919,8 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     uint32_t p_alt[TILE_N / 16][4];
     auto step = [&](int t, const uint32_t(&p_in)[TILE_N / 16][4], uint32_t(&p_out)[TILE_N / 16][4]) {
       const int key0 = t * TILE_N;
-      wait_full(t);
+      wait_k(t);
+      wait_v(t - 1);
       if (kTurns) named_barrier(my_turn, 2 * kWarpgroup);
       fence_registers(o);
       wgmma_fence();
@@ -889,11 +931,13 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       if (kTurns) named_arrive(their_turn, 2 * kWarpgroup);
       wgmma_wait<1>();  // S_t is in; P_{t-1}·V_{t-1} may still run
       fence_registers(s);
+      free_k(t);
+      q_read(t);
       softmax_tile<T, TILE_N, kMaskPass>(s, p_out, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo,
                               alpha_hi);
       wgmma_wait<0>();
       fence_registers(o);
-      mbar_arrive(empty(t - 1));
+      free_v(t - 1);
       rescale<D>(o, alpha_lo, alpha_hi);
     };
     int t = 1;
@@ -908,23 +952,25 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     if (t < n_tiles) {
       step(t, p, p_alt);
       fence_registers(o);
+      wait_v(n_tiles - 1);
       wgmma_fence();
       issue_pv<T, D, TILE_N>(o, p_alt, v_tile(n_tiles - 1));
       wgmma_commit();
       wgmma_wait<0>();
       fence_registers(o);
-      mbar_arrive(empty(n_tiles - 1));
+      free_v(n_tiles - 1);
       last_turn();
       finish();
       return;
     }
     fence_registers(o);
+    wait_v(n_tiles - 1);
     wgmma_fence();
     issue_pv<T, D, TILE_N>(o, p, v_tile(n_tiles - 1));
     wgmma_commit();
     wgmma_wait<0>();
     fence_registers(o);
-    mbar_arrive(empty(n_tiles - 1));
+    free_v(n_tiles - 1);
     last_turn();
   }
   finish();
@@ -944,6 +990,10 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(bars + 8 * s, TMA ? 1 : kWarpgroup);                // full: the producer's threads (TMA: its one)
       mbar_init(bars + 8 * (STAGES + s), kConsumers * kWarpgroup);  // empty: the consumers' threads
+      if constexpr (TMA) {                                          // V's ring
+        mbar_init(bars + 8 * (2 * STAGES + s), 1);
+        mbar_init(bars + 8 * (3 * STAGES + s), kConsumers * kWarpgroup);
+      }
     }
     // The KV head's index in the maps, worked out here with the block's
     // registers: its division does not fit the producer's 40 (ptxas spilled).
@@ -989,6 +1039,8 @@ __device__ __forceinline__ void hopper_attention_persistent(const Head<T>& hd, u
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(bars + 8 * s, 1);                                   // full: the producer's one thread
       mbar_init(bars + 8 * (STAGES + s), kConsumers * kWarpgroup);  // empty: the consumers' threads
+      mbar_init(bars + 8 * (2 * STAGES + s), 1);                    // V's ring, the same
+      mbar_init(bars + 8 * (3 * STAGES + s), kConsumers * kWarpgroup);
     }
     tma_omap = maps.o;
     mbar_init(smem_addr(&tma_qbar), 1);
@@ -1021,7 +1073,7 @@ __device__ __forceinline__ void hopper_attention_persistent(const Head<T>& hd, u
   }
   // The last O's copy reads the O tile: the block's shared memory must
   // outlast it.
-  if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+  if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 }
 
 }  // namespace
