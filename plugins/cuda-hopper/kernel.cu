@@ -365,10 +365,23 @@ __shared__ int tma_qhead;
 __shared__ const void* tma_omap;
 __shared__ __align__(8) uint64_t tma_qbar;
 // The persistent schedule's (PERSIST): the barrier the consumers arrive on
-// once their MMAs no longer read the Q tile, and the tile the Q tile in
-// shared memory belongs to (the producer writes it before it arms tma_qbar).
+// once their MMAs no longer read the Q tile.
 __shared__ __align__(8) uint64_t tma_qempty;
-__shared__ int tma_tile;
+// The persistent schedule's next tile, worked out by the producer's
+// scheduling thread (schedule_tiles) for its loading thread: the tile's
+// number (past the last: the work is done), its first query row, its KV
+// head in K's and V's maps, its head in Q's and O's, and its K/V tiles.
+// tma_slot_full completes once the slot holds a tile, tma_slot_empty once
+// the loading thread has read it.
+struct TileSlot {
+  int tile, row0, kvhead, qhead, n_tiles;
+};
+__shared__ TileSlot tma_slot;
+// tma_tile is the tile the Q tile in shared memory belongs to, for the
+// consumers (the loading thread writes it before it arms tma_qbar).
+__shared__ TileSlot tma_tile;
+__shared__ __align__(8) uint64_t tma_slot_full;
+__shared__ __align__(8) uint64_t tma_slot_empty;
 
 // Tiles is the persistent schedule's work list: every (query tile, batch ·
 // head) pair. The heads go in groups whose K and V fit a share of L2
@@ -506,48 +519,76 @@ __device__ __forceinline__ void produce_tma(const Maps& maps, uint32_t s_q, uint
   ring.run(maps, s_k, s_v, bars, tma_head, 0, n_tiles);
 }
 
+// schedule_tiles is the persistent schedule's scheduling thread (warp 1
+// of the producer's warpgroup): it takes the block's tiles from the
+// counter in turn (the first is the block's own index, each next one
+// gridDim.x + the counter's old value), works out each one's rows, heads and
+// K/V tiles, and hands them to the loading thread through tma_slot. It asks
+// the counter for the next tile while the slot still holds this one, so the
+// atomic's round trip is off every other thread's path; it stops after it
+// has handed over a number past the last tile.
+template <typename T, int TILE_N>
+__device__ __forceinline__ void schedule_tiles(const Head<T>& hd, const Tiles& tiles, int* counter) {
+  const uint32_t full = smem_addr(&tma_slot_full);
+  const uint32_t empty = smem_addr(&tma_slot_empty);
+  int tile = static_cast<int>(blockIdx.x);
+#pragma unroll 1
+  for (int j = 0;; ++j) {
+    const int next = tile < tiles.total() ? static_cast<int>(gridDim.x) + atomicAdd(counter, 1) : tile;
+    TileSlot slot;
+    slot.tile = tile;
+    slot.n_tiles = 0;  // past the last tile: the work is done
+    if (tile < tiles.total()) {
+      int i;
+      tiles.at(tile, i, slot.qhead);
+      slot.row0 = tiles.row0_of(i);
+      slot.kvhead = tiles.kvhead(slot.qhead);
+      slot.n_tiles = (hd.key_end(slot.row0, kTileM) + TILE_N - 1) / TILE_N;
+    }
+    if (j > 0) mbar_wait(empty, (j - 1) & 1);
+    tma_slot = slot;
+    mbar_arrive(full);  // release (and a compiler barrier): the slot's stores before the arrival
+    if (tile >= tiles.total()) return;
+    tile = next;
+  }
+}
+
 // produce_tma_persistent is produce_tma over the tiles a block takes in
-// turn (Tiles). For each: the K tile 0 as soon as a K stage is free (the
-// block's consumers may still be on the tile before), then, once the
-// consumers no longer read the Q tile (tma_qempty), the tile's number into
-// tma_tile and its Q tile by TMA on tma_qbar, then its other K/V tiles. The
-// rings' stages and parities run on across tiles. When the work is done it
-// writes a number past the last tile and arrives on tma_qbar without
-// copies: the consumers stop there.
+// turn, as schedule_tiles hands them over. For each: the K tile 0 as soon
+// as a K stage is free (the block's consumers may still be on the tile
+// before), then, once the consumers no longer read the Q tile
+// (tma_qempty), the tile into tma_tile and its Q tile by TMA on
+// tma_qbar, then its other K/V tiles. The rings' stages and parities run on
+// across tiles. When the work is done it writes a tile of no K/V tiles (a
+// number past the last) and arrives on tma_qbar without copies: the
+// consumers stop there.
 template <typename T, int D, int TILE_N, int STAGES>
-__device__ __forceinline__ void produce_tma_persistent(const Maps& maps, const Head<T>& hd, const Tiles& tiles,
-                                                       int* counter, uint32_t s_q, uint32_t s_k, uint32_t s_v,
-                                                       uint32_t bars, int tid) {
-  if (tid != 0) return;
+__device__ __forceinline__ void produce_tma_persistent(const Maps& maps, uint32_t s_q, uint32_t s_k, uint32_t s_v,
+                                                       uint32_t bars) {
   fence_tensormap(maps.q);
   fence_tensormap(maps.k);
   fence_tensormap(maps.v);
   const uint32_t qbar = smem_addr(&tma_qbar);
   const uint32_t qempty = smem_addr(&tma_qempty);
   KVRing<T, D, TILE_N, STAGES> ring;
-  int tile = static_cast<int>(blockIdx.x);
 #pragma unroll 1
   for (int j = 0;; ++j) {
-    if (tile >= tiles.total()) {
+    mbar_wait(smem_addr(&tma_slot_full), j & 1);
+    const TileSlot slot = tma_slot;  // after the wait's acquire, read again each tile
+    mbar_arrive(smem_addr(&tma_slot_empty));
+    if (slot.n_tiles == 0) {
       if (j > 0) mbar_wait(qempty, (j - 1) & 1);
-      tma_tile = tile;
+      tma_tile = slot;
       mbar_arrive(qbar);
       return;
     }
-    const int next = static_cast<int>(gridDim.x) + atomicAdd(counter, 1);
-    int i, x;
-    tiles.at(tile, i, x);
-    const int row0 = tiles.row0_of(i);
-    const int head = tiles.kvhead(x);
-    const int n_tiles = (hd.key_end(row0, kTileM) + TILE_N - 1) / TILE_N;
-    ring.k.load(maps.k, s_k, bars, head, 0);
+    ring.k.load(maps.k, s_k, bars, slot.kvhead, 0);
     if (j > 0) mbar_wait(qempty, (j - 1) & 1);
-    tma_tile = tile;
+    tma_tile = slot;
     mbar_arrive_expect_tx(qbar, kTileM * D * sizeof(T));
 #pragma unroll
-    for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(s_q + cb * kTileM * 128, maps.q, cb * 64, row0, x, qbar);
-    ring.run(maps, s_k, s_v, bars, head, 1, n_tiles);
-    tile = next;
+    for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(s_q + cb * kTileM * 128, maps.q, cb * 64, slot.row0, slot.qhead, qbar);
+    ring.run(maps, s_k, s_v, bars, slot.kvhead, 1, slot.n_tiles);
   }
 }
 
@@ -866,7 +907,10 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     }
   };
   constexpr bool kTurns = OVERLAP == 2;
-  constexpr bool kMaskPass = TMA && !PERSIST;  // the consumers with 240 registers (softmax_tile)
+  // The consumers with 240 registers pass over masked tiles on their own
+  // (softmax_tile), but for the persistent schedule's D128 tile_n 128 kernels
+  // with turns, where ptxas spilled 28 bytes with that pass.
+  constexpr bool kMaskPass = TMA && !(PERSIST && OVERLAP == 2 && D == 128 && TILE_N == 128);
   const int my_turn = kTurnBarrier + cw;
   const int their_turn = kTurnBarrier + (1 - cw);
   // The first turn is consumer 0's.
@@ -1025,8 +1069,10 @@ __device__ __forceinline__ void hopper_attention(const Head<T>& hd, unsigned cha
 // block (one an SM) runs tile after tile of the work list (Tiles), the
 // producer loading the next tile's K/V and Q while the consumers finish the
 // tile before and store its O. counter is a zeroed int in global memory
-// (the plan's scratch, reset before every call). The producer keeps 40
-// registers (it works out each tile's heads itself) and each consumer 232.
+// (the plan's scratch, reset before every call). The producer's warpgroup
+// has two threads at work, one scheduling the tiles (schedule_tiles) and
+// one loading them, so that each needs no more than the grid's producer:
+// 24 registers, and 240 for each consumer, as in the grid's kernels.
 template <typename T, int D, int TILE_N, int STAGES, int OVERLAP>
 __device__ __forceinline__ void hopper_attention_persistent(const Head<T>& hd, unsigned char* smem, Maps maps,
                                                             Tiles tiles, int* counter) {
@@ -1045,30 +1091,32 @@ __device__ __forceinline__ void hopper_attention_persistent(const Head<T>& hd, u
     tma_omap = maps.o;
     mbar_init(smem_addr(&tma_qbar), 1);
     mbar_init(smem_addr(&tma_qempty), kConsumers * kWarpgroup);
+    mbar_init(smem_addr(&tma_slot_full), 1);
+    mbar_init(smem_addr(&tma_slot_empty), 1);
   }
   __syncthreads();
   const int wg = threadIdx.x / kWarpgroup;
   const int tid = threadIdx.x % kWarpgroup;
   if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    produce_tma_persistent<T, D, TILE_N, STAGES>(maps, hd, tiles, counter, base + L::kQ, base + L::kK, base + L::kV,
-                                                 bars, tid);
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kTMAProducerRegs));
+    if (tid == 0) {
+      produce_tma_persistent<T, D, TILE_N, STAGES>(maps, base + L::kQ, base + L::kK, base + L::kV, bars);
+    } else if (tid == 32) {
+      schedule_tiles<T, TILE_N>(hd, tiles, counter);
+    }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kTMAConsumerRegs));
   const int cw = wg - 1;
   int g0 = 0;  // the ring's K/V tiles this block's tiles so far took
 #pragma unroll 1
   for (int j = 0;; ++j) {
-    mbar_wait(smem_addr(&tma_qbar), j & 1);  // the tile's number, and its Q by TMA
-    const int tile = *static_cast<volatile int*>(&tma_tile);
-    if (tile >= tiles.total()) break;
-    int i, x;
-    tiles.at(tile, i, x);
-    const int row0 = tiles.row0_of(i);
-    const int n_tiles = (hd.key_end(row0, kTileM) + TILE_N - 1) / TILE_N;
-    consume<T, D, TILE_N, STAGES, OVERLAP, false, true, true>(hd, base + L::kQ, base + L::kK, base + L::kV, bars, row0,
-                                                             n_tiles, cw, tid, g0, base + L::kO, x);
+    mbar_wait(smem_addr(&tma_qbar), j & 1);  // the tile, and its Q by TMA
+    const int n_tiles = tma_tile.n_tiles;     // after the wait's acquire, read again each tile
+    if (n_tiles == 0) break;
+    consume<T, D, TILE_N, STAGES, OVERLAP, false, true, true>(hd, base + L::kQ, base + L::kK, base + L::kV, bars,
+                                                             tma_tile.row0, n_tiles, cw, tid, g0, base + L::kO,
+                                                             tma_tile.qhead);
     g0 += n_tiles;
   }
   // The last O's copy reads the O tile: the block's shared memory must
