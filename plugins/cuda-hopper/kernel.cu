@@ -125,6 +125,22 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   } while (!done);
 }
 
+// mbar_wait_sleeping is mbar_wait for a thread with time to spare: it
+// sleeps between polls (about half a microsecond), leaving the issue slots
+// to the other warps.
+__device__ __forceinline__ void mbar_wait_sleeping(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  for (;;) {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    if (done) return;
+    __nanosleep(500);
+  }
+}
+
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 __device__ __forceinline__ void named_barrier(int id, int threads) {
@@ -523,10 +539,14 @@ __device__ __forceinline__ void produce_tma(const Maps& maps, uint32_t s_q, uint
 // of the producer's warpgroup): it takes the block's tiles from the
 // counter in turn (the first is the block's own index, each next one
 // gridDim.x + the counter's old value), works out each one's rows, heads and
-// K/V tiles, and hands them to the loading thread through tma_slot. It asks
-// the counter for the next tile while the slot still holds this one, so the
-// atomic's round trip is off every other thread's path; it stops after it
-// has handed over a number past the last tile.
+// K/V tiles, and hands them to the loading thread through tma_slot. It takes
+// the next tile only once the loading thread has taken the one before, as
+// the loading thread did itself before (a block holds one tile ahead, so
+// that under causal masking the blocks that finish early take more), and
+// waits with a sleep between polls: the loading thread takes a tile once
+// the last of the tile before is loaded, and a polling warp would take
+// issue slots from the consumers' warps. It stops after it has handed over
+// a number past the last tile.
 template <typename T, int TILE_N>
 __device__ __forceinline__ void schedule_tiles(const Head<T>& hd, const Tiles& tiles, int* counter) {
   const uint32_t full = smem_addr(&tma_slot_full);
@@ -534,7 +554,10 @@ __device__ __forceinline__ void schedule_tiles(const Head<T>& hd, const Tiles& t
   int tile = static_cast<int>(blockIdx.x);
 #pragma unroll 1
   for (int j = 0;; ++j) {
-    const int next = tile < tiles.total() ? static_cast<int>(gridDim.x) + atomicAdd(counter, 1) : tile;
+    if (j > 0) {
+      mbar_wait_sleeping(empty, (j - 1) & 1);
+      tile = static_cast<int>(gridDim.x) + atomicAdd(counter, 1);
+    }
     TileSlot slot;
     slot.tile = tile;
     slot.n_tiles = 0;  // past the last tile: the work is done
@@ -545,11 +568,9 @@ __device__ __forceinline__ void schedule_tiles(const Head<T>& hd, const Tiles& t
       slot.kvhead = tiles.kvhead(slot.qhead);
       slot.n_tiles = (hd.key_end(slot.row0, kTileM) + TILE_N - 1) / TILE_N;
     }
-    if (j > 0) mbar_wait(empty, (j - 1) & 1);
     tma_slot = slot;
     mbar_arrive(full);  // release (and a compiler barrier): the slot's stores before the arrival
     if (tile >= tiles.total()) return;
-    tile = next;
   }
 }
 
