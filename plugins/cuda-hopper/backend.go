@@ -105,14 +105,14 @@ var tunables = []sdk.Tunable{
 	{
 		Name:        kvStages,
 		Values:      []string{"2", "3"},
-		Default:     "3",
-		Description: "K/V stages in the shared-memory ring between the producer and the consumers",
+		Default:     "2",
+		Description: "K/V stages in the shared-memory ring between the producer and the consumers (tma producers: in each of K's ring and V's)",
 		Ops:         []string{attention.Name},
 	},
 	{
 		Name:    overlap,
 		Values:  []string{"0", "1", "2"},
-		Default: "2",
+		Default: "1",
 		Description: "1: softmax of tile t runs while P·V of tile t-1 is on the tensor cores; " +
 			"2: as 1, and the two consumer warpgroups take turns issuing their MMAs; 0: each tile in order",
 		Ops: []string{attention.Name},
@@ -120,7 +120,7 @@ var tunables = []sdk.Tunable{
 	{
 		Name:    producer,
 		Values:  []string{"wait", "ahead", producerTMA, producerPersistent},
-		Default: producerTMA,
+		Default: producerPersistent,
 		Description: "wait: the producer waits for each tile's copies before the next (one tile in flight); " +
 			"ahead: the copies arrive on the stage's mbarrier as they land (up to kv_stages tiles in flight); " +
 			"tma: one producer thread issues TMA bulk tensor copies (cp.async.bulk.tensor), which complete on the mbarrier; " +

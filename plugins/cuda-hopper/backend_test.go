@@ -75,10 +75,10 @@ func TestPersistentPlan(t *testing.T) {
 		sharedBytes int
 	}{
 		{sdk.Shape{Batch: 4, Heads: 16, KVHeads: 16, SeqQ: 2048, SeqK: 2048, HeadDim: 128, DType: sdk.FP16},
-			"attn_fwd_fp16_d128_n128_s2_o2_tma_persistent", hopperSMs, persistentSharedBytes(2, 128, 128, 2)},
+			"attn_fwd_fp16_d128_n128_s2_o1_tma_persistent", hopperSMs, persistentSharedBytes(2, 128, 128, 2)},
 		// 3 query tiles × 2 × 4 heads: fewer tiles than SMs.
 		{sdk.Shape{Batch: 2, Heads: 4, KVHeads: 2, SeqQ: 257, SeqK: 131, HeadDim: 64, DType: sdk.BF16, Causal: true},
-			"attn_fwd_bf16_d64_n128_s2_o2_tma_persistent", 24, persistentSharedBytes(2, 64, 128, 2)},
+			"attn_fwd_bf16_d64_n128_s2_o1_tma_persistent", 24, persistentSharedBytes(2, 64, 128, 2)},
 	}
 	for _, tc := range tests {
 		l, err := plan(tc.shape, withDefaults(map[string]string{kernelChoice: kernelWGMMA, kvStages: "2", producer: producerPersistent}))
@@ -199,10 +199,12 @@ func TestPlanChoosesTheKernel(t *testing.T) {
 			"attn_fwd_fp16_d128_n128_s3_o2_ahead", gpu.Dim3{X: 1, Y: 5, Z: 3}, 0, 0, ""},
 		{"seed shape, auto: split (32 wgmma blocks), one split", seed, map[string]string{kernelChoice: kernelAuto, tileN: "128", kvStages: "3", overlap: "2", producer: "ahead"},
 			"attn_fwd_fp16_d64_split_n64_s3", gpu.Dim3{X: 32, Y: 8, Z: 1}, 512, 1, ""},
-		{"seed shape, wgmma forced", seed, map[string]string{kernelChoice: kernelWGMMA},
+		{"seed shape, wgmma forced: the persistent grid, one block a tile", seed, map[string]string{kernelChoice: kernelWGMMA},
+			"attn_fwd_fp16_d64_n128_s2_o1_tma_persistent", gpu.Dim3{X: 32, Y: 1, Z: 1}, 0, 0, ""},
+		{"seed shape, wgmma and the grid kernel forced", seed, map[string]string{kernelChoice: kernelWGMMA, producer: producerTMA, kvStages: "3", overlap: "2"},
 			"attn_fwd_fp16_d64_n128_s3_o2_tma", gpu.Dim3{X: 4, Y: 8, Z: 1}, 0, 0, ""},
-		{"B1 H8 S1024, auto: wgmma (64 blocks)", sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 1024, SeqK: 1024, HeadDim: 64, DType: sdk.FP16}, nil,
-			"attn_fwd_fp16_d64_n128_s3_o2_tma", gpu.Dim3{X: 8, Y: 8, Z: 1}, 0, 0, ""},
+		{"B1 H8 S1024, auto: wgmma (64 tiles)", sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 1024, SeqK: 1024, HeadDim: 64, DType: sdk.FP16}, nil,
+			"attn_fwd_fp16_d64_n128_s2_o1_tma_persistent", gpu.Dim3{X: 64, Y: 1, Z: 1}, 0, 0, ""},
 		{"B1 H8 S64×32768, auto: split over the keys", sdk.Shape{Batch: 1, Heads: 8, KVHeads: 8, SeqQ: 64, SeqK: 32768, HeadDim: 128, DType: sdk.FP16}, nil,
 			"attn_fwd_fp16_d128_split_n64_s3", gpu.Dim3{X: 4 * 8, Y: 8, Z: 1}, 4096, 8, ""},
 		{"seed shape, split forced: 256 blocks fill the SMs, one split", seed, map[string]string{kernelChoice: kernelSplit},
@@ -219,7 +221,7 @@ func TestPlanChoosesTheKernel(t *testing.T) {
 		{"16 GQA rows a head, not causal: 4 row blocks × 6 splits", specFull, nil,
 			"attn_fwd_bf16_d64_split_n64_s3", gpu.Dim3{X: 4 * 6, Y: 8, Z: 2}, 704, 6, ""},
 		{"17 rows a head, auto: wgmma", spec17, nil,
-			"attn_fwd_bf16_d64_n128_s3_o2_tma", gpu.Dim3{X: 1, Y: 32, Z: 2}, 0, 0, ""},
+			"attn_fwd_bf16_d64_n128_s2_o1_tma_persistent", gpu.Dim3{X: 64, Y: 1, Z: 1}, 0, 0, ""},
 		{"64 splits forced on a large case: too much scratch", huge, map[string]string{kernelChoice: kernelSplit, numSplits: "64"},
 			"", gpu.Dim3{}, 0, 0, "GiB of partials"},
 		{"an unknown kernel", seed, map[string]string{kernelChoice: "tma"}, "", gpu.Dim3{}, 0, 0, `tunable kernel: "tma"`},
@@ -248,7 +250,9 @@ func TestPlanChoosesTheKernel(t *testing.T) {
 			}
 			if tc.splits == 0 {
 				tma := strings.HasSuffix(l.Function, "_tma")
-				if tma && len(l.Params) != 14 || !tma && l.Params != nil || len(l.Then) > 0 || l.Block.X != threads {
+				persistent := strings.HasSuffix(l.Function, "_tma_persistent")
+				if tma && len(l.Params) != 14 || persistent && len(l.Params) != 16 || !tma && !persistent && l.Params != nil ||
+					len(l.Then) > 0 || l.Block.X != threads {
 					t.Errorf("the wgmma kernel with params %v, then %v, block %+v", l.Params, l.Then, l.Block)
 				}
 				return
@@ -342,7 +346,7 @@ func TestTMAPlanPassesTensorMaps(t *testing.T) {
 	if err := l.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if l.Function != "attn_fwd_bf16_d128_n64_s3_o2_tma" || len(l.Params) != 14 {
+	if l.Function != "attn_fwd_bf16_d128_n64_s2_o1_tma" || len(l.Params) != 14 {
 		t.Fatalf("launch %s with %d params", l.Function, len(l.Params))
 	}
 	for i, want := range []struct {
