@@ -26,6 +26,11 @@ SAMPLE_ATTEMPTS = 3
 # HOT_BATCH_TARGET_NS, at most HOT_BATCH_MAX calls (docs/measurement.md).
 HOT_BATCH_TARGET_NS = 100_000
 HOT_BATCH_MAX = 32
+# The probes that size the batch and the sleep (prepare_sampling): the first
+# of each kind behind PROBE_SLEEP_NS, the rest behind PROBE_MARGIN times the
+# slowest queueing seen, twice the sampling's own margin.
+PROBE_SLEEP_NS = MAX_SLEEP_NS // 4
+PROBE_MARGIN = 4
 # The cross-check: CUPTI over this many calls where events time the kernel,
 # events over this many samples where CUPTI does.
 CROSS_CHECK_CALLS = 20
@@ -114,16 +119,25 @@ class CudaTimer:
 
     def prepare_sampling(self, fn, cold):
         """Sizes the hot batch from a few single-call probes, then the sleep
-        from the slowest queueing time of a few probes of the chosen batch."""
-        self.sleep_ns = MAX_SLEEP_NS // 4
+        from the slowest queueing time of a few probes of the chosen batch.
+        The first probe of each kind runs behind a long sleep (PROBE_SLEEP_NS,
+        enough for any host's queueing), the others behind PROBE_MARGIN
+        times the slowest queueing of their kind so far: eight long sleeps
+        took 40 ms of every row's cross-check."""
         self.batch = 1
-        singles = []
+        self.sleep_ns = PROBE_SLEEP_NS
+        singles, slowest = [], 0
         for _ in range(3):
-            self._queue(fn, cold)
+            slowest = max(slowest, self._queue(fn, cold))
             self.end.synchronize()
             singles.append(self.start.elapsed_time(self.end) * 1e6)
+            self.sleep_ns = probe_sleep(slowest)
         self.batch = 1 if cold else hot_batch(median_sorted(sorted(singles)))
-        queued = [self._queue(fn, cold) for _ in range(5)]
+        self.sleep_ns = PROBE_SLEEP_NS
+        queued = []
+        for _ in range(5):
+            queued.append(self._queue(fn, cold))
+            self.sleep_ns = probe_sleep(max(queued))
         self.torch.cuda.synchronize()
         self.sleep_ns = min(max(MIN_SLEEP_NS, 2 * max(queued)), MAX_SLEEP_NS)
         self.reset_sample_counts()
@@ -255,6 +269,13 @@ def kernel_times(m, run, cold, timer, sampler, facts, move=None, phases=None):
 
     times, blocks = collect_placed_samples(m, events_block, move, phases)
     return times, timer.method, blocks
+
+
+def probe_sleep(slowest_queue_ns):
+    """The sleep in front of a probe after one whose host queueing took
+    slowest_queue_ns: PROBE_MARGIN times it, MIN_SLEEP_NS at least,
+    PROBE_SLEEP_NS at most."""
+    return min(max(MIN_SLEEP_NS, PROBE_MARGIN * slowest_queue_ns), PROBE_SLEEP_NS)
 
 
 def hot_batch(single_call_ns):
