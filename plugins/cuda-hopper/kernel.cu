@@ -4,8 +4,9 @@
 //   warpgroup 0, the producer: gives registers away (setmaxnreg.dec) and
 //     streams K and V tiles of TILE_N keys into a ring of STAGES shared-memory
 //     stages. Each stage has two mbarriers: "full" (the producer's copies of
-//     the tile have landed) and "empty" (the 256
-//     consumer threads arrive once the tile's MMAs have read it).
+//     the tile have landed) and "empty" (the 256 consumer threads arrive once
+//     the tile's MMAs have read it); the TMA producers have a ring for K and
+//     one for V, each with its own.
 //   warpgroups 1 and 2, the consumers: take the registers (setmaxnreg.inc),
 //     own 64 query rows each, and per tile run
 //       S = Q·Kᵀ     wgmma m64nTILE_Nk16, A (Q) and B (K) from shared memory;
@@ -17,9 +18,11 @@
 // c ^ (r % 8), every tile 1024-byte aligned.
 //
 // Copies, three ways (the producer tunable):
-//   tma    (TMA, the default) one producer thread issues cp.async.bulk.tensor
-//          copies of Q (once) and of each K and V tile, which complete on an
-//          mbarrier armed with their bytes; the tensor maps are the host's
+//   tma    (TMA) one producer thread issues cp.async.bulk.tensor copies of Q
+//          (once) and of each K and V tile, which complete on an mbarrier
+//          armed with their bytes (K and V in rings of their own, KVRing);
+//          tma-persistent (the default) is the same on a persistent grid
+//          (hopper_attention_persistent); the tensor maps are the host's
 //          (cuTensorMapEncodeTiled), passed as pointers to global memory,
 //          since the driver binding passes every parameter in 8 bytes and a
 //          map is 128. O leaves through shared memory by TMA stores.
