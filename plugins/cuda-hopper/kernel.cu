@@ -464,6 +464,18 @@ struct Maps {
   const void* v = nullptr;
   const void* o = nullptr;
   int heads = 1, kv_heads = 1;
+  // of is the maps of a TMA entry point's parameters.
+  static __device__ __forceinline__ Maps of(const void* q_map, const void* k_map, const void* v_map,
+                                            const void* o_map, int heads, int kv_heads) {
+    Maps maps;
+    maps.q = q_map;
+    maps.k = k_map;
+    maps.v = v_map;
+    maps.o = o_map;
+    maps.heads = heads;
+    maps.kv_heads = kv_heads;
+    return maps;
+  }
   // head is the block's KV head in the maps: b·kv_heads + kv_h.
   __device__ __forceinline__ int head() const {
     return static_cast<int>(blockIdx.z) * kv_heads + static_cast<int>(blockIdx.y) / (heads / kv_heads);
@@ -1170,13 +1182,7 @@ __device__ __forceinline__ void hopper_attention_persistent(const Head<T>& hd, u
            int heads, int kv_heads, int seq_q, int seq_k, int causal, float scale_log2, const void* q_map,         \
            const void* k_map, const void* v_map, const void* o_map) {                                            \
     extern __shared__ __align__(1024) unsigned char hopper_smem[];                                                 \
-    Maps maps;                                                                                                   \
-    maps.q = q_map;                                                                                              \
-    maps.k = k_map;                                                                                              \
-    maps.v = v_map;                                                                                              \
-    maps.o = o_map;                                                                                              \
-    maps.heads = heads;                                                                                          \
-    maps.kv_heads = kv_heads;                                                                                    \
+    const Maps maps = Maps::of(q_map, k_map, v_map, o_map, heads, kv_heads);                                     \
     hopper_attention<T, D, TILE_N, STAGES, OVERLAP, false, true>(                                                 \
         head_of<D>(q, k, v, o, heads, kv_heads, seq_q, seq_k, causal, scale_log2), hopper_smem, maps);           \
   }
@@ -1190,13 +1196,7 @@ __device__ __forceinline__ void hopper_attention_persistent(const Head<T>& hd, u
            int heads, int kv_heads, int seq_q, int seq_k, int causal, float scale_log2, const void* q_map,         \
            const void* k_map, const void* v_map, const void* o_map, int batch, int* counter) {                   \
     extern __shared__ __align__(1024) unsigned char hopper_smem[];                                                 \
-    Maps maps;                                                                                                   \
-    maps.q = q_map;                                                                                              \
-    maps.k = k_map;                                                                                              \
-    maps.v = v_map;                                                                                              \
-    maps.o = o_map;                                                                                              \
-    maps.heads = heads;                                                                                          \
-    maps.kv_heads = kv_heads;                                                                                    \
+    const Maps maps = Maps::of(q_map, k_map, v_map, o_map, heads, kv_heads);                                     \
     Tiles tiles;                                                                                                 \
     tiles.q_tiles = (seq_q + kTileM - 1) / kTileM;                                                               \
     tiles.bh = batch * heads;                                                                                    \
