@@ -943,10 +943,13 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     }
   };
   constexpr bool kTurns = OVERLAP == 2;
-  // The consumers with 240 registers pass over masked tiles on their own
-  // (softmax_tile), but for the persistent schedule's D128 tile_n 128 kernels
-  // with turns, where ptxas spilled 28 bytes with that pass.
-  constexpr bool kMaskPass = TMA && !(PERSIST && OVERLAP == 2 && D == 128 && TILE_N == 128);
+  // kRoomy: the consumers have registers to spare. Those with 240 (TMA's) do,
+  // but for the persistent schedule's D128 tile_n 128 kernels with turns,
+  // where ptxas spilled 28 bytes with the mask pass. They pass over masked
+  // tiles on their own (softmax_tile), and rescale O while a Q·Kᵀ runs
+  // (step, last_pv); with 232 (cp.async's) ptxas spilled 120 bytes there.
+  constexpr bool kRoomy = TMA && !(PERSIST && OVERLAP == 2 && D == 128 && TILE_N == 128);
+  constexpr bool kMaskPass = kRoomy;
   const int my_turn = kTurnBarrier + cw;
   const int their_turn = kTurnBarrier + (1 - cw);
   // The first turn is consumer 0's.
@@ -997,15 +1000,35 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     // buffers alternate (the loop is unrolled by two) so no register copy
     // sits between the wgmmas that read them.
     uint32_t p_alt[TILE_N / 16][4];
+    // last_pv issues O += P·V for the tile's last V tile, after the rescale
+    // by the factors of the softmax before (P's, in p_in), which kRoomy's
+    // steps leave to the next MMAs: they rescale O after their Q·Kᵀ is
+    // issued, as FA3 does, so that it runs under the Q·Kᵀ, and wait for the
+    // V tile only then, so that neither stands between one step's P·V and
+    // the next step's Q·Kᵀ.
+    auto last_pv = [&](const uint32_t(&p_in)[TILE_N / 16][4]) {
+      if constexpr (kRoomy) rescale<D>(o, alpha_lo, alpha_hi);
+      fence_registers(o);
+      wait_v(n_tiles - 1);
+      wgmma_fence();
+      issue_pv<T, D, TILE_N>(o, p_in, v_tile(n_tiles - 1));
+      wgmma_commit();
+    };
     auto step = [&](int t, const uint32_t(&p_in)[TILE_N / 16][4], uint32_t(&p_out)[TILE_N / 16][4]) {
       const int key0 = t * TILE_N;
       wait_k(t);
-      wait_v(t - 1);
+      if constexpr (!kRoomy) wait_v(t - 1);
       if (kTurns) named_barrier(my_turn, 2 * kWarpgroup);
-      fence_registers(o);
+      if constexpr (!kRoomy) fence_registers(o);
       wgmma_fence();
       issue_qk<T, D, TILE_N>(s, s_q, k_tile(t), cw);
       wgmma_commit();
+      if constexpr (kRoomy) {
+        rescale<D>(o, alpha_lo, alpha_hi);
+        fence_registers(o);
+        wait_v(t - 1);
+        wgmma_fence();
+      }
       issue_pv<T, D, TILE_N>(o, p_in, v_tile(t - 1));
       wgmma_commit();
       if (kTurns) named_arrive(their_turn, 2 * kWarpgroup);
@@ -1018,7 +1041,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       wgmma_wait<0>();
       fence_registers(o);
       free_v(t - 1);
-      rescale<D>(o, alpha_lo, alpha_hi);
+      if constexpr (!kRoomy) rescale<D>(o, alpha_lo, alpha_hi);
     };
     int t = 1;
     for (; t + 1 < n_tiles; t += 2) {
@@ -1031,11 +1054,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     };
     if (t < n_tiles) {
       step(t, p, p_alt);
-      fence_registers(o);
-      wait_v(n_tiles - 1);
-      wgmma_fence();
-      issue_pv<T, D, TILE_N>(o, p_alt, v_tile(n_tiles - 1));
-      wgmma_commit();
+      last_pv(p_alt);
       wgmma_wait<0>();
       fence_registers(o);
       free_v(n_tiles - 1);
@@ -1043,11 +1062,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       finish();
       return;
     }
-    fence_registers(o);
-    wait_v(n_tiles - 1);
-    wgmma_fence();
-    issue_pv<T, D, TILE_N>(o, p, v_tile(n_tiles - 1));
-    wgmma_commit();
+    last_pv(p);
     wgmma_wait<0>();
     fence_registers(o);
     free_v(n_tiles - 1);
