@@ -147,25 +147,74 @@ func Cases(v sdk.Variant) []Case {
 // swept (every combination where they are MaxCombinations or fewer), and
 // every case names the pin's values, the defaults' cases included.
 func PinnedCases(v sdk.Variant, pin map[string]string) ([]Case, error) {
-	pinned := v
-	pinned.Tunables = slices.Clone(v.Tunables)
-	for _, name := range slices.Sorted(maps.Keys(pin)) {
-		i := slices.IndexFunc(pinned.Tunables, func(t sdk.Tunable) bool { return t.Name == name && t.AppliesTo("attention") })
-		if i < 0 {
-			return nil, fmt.Errorf("pin %s=%s: variant %s has no attention tunable %s", name, pin[name], v.Name, name)
-		}
-		t := pinned.Tunables[i]
-		if !slices.Contains(t.Values, pin[name]) {
-			return nil, fmt.Errorf("pin %s=%s: not among the tunable's values %v", name, pin[name], t.Values)
-		}
-		t.Values, t.Default = []string{pin[name]}, pin[name]
-		pinned.Tunables[i] = t
+	pinned, err := pinVariant(v, pin)
+	if err != nil {
+		return nil, err
 	}
 	cases := Cases(pinned)
 	for i, c := range cases {
 		tunables := maps.Clone(pin)
 		maps.Copy(tunables, c.Tunables)
 		cases[i].Tunables = tunables
+	}
+	return cases, nil
+}
+
+// pinVariant is v with each tunable in pin held at its value (its only one).
+func pinVariant(v sdk.Variant, pin map[string]string) (sdk.Variant, error) {
+	pinned := v
+	pinned.Tunables = slices.Clone(v.Tunables)
+	for _, name := range slices.Sorted(maps.Keys(pin)) {
+		i := slices.IndexFunc(pinned.Tunables, func(t sdk.Tunable) bool { return t.Name == name && t.AppliesTo("attention") })
+		if i < 0 {
+			return v, fmt.Errorf("pin %s=%s: variant %s has no attention tunable %s", name, pin[name], v.Name, name)
+		}
+		t := pinned.Tunables[i]
+		if !slices.Contains(t.Values, pin[name]) {
+			return v, fmt.Errorf("pin %s=%s: not among the tunable's values %v", name, pin[name], t.Values)
+		}
+		t.Values, t.Default = []string{pin[name]}, pin[name]
+		pinned.Tunables[i] = t
+	}
+	return pinned, nil
+}
+
+// ShapeCases are a backend's own shapes (Options.Shapes) as cases of v with
+// pin's tunables held (nil: none), each shape with every combination of the
+// other tunables that Cases sweeps (coveringCombinations), the defaults'
+// included; each case names its tunables. A shape outside v's declared
+// capabilities is an error: the backend named a case it does not run.
+func ShapeCases(v sdk.Variant, pin map[string]string, shapes []sdk.Shape) ([]Case, error) {
+	if len(shapes) == 0 {
+		return nil, nil
+	}
+	pinned, err := pinVariant(v, pin)
+	if err != nil {
+		return nil, err
+	}
+	caps := pinned.CapabilitiesOf("attention")
+	tunables := TunablesOf(pinned.Tunables, "attention")
+	combos := coveringCombinations(tunables)
+	if !slices.ContainsFunc(combos, func(c map[string]string) bool { return isDefault(tunables, c) }) {
+		defaults := map[string]string{}
+		for _, t := range tunables {
+			defaults[t.Name] = t.Default
+		}
+		combos = append([]map[string]string{defaults}, combos...)
+	}
+	var cases []Case
+	for _, s := range shapes {
+		if why := caps.Unsupported(s); why != "" {
+			return nil, fmt.Errorf("shape %s of the backend's own: outside %s's capabilities: %s", attention.NewCase(s, op.Normal).ID, v.Name, why)
+		}
+		for _, combo := range combos {
+			values := maps.Clone(pin)
+			if values == nil {
+				values = map[string]string{}
+			}
+			maps.Copy(values, combo)
+			cases = append(cases, Case{Case: attention.NewCase(s, op.Normal), Tunables: values})
+		}
 	}
 	return cases, nil
 }

@@ -329,6 +329,91 @@ func TestPinnedCases(t *testing.T) {
 	}
 }
 
+// TestShapeCases: a backend's own shapes come in every combination of the
+// pass's tunables, the defaults' included, with the pin held; a large space
+// is covered one value at a time; a shape outside the declaration is an
+// error.
+func TestShapeCases(t *testing.T) {
+	v := cudaLike
+	v.Tunables = []sdk.Tunable{
+		{Name: "kernel", Values: []string{"a", "b"}, Default: "a"},
+		{Name: "tile", Values: []string{"64", "128"}, Default: "64"},
+		{Name: "stages", Values: []string{"2", "3"}, Default: "2"},
+	}
+	many := v
+	many.Name = "many"
+	many.Tunables = []sdk.Tunable{
+		{Name: "x", Values: []string{"1", "2", "3", "4", "5", "6"}, Default: "1"},
+		{Name: "y", Values: []string{"1", "2", "3", "4", "5", "6"}, Default: "1"},
+	}
+	persistent := sdk.Shape{Batch: 4, Heads: 32, KVHeads: 8, SeqQ: 640, SeqK: 640, HeadDim: 64, DType: sdk.FP16, Causal: true}
+	decode := sdk.Shape{Batch: 1, Heads: 2, KVHeads: 1, SeqQ: 1, SeqK: 300, HeadDim: 128, DType: sdk.BF16}
+	fp32 := persistent
+	fp32.DType = sdk.FP32
+	tests := []struct {
+		name   string
+		v      sdk.Variant
+		pin    map[string]string
+		shapes []sdk.Shape
+		want   []string // the cases' names
+		err    string
+	}{
+		{"no shapes", v, map[string]string{"kernel": "b"}, nil, nil, ""},
+		{"a pin: the other tunables' 4 combinations", v, map[string]string{"kernel": "b"}, []sdk.Shape{persistent}, []string{
+			"b4-h32-kv8-s640-d64-fp16-causal kernel=b stages=2 tile=128",
+			"b4-h32-kv8-s640-d64-fp16-causal kernel=b stages=2 tile=64",
+			"b4-h32-kv8-s640-d64-fp16-causal kernel=b stages=3 tile=128",
+			"b4-h32-kv8-s640-d64-fp16-causal kernel=b stages=3 tile=64",
+		}, ""},
+		{"no pin, two shapes: 8 combinations each", v, nil, []sdk.Shape{persistent, decode}, nil, ""},
+		{"a large space: the defaults, then one value at a time", many, nil, []sdk.Shape{decode}, nil, ""},
+		{"outside the declaration", v, nil, []sdk.Shape{fp32}, nil, "outside cuda-like's capabilities"},
+		{"a pin of no value", v, map[string]string{"kernel": "c"}, []sdk.Shape{persistent}, nil, "not among the tunable's values"},
+	}
+	wantCount := map[string]int{"no pin, two shapes: 8 combinations each": 16, "a large space: the defaults, then one value at a time": 11}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cases, err := ShapeCases(tc.v, tc.pin, tc.shapes)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("ShapeCases = %d cases, %v; want an error with %q", len(cases), err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			seen := map[string]bool{}
+			for _, c := range cases {
+				names = append(names, c.Name())
+				if seen[c.Name()] {
+					t.Errorf("%s twice", c.Name())
+				}
+				seen[c.Name()] = true
+				for name, value := range tc.pin {
+					if c.Tunables[name] != value {
+						t.Errorf("%s: %s=%q, want the pin's %q", c.Name(), name, c.Tunables[name], value)
+					}
+				}
+			}
+			if tc.want != nil {
+				slices.Sort(names)
+				if !slices.Equal(names, tc.want) {
+					t.Errorf("cases %q, want %q", names, tc.want)
+				}
+			} else if n, ok := wantCount[tc.name]; ok && len(cases) != n {
+				t.Errorf("%d cases, want %d: %q", len(cases), n, names)
+			} else if !ok && len(cases) != 0 {
+				t.Errorf("%d cases, want none", len(cases))
+			}
+			if tc.v.Name == many.Name && len(cases) > 0 && (cases[0].Tunables["x"] != "1" || cases[0].Tunables["y"] != "1") {
+				t.Errorf("first case %s, want the defaults", cases[0].Name())
+			}
+		})
+	}
+}
+
 // TestCapabilityProblems: each op a variant runs is held to its own
 // capabilities, and capabilities of an op the variant does not list are
 // a mistake.

@@ -96,6 +96,12 @@ type Options struct {
 	// each choice so that each kernel's space is swept whole, not one
 	// value at a time.
 	Pins []map[string]string
+	// Shapes are attention shapes of the backend's own, checked besides the
+	// kit's edges: in every pass (each pin, or once without pins), each
+	// with every combination of the pass's tunables (ShapeCases). A kernel
+	// whose paths the edges cannot reach (a persistent grid's blocks taking
+	// several tiles, at more tiles than the GPU has SMs) names them here.
+	Shapes []sdk.Shape
 }
 
 // defaults is the suite `flashcore run` uses when it is given none: its
@@ -253,6 +259,17 @@ func (k *kit) checkVariant(t *testing.T, device sdk.Device, v sdk.Variant) {
 			}
 			cases = append(cases, pinned...)
 		}
+	}
+	passes := k.opts.Pins
+	if len(passes) == 0 {
+		passes = []map[string]string{nil}
+	}
+	for _, pin := range passes {
+		own, err := ShapeCases(v, pin, k.opts.Shapes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, own...)
 	}
 	if len(cases) == 0 {
 		t.Fatalf("no case fits the declared capabilities %+v", v.CapabilitiesOf("attention"))

@@ -22,7 +22,19 @@ func TestConformance(t *testing.T) {
 	}
 	opts := cudatest.Conformance(t, "cuda-hopper")
 	opts.Pins = kernelPins()
+	opts.Shapes = severalTilesABlock
 	conformance.Run(t, opts)
+}
+
+// severalTilesABlock are shapes with more 128-row query tiles than an H100
+// has SMs (132), so that each block of the persistent grid takes several in
+// turn, tiles of one to five K/V tiles among them under causal masking: the
+// kit's edges fit in one tile a block, and a block of the turns' kernel
+// (overlap 2) hung at the first of these when its consumers handed turns
+// over per tile.
+var severalTilesABlock = []sdk.Shape{
+	{Batch: 4, Heads: 32, KVHeads: 8, SeqQ: 640, SeqK: 640, HeadDim: 64, DType: sdk.FP16, Causal: true},
+	{Batch: 2, Heads: 40, KVHeads: 8, SeqQ: 513, SeqK: 513, HeadDim: 128, DType: sdk.BF16, Causal: true},
 }
 
 // kernelPins are the conformance kit's passes over attention: the wgmma

@@ -952,8 +952,13 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
   constexpr bool kMaskPass = kRoomy;
   const int my_turn = kTurnBarrier + cw;
   const int their_turn = kTurnBarrier + (1 - cw);
-  // The first turn is consumer 0's.
-  if (kTurns && cw == 1) named_arrive(their_turn, 2 * kWarpgroup);
+  // The first turn is consumer 0's. The persistent schedule's turns run on
+  // across its tiles (hopper_attention_persistent hands the first and takes
+  // the last): handed per tile, consumer 1 could start the next tile while
+  // consumer 0 still owed this tile's last turn, and its two arrivals would
+  // complete the named barrier with none of consumer 0's threads (a block
+  // hung so, at B4 H32/8 S640 D64 causal, where blocks take five tiles).
+  if (kTurns && !PERSIST && cw == 1) named_arrive(their_turn, 2 * kWarpgroup);
 
   if constexpr (OVERLAP == 0) {
     for (int t = 0; t < n_tiles; ++t) {
@@ -1050,7 +1055,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     }
     // Consumer 1 handed consumer 0 one turn more than it took (the first).
     auto last_turn = [&] {
-      if (kTurns && cw == 0) named_barrier(my_turn, 2 * kWarpgroup);
+      if (kTurns && !PERSIST && cw == 0) named_barrier(my_turn, 2 * kWarpgroup);
     };
     if (t < n_tiles) {
       step(t, p, p_alt);
@@ -1159,6 +1164,10 @@ __device__ __forceinline__ void hopper_attention_persistent(const Head<T>& hd, u
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kTMAConsumerRegs));
   const int cw = wg - 1;
+  // With turns (OVERLAP 2), the first is consumer 0's, and consumer 1's
+  // arrival that hands it over is taken back once the last tile is done:
+  // the turns run on across the block's tiles (consume).
+  if (OVERLAP == 2 && cw == 1) named_arrive(kTurnBarrier, 2 * kWarpgroup);
   int g0 = 0;  // the ring's K/V tiles this block's tiles so far took
 #pragma unroll 1
   for (int j = 0;; ++j) {
@@ -1170,6 +1179,7 @@ __device__ __forceinline__ void hopper_attention_persistent(const Head<T>& hd, u
                                                              tma_tile.qhead);
     g0 += n_tiles;
   }
+  if (OVERLAP == 2 && cw == 0) named_barrier(kTurnBarrier, 2 * kWarpgroup);
   // The last O's copy reads the O tile: the block's shared memory must
   // outlast it.
   if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
