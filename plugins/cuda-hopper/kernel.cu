@@ -106,6 +106,16 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t leading, u
          (static_cast<uint64_t>(stride >> 4) << 32) | (1ull << 62);
 }
 
+// desc_plus is the descriptor of the matrix `bytes` past desc's: the start
+// address field is addr >> 4 in the low 14 bits, and a CTA's shared memory
+// lies below 256 KB, so the sum never carries out of it; the add is one
+// 32-bit add on the low word, where ptxas otherwise rebuilt the whole
+// descriptor (mask, shift, or) for every wgmma.
+__device__ __forceinline__ uint64_t desc_plus(uint64_t desc, uint32_t bytes) {
+  const uint32_t lo = static_cast<uint32_t>(desc) + (bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
 // ---- mbarriers, fences, wgmma ------------------------------------------------
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
@@ -729,11 +739,13 @@ __device__ __forceinline__ void rescale(float (&o)[D / 2], float alpha_lo, float
 // 64 Q rows) and B (the tile's keys) K-major in shared memory.
 template <typename T, int D, int TILE_N>
 __device__ __forceinline__ void issue_qk(float (&s)[TILE_N / 2], uint32_t s_q, uint32_t k_tile, int cw) {
+  const uint64_t a0 = smem_desc(s_q + cw * 64 * 128, 16, 1024);
+  const uint64_t b0 = smem_desc(k_tile, 16, 1024);
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     const uint32_t col = (kk % 4) * 32;  // 16 elements along the 128-byte row
-    const uint64_t a = smem_desc(s_q + (kk / 4) * kTileM * 128 + cw * 64 * 128 + col, 16, 1024);
-    const uint64_t b = smem_desc(k_tile + (kk / 4) * TILE_N * 128 + col, 16, 1024);
+    const uint64_t a = desc_plus(a0, (kk / 4) * kTileM * 128 + col);
+    const uint64_t b = desc_plus(b0, (kk / 4) * TILE_N * 128 + col);
     Wgmma<T, TILE_N>::ss(s, a, b, kk > 0);
   }
 }
@@ -744,9 +756,10 @@ __device__ __forceinline__ void issue_qk(float (&s)[TILE_N / 2], uint32_t s_q, u
 // (leading).
 template <typename T, int D, int TILE_N>
 __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&p)[TILE_N / 16][4], uint32_t v_tile) {
+  const uint64_t v0 = smem_desc(v_tile, TILE_N * 128, 1024);
 #pragma unroll
   for (int kk = 0; kk < TILE_N / 16; ++kk) {
-    Wgmma<T, D>::rs_tb(o, p[kk], smem_desc(v_tile + kk * 16 * 128, TILE_N * 128, 1024));
+    Wgmma<T, D>::rs_tb(o, p[kk], desc_plus(v0, kk * 16 * 128));
   }
 }
 
