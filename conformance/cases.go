@@ -196,11 +196,7 @@ func ShapeCases(v sdk.Variant, pin map[string]string, shapes []sdk.Shape) ([]Cas
 	tunables := TunablesOf(pinned.Tunables, "attention")
 	combos := coveringCombinations(tunables)
 	if !slices.ContainsFunc(combos, func(c map[string]string) bool { return isDefault(tunables, c) }) {
-		defaults := map[string]string{}
-		for _, t := range tunables {
-			defaults[t.Name] = t.Default
-		}
-		combos = append([]map[string]string{defaults}, combos...)
+		combos = append([]map[string]string{defaultsOf(tunables)}, combos...)
 	}
 	var cases []Case
 	for _, s := range shapes {
@@ -292,10 +288,7 @@ func coveringCombinations(tunables []sdk.Tunable) []map[string]string {
 	if size <= MaxCombinations {
 		return Combinations(tunables)
 	}
-	defaults := map[string]string{}
-	for _, t := range tunables {
-		defaults[t.Name] = t.Default
-	}
+	defaults := defaultsOf(tunables)
 	var out []map[string]string
 	for _, t := range tunables {
 		for _, v := range t.Values {
@@ -339,6 +332,15 @@ func Combinations(tunables []sdk.Tunable) []map[string]string {
 		combos = next
 	}
 	return combos
+}
+
+// defaultsOf is the combination of tunables at their defaults.
+func defaultsOf(tunables []sdk.Tunable) map[string]string {
+	defaults := map[string]string{}
+	for _, t := range tunables {
+		defaults[t.Name] = t.Default
+	}
+	return defaults
 }
 
 func isDefault(tunables []sdk.Tunable, combo map[string]string) bool {
