@@ -646,12 +646,26 @@ struct Rows {
   float m_lo, m_hi, l_lo, l_hi;
 };
 
+// kMaxSlack: the running max a row's exponents are taken against (m) moves
+// only when a tile's max passes it by more than this, in log2 units, so
+// P = exp2(s·scale·log2(e) − m) stays at most 2^kMaxSlack = 256, which
+// fp16, bf16 and the fp32 sums hold exactly as well as they hold 1. O and
+// the sums share the stale m, and the end divides one by the other, so the
+// result is the same softmax. Once a row's max has settled, its tiles leave
+// m (and alpha = 1) as it is, and a warp whose rows all did skips O's
+// rescale (softmax_tile's answer): D/2 multiplications a thread a tile.
+// Only the consumers with registers to spare (consume's kRoomy) take it: in
+// the others ptxas spilled 8 to 68 bytes with it.
+constexpr float kMaxSlack = 8.f;
+
 // softmax_tile scales and masks the score tile s (keys key0..), updates the
 // running max and sums, writes P in the register layout of wgmma's A operand
 // (S's accumulator layout, two n8 column blocks per k16 step, packed to T
-// pairs) and returns the factors by which O must be rescaled.
-template <typename T, int TILE_N, bool MASK_PASS>
-__device__ __forceinline__ void softmax_tile(float (&s)[TILE_N / 2], uint32_t (&p)[TILE_N / 16][4], const Head<T>& hd,
+// pairs) and returns the factors by which O must be rescaled, and whether
+// any row of the warp has one other than 1 (SLACK: kMaxSlack; without it,
+// true).
+template <typename T, int TILE_N, bool MASK_PASS, bool SLACK>
+__device__ __forceinline__ bool softmax_tile(float (&s)[TILE_N / 2], uint32_t (&p)[TILE_N / 16][4], const Head<T>& hd,
                                              int key0, bool masked, int lane, Rows& r, float& alpha_lo,
                                              float& alpha_hi) {
   // The max is taken over the raw scores (the scale is positive) and the
@@ -697,10 +711,22 @@ __device__ __forceinline__ void softmax_tile(float (&s)[TILE_N / 2], uint32_t (&
       mx_hi = fmaxf(mx_hi, s[j * 4 + 2 + e]);
     }
   }
-  const float new_lo = fmaxf(r.m_lo, group_max<4>(mx_lo) * scale);
-  const float new_hi = fmaxf(r.m_hi, group_max<4>(mx_hi) * scale);
-  alpha_lo = rescale_factor(r.m_lo, new_lo);
-  alpha_hi = rescale_factor(r.m_hi, new_hi);
+  const float tile_lo = group_max<4>(mx_lo) * scale;
+  const float tile_hi = group_max<4>(mx_hi) * scale;
+  float new_lo, new_hi;
+  if constexpr (SLACK) {
+    // A row with no visible key yet (m = −inf) takes any finite max; −inf
+    // against −inf stays, with alpha 1.
+    new_lo = tile_lo > r.m_lo + kMaxSlack ? tile_lo : r.m_lo;
+    new_hi = tile_hi > r.m_hi + kMaxSlack ? tile_hi : r.m_hi;
+    alpha_lo = new_lo == r.m_lo ? 1.f : fast_exp2(r.m_lo - new_lo);
+    alpha_hi = new_hi == r.m_hi ? 1.f : fast_exp2(r.m_hi - new_hi);
+  } else {
+    new_lo = fmaxf(r.m_lo, tile_lo);
+    new_hi = fmaxf(r.m_hi, tile_hi);
+    alpha_lo = rescale_factor(r.m_lo, new_lo);
+    alpha_hi = rescale_factor(r.m_hi, new_hi);
+  }
   r.m_lo = new_lo;
   r.m_hi = new_hi;
   // A row that has seen no visible key (m = −inf) has only −inf scores so
@@ -722,6 +748,8 @@ __device__ __forceinline__ void softmax_tile(float (&s)[TILE_N / 2], uint32_t (&
   }
   r.l_lo = r.l_lo * alpha_lo + sum_lo;
   r.l_hi = r.l_hi * alpha_hi + sum_hi;
+  if constexpr (SLACK) return __any_sync(0xffffffffu, alpha_lo != 1.f || alpha_hi != 1.f);
+  return true;
 }
 
 template <int D>
@@ -909,6 +937,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
   float s[TILE_N / 2];
   uint32_t p[TILE_N / 16][4];
   float alpha_lo, alpha_hi;
+  bool moved;  // softmax_tile's answer: O needs its rescale by the alphas
   // The ring's stage of the tile's K/V tile t, and the parity of its
   // phase: counted from the block's first K/V tile (g0 + t; g0 is 0 but in
   // the persistent schedule). TMA's K and V have rings of their own (KVRing):
@@ -992,8 +1021,9 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       fence_registers(s);
       free_k(t);
       q_read(t);
-      softmax_tile<T, TILE_N, kMaskPass>(s, p, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo, alpha_hi);
-      rescale<D>(o, alpha_lo, alpha_hi);
+      moved = softmax_tile<T, TILE_N, kMaskPass, kRoomy>(s, p, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo,
+                                                 alpha_hi);
+      if (moved) rescale<D>(o, alpha_lo, alpha_hi);
       fence_registers(o);
       wait_v(t);
       wgmma_fence();
@@ -1013,7 +1043,8 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     fence_registers(s);
     free_k(0);
     q_read(0);
-    softmax_tile<T, TILE_N, kMaskPass>(s, p, hd, 0, tile_masked<T, TILE_N>(hd, 0, wg_row0), lane, r, alpha_lo, alpha_hi);
+    moved = softmax_tile<T, TILE_N, kMaskPass, kRoomy>(s, p, hd, 0, tile_masked<T, TILE_N>(hd, 0, wg_row0), lane, r, alpha_lo,
+                                               alpha_hi);
     // One step: S_t in, P_{t-1}·V_{t-1} from p_in, P_t out to p_out. Two
     // buffers alternate (the loop is unrolled by two) so no register copy
     // sits between the wgmmas that read them.
@@ -1025,7 +1056,9 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
     // V tile only then, so that neither stands between one step's P·V and
     // the next step's Q·Kᵀ.
     auto last_pv = [&](const uint32_t(&p_in)[TILE_N / 16][4]) {
-      if constexpr (kRoomy) rescale<D>(o, alpha_lo, alpha_hi);
+      if constexpr (kRoomy) {
+        if (moved) rescale<D>(o, alpha_lo, alpha_hi);
+      }
       fence_registers(o);
       wait_v(n_tiles - 1);
       wgmma_fence();
@@ -1042,7 +1075,7 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       issue_qk<T, D, TILE_N>(s, s_q, k_tile(t), cw);
       wgmma_commit();
       if constexpr (kRoomy) {
-        rescale<D>(o, alpha_lo, alpha_hi);
+        if (moved) rescale<D>(o, alpha_lo, alpha_hi);
         fence_registers(o);
         wait_v(t - 1);
         wgmma_fence();
@@ -1054,12 +1087,14 @@ __device__ __forceinline__ void consume(const Head<T>& hd, uint32_t s_q, uint32_
       fence_registers(s);
       free_k(t);
       q_read(t);
-      softmax_tile<T, TILE_N, kMaskPass>(s, p_out, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r, alpha_lo,
-                              alpha_hi);
+      moved = softmax_tile<T, TILE_N, kMaskPass, kRoomy>(s, p_out, hd, key0, tile_masked<T, TILE_N>(hd, key0, wg_row0), lane, r,
+                                                 alpha_lo, alpha_hi);
       wgmma_wait<0>();
       fence_registers(o);
       free_v(t - 1);
-      if constexpr (!kRoomy) rescale<D>(o, alpha_lo, alpha_hi);
+      if constexpr (!kRoomy) {
+        if (moved) rescale<D>(o, alpha_lo, alpha_hi);
+      }
     };
     int t = 1;
     for (; t + 1 < n_tiles; t += 2) {
