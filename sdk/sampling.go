@@ -172,14 +172,36 @@ func BlockMeasurement(m Measurement, i int) Measurement {
 	}
 	b.TimeCap = m.TimeCap / time.Duration(n)
 	if i > 0 {
-		b.WarmupRuns = max((m.WarmupRuns+n-1)/n, 1)
-		b.WarmupTime = 0
+		resumed := ResumedWarmUp(m)
+		b.WarmupRuns, b.WarmupTime = resumed.WarmupRuns, resumed.WarmupTime
 	}
 	return b
 }
 
+// ResumedWarmUp is m with the warm-up of sampling that resumes on a
+// device its own samples have just kept busy: after a move between two
+// placement blocks, and in a row's Run after its first (the next L2 mode,
+// which the host asks for right after the one before, on the same
+// buffers). It is the Placements share of runs (at least one) and no
+// warm-up time: the first runs settle what changed (where the buffers
+// lie, the L2's contents), while the device's clocks, which warmup_time
+// brings up, are still up from the samples just taken.
+func ResumedWarmUp(m Measurement) Measurement {
+	n := Placements(m)
+	m.WarmupRuns = max((m.WarmupRuns+n-1)/n, 1)
+	m.WarmupTime = 0
+	return m
+}
+
 // checkEvery is how many samples pass between two noise evaluations.
 const checkEvery = 5
+
+// FirstNoiseCheck is the fewest samples the noise is evaluated at: the
+// first count RelativeNoise gives an interval for (at six samples, their
+// extremes, which hold the median with 97% confidence). The rule
+// evaluates it there and then at every multiple of checkEvery, so a
+// steady block of a few microsecond samples stops at six, not ten.
+const FirstNoiseCheck = 6
 
 // SampleBounds are the fewest and the most timed samples the stopping
 // rule takes under m: min_samples (at least 1), and max_samples (at least
@@ -190,11 +212,13 @@ func SampleBounds(m Measurement) (lo, hi int) {
 }
 
 // NoiseStops reports whether the stopping rule, once min_samples are
-// taken, stops at samples by the noise target: their count is a multiple
-// of the rule's evaluation interval and their RelativeNoise is below
-// target. The host replays the rule with it (core/runner).
+// taken, stops at samples by the noise target: their count is one the
+// rule evaluates the noise at (FirstNoiseCheck, or a multiple of its
+// interval) and their RelativeNoise is below target. The host replays the
+// rule with it (core/runner).
 func NoiseStops(samples []time.Duration, target float64) bool {
-	return len(samples)%checkEvery == 0 && RelativeNoise(samples) < target
+	n := len(samples)
+	return (n == FirstNoiseCheck || n%checkEvery == 0) && RelativeNoise(samples) < target
 }
 
 func warmUp(ctx context.Context, m Measurement, sample Sample) error {

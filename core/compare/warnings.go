@@ -66,7 +66,7 @@ func suiteWarnings(runs []RunInfo) []string {
 		warnings = append(warnings, "the suite file changed between runs (SHA-256 "+listing+")")
 	}
 	for _, f := range measurementFields {
-		listing, differ := perRun(runs, func(r *results.Run) string { return f.value(r.Suite.Measurement) })
+		listing, differ := perRun(runs, func(r *results.Run) string { return f.value(r.Suite) })
 		if differ {
 			warnings = append(warnings, fmt.Sprintf("measurement setting %s differs (%s); the rows were not timed alike", f.key, listing))
 		}
@@ -74,20 +74,30 @@ func suiteWarnings(runs []RunInfo) []string {
 	return warnings
 }
 
+// cpuTimeCap is the time cap a suite set apart for the rows on a CPU, or
+// "time_cap" where it set none (time_cap's own line tells that apart).
+func cpuTimeCap(s results.Suite) string {
+	if s.CPUTimeCap > 0 {
+		return s.CPUTimeCap.String()
+	}
+	return "time_cap"
+}
+
 // measurementFields are the settings of the measurement contract, by
 // their suite keys, whose difference the header names.
 var measurementFields = []struct {
 	key   string
-	value func(sdk.Measurement) string
+	value func(results.Suite) string
 }{
-	{"warmup_runs", func(m sdk.Measurement) string { return fmt.Sprint(m.WarmupRuns) }},
-	{"warmup_time", func(m sdk.Measurement) string { return m.WarmupTime.String() }},
-	{"min_samples", func(m sdk.Measurement) string { return fmt.Sprint(m.MinSamples) }},
-	{"max_samples", func(m sdk.Measurement) string { return fmt.Sprint(m.MaxSamples) }},
-	{"target_noise", func(m sdk.Measurement) string { return fmt.Sprint(m.TargetNoise) }},
-	{"time_cap", func(m sdk.Measurement) string { return m.TimeCap.String() }},
-	{"call_samples", func(m sdk.Measurement) string { return fmt.Sprint(m.CallSamples) }},
-	{"placements", func(m sdk.Measurement) string { return fmt.Sprint(sdk.Placements(m)) }},
+	{"warmup_runs", func(s results.Suite) string { return fmt.Sprint(s.Measurement.WarmupRuns) }},
+	{"warmup_time", func(s results.Suite) string { return s.Measurement.WarmupTime.String() }},
+	{"min_samples", func(s results.Suite) string { return fmt.Sprint(s.Measurement.MinSamples) }},
+	{"max_samples", func(s results.Suite) string { return fmt.Sprint(s.Measurement.MaxSamples) }},
+	{"target_noise", func(s results.Suite) string { return fmt.Sprint(s.Measurement.TargetNoise) }},
+	{"time_cap", func(s results.Suite) string { return s.Measurement.TimeCap.String() }},
+	{"cpu_time_cap", cpuTimeCap},
+	{"call_samples", func(s results.Suite) string { return fmt.Sprint(s.Measurement.CallSamples) }},
+	{"placements", func(s results.Suite) string { return fmt.Sprint(sdk.Placements(s.Measurement)) }},
 }
 
 // modeWarnings names the runs whose primary L2 mode is not the compared

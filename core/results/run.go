@@ -123,6 +123,10 @@ type Suite struct {
 	// Measurement is the measurement contract the backends followed. Its
 	// durations are integer nanoseconds; its L2 is the primary mode.
 	Measurement sdk.Measurement `json:"measurement"`
+	// CPUTimeCap is the time cap of the rows that ran on a CPU, where the
+	// suite set one apart (measurement.cpu_time_cap); absent when the
+	// measurement's time cap held for every row.
+	CPUTimeCap time.Duration `json:"cpu_time_cap,omitempty"`
 	// L2Modes are the L2 modes measured; the first is the primary one.
 	L2Modes []sdk.L2Mode `json:"l2_modes"`
 	// Tolerances are keyed by dtype ("fp16", "bf16", "fp32"): the suite's

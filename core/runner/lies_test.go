@@ -82,7 +82,7 @@ func TestEveryLieIsCaughtAndBlamedOnItsTeller(t *testing.T) {
 		{"rows-only", results.StatusFail, ""},
 		{"fast-clock", results.StatusError, "implausible"},
 		{"few-samples", results.StatusError, "returned 1 kernel-time samples; the suite asks for at least min_samples = 6"},
-		{"oversamples", results.StatusError, "but the stopping rule ends at 10, where the noise (0%) was below target_noise"},
+		{"oversamples", results.StatusError, "but the stopping rule ends at 6, where the noise (0%) was below target_noise"},
 		{"stops-early", results.StatusError, "which only its time cap allows (100ms in all), but the host timed the whole Run at"},
 		{"bad-calls", results.StatusError, "call-time sample 1 is -"},
 		{"huge-output", results.StatusFail, "wrong output size: 68719476736 bytes"},

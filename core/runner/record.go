@@ -37,6 +37,7 @@ func newRun(cfg Config) *results.Run {
 			Seed:        s.Seed,
 			Baseline:    s.Baseline,
 			Measurement: s.Measurement,
+			CPUTimeCap:  s.CPUTimeCap,
 			L2Modes:     s.L2Modes,
 			Tolerances:  tolerances,
 			Check:       results.Check{FullCheckMaxPairs: s.Check.FullCheckMaxPairs, SampledRows: s.Check.SampledRows},

@@ -262,6 +262,14 @@ func (r *runner) measure(ctx context.Context, b *backend, c op.Case, t *op.Input
 	for i, mode := range r.cfg.Suite.L2Modes {
 		m := r.cfg.Suite.Measurement
 		m.L2 = mode
+		if cpuCap := r.cfg.Suite.CPUTimeCap; cpuCap > 0 && b.description.Device.Kind == "cpu" {
+			m.TimeCap = cpuCap
+		}
+		if i > 0 {
+			// The Run before, moments ago on the same buffers, kept the
+			// device busy: this one warms up as a block after a move does.
+			m = sdk.ResumedWarmUp(m)
+		}
 		capped := r.budgetCap(&m, res.Budget, len(r.cfg.Suite.L2Modes)-i)
 		if err := clearOutputs(ws.timed); err != nil {
 			res.Status, res.Reason = results.StatusError, "host: "+err.Error()

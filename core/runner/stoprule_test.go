@@ -27,6 +27,14 @@ func noisy(n int, d time.Duration) []time.Duration {
 	return out
 }
 
+// outlier makes the first of samples a tenth slower: the noise's interval
+// holds it until the rule's third check (6 and 10 samples: it is their
+// largest, which both intervals reach).
+func outlier(samples []time.Duration) []time.Duration {
+	samples[0] += samples[0] / 10
+	return samples
+}
+
 func TestStopRuleViolation(t *testing.T) {
 	m := sdk.Measurement{MinSamples: 6, MaxSamples: 40, TargetNoise: 0.005, TimeCap: 100 * time.Millisecond, Placements: 1}
 	placed := m
@@ -39,24 +47,26 @@ func TestStopRuleViolation(t *testing.T) {
 		runWall time.Duration
 		want    string // "" or a part of the reason
 	}{
-		{"stopped at the noise target", sdk.Samples{KernelTimes: steady(10, 10*us, 3)}, m, time.Second, ""},
-		{"went on past the noise target", sdk.Samples{KernelTimes: steady(25, 10*us, 3)}, m, time.Second, "the stopping rule ends at 10"},
+		{"stopped at the noise target", sdk.Samples{KernelTimes: steady(6, 10*us, 3)}, m, time.Second, ""},
+		{"went on past the noise target", sdk.Samples{KernelTimes: steady(25, 10*us, 3)}, m, time.Second, "the stopping rule ends at 6"},
+		{"an outlier, stopped at the third check", sdk.Samples{KernelTimes: outlier(steady(15, 10*us, 3))}, m, time.Second, ""},
+		{"an outlier, went on past the third check", sdk.Samples{KernelTimes: outlier(steady(20, 10*us, 3))}, m, time.Second, "the stopping rule ends at 15"},
 		{"stopped at max_samples", sdk.Samples{KernelTimes: noisy(40, 10*us)}, m, time.Second, ""},
 		{"stopped at the time cap, the host saw it", sdk.Samples{KernelTimes: noisy(17, 10*us)}, m, 150 * time.Millisecond, ""},
 		{"claimed the time cap, the host saw less", sdk.Samples{KernelTimes: noisy(17, 10*us)}, m, 30 * time.Millisecond, "which only its time cap allows (100ms in all)"},
 		{"no host clock, no time-cap check", sdk.Samples{KernelTimes: noisy(17, 10*us)}, m, 0, ""},
 		{"short of min_samples", sdk.Samples{KernelTimes: steady(5, 10*us, 3)}, m, time.Second, "the stopping rule takes at least 6"},
-		{"blocks, each at its target", sdk.Samples{KernelTimes: append(steady(10, 10*us, 3), steady(10, 11*us, 3)...), KernelBlocks: []int{10, 10}}, placed, time.Second, ""},
-		{"a block went on", sdk.Samples{KernelTimes: append(steady(10, 10*us, 3), steady(30, 11*us, 3)...), KernelBlocks: []int{10, 30}}, placed, time.Second, "placement block 2 went on to 30"},
+		{"blocks, each at its target", sdk.Samples{KernelTimes: append(steady(6, 10*us, 3), steady(6, 11*us, 3)...), KernelBlocks: []int{6, 6}}, placed, time.Second, ""},
+		{"a block went on", sdk.Samples{KernelTimes: append(steady(6, 10*us, 3), steady(30, 11*us, 3)...), KernelBlocks: []int{6, 30}}, placed, time.Second, "placement block 2 went on to 30"},
 		{"blocks' time caps add up", sdk.Samples{KernelTimes: append(noisy(7, 10*us), noisy(9, 10*us)...), KernelBlocks: []int{7, 9}}, placed, 80 * time.Millisecond, "(100ms in all)"},
 		{"a merged block is not replayed", sdk.Samples{KernelTimes: steady(25, 10*us, 3), KernelBlocks: []int{25}}, placed, time.Second, ""},
 		{"the cross-check holds the figures the rule saw",
 			sdk.Samples{KernelTimes: steady(25, 10*us, 3), CrossCheckTimes: noisy(25, 10*us),
 				Facts: map[string]string{sdk.FactCUPTIFallback: "CUPTI missed device time"}}, m, time.Second, ""},
 		{"a cross-check that keeps the rule is no excuse where the Run swapped nothing",
-			sdk.Samples{KernelTimes: steady(25, 10*us, 3), CrossCheckTimes: noisy(25, 10*us)}, m, time.Second, "the stopping rule ends at 10"},
+			sdk.Samples{KernelTimes: steady(25, 10*us, 3), CrossCheckTimes: noisy(25, 10*us)}, m, time.Second, "the stopping rule ends at 6"},
 		{"neither sequence keeps the rule",
-			sdk.Samples{KernelTimes: steady(25, 10*us, 3), CrossCheckTimes: steady(25, 10*us, 3)}, m, time.Second, "the stopping rule ends at 10"},
+			sdk.Samples{KernelTimes: steady(25, 10*us, 3), CrossCheckTimes: steady(25, 10*us, 3)}, m, time.Second, "the stopping rule ends at 6"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -55,6 +55,7 @@ var errorCases = []struct {
 	{"bad duration", "name = \"x\"\n[measurement]\ntime_cap = \"2 seconds\"\n" + validSweep, "measurement.time_cap", 3},
 	{"duration without unit", "name = \"x\"\n[measurement]\nwarmup_time = 50\n" + validSweep, "measurement.warmup_time", 3},
 	{"negative duration", "name = \"x\"\n[measurement]\ntime_cap = \"-1s\"\n" + validSweep, "measurement.time_cap", 3},
+	{"zero cpu time cap", "name = \"x\"\n[measurement]\ncpu_time_cap = \"0s\"\n" + validSweep, "measurement.cpu_time_cap", 3},
 	{"bad l2 mode", "name = \"x\"\n[measurement]\nl2 = [\"hot\", \"warm\"]\n" + validSweep, "measurement.l2", 3},
 	{"max below min samples", "name = \"x\"\n[measurement]\nmin_samples = 50\nmax_samples = 10\n" + validSweep, "measurement.max_samples", 4},
 	{"no placements", "name = \"x\"\n[measurement]\nplacements = 0\n" + validSweep, "measurement.placements", 3},

@@ -37,6 +37,7 @@ type fileMeasurement struct {
 	MaxSamples   field[int]           `toml:"max_samples"`
 	TargetNoise  field[float64]       `toml:"target_noise"`
 	TimeCap      field[time.Duration] `toml:"time_cap"`
+	CPUTimeCap   field[time.Duration] `toml:"cpu_time_cap"`
 	CallSamples  field[int]           `toml:"call_samples"`
 	Placements   field[int]           `toml:"placements"`
 	L2           field[[]string]      `toml:"l2"`

@@ -33,6 +33,10 @@ type Suite struct {
 	PluginPath []string
 	// Measurement is the measurement contract; its L2 is L2Modes[0].
 	Measurement sdk.Measurement
+	// CPUTimeCap is the time cap of the rows of backends that run on a
+	// CPU (measurement.cpu_time_cap), in place of Measurement.TimeCap;
+	// 0 when the suite sets none, and the time cap holds for every row.
+	CPUTimeCap time.Duration
 	// L2Modes lists every L2 mode to measure, the primary one first.
 	L2Modes []sdk.L2Mode
 	// CallTimeout is the deadline of one plugin call.

@@ -41,6 +41,12 @@ func (d *decoder) build(in *decoded) (*Suite, error) {
 	}
 	s.Measurement, s.L2Modes, s.CallTimeout = d.measurement(f.Measurement)
 	s.StartTimeout = f.Measurement.StartTimeout.Value
+	if cpuCap := f.Measurement.CPUTimeCap; cpuCap.Set {
+		if cpuCap.Value <= 0 {
+			d.problem("measurement.cpu_time_cap", -1, "must be positive, got %s", cpuCap.Value)
+		}
+		s.CPUTimeCap = cpuCap.Value
+	}
 	s.Check = d.check(f.Check)
 	s.Tolerances = d.tolerances(in.tolerances.dtypes)
 	s.OutputTolerances = d.outputTolerances(in.tolerances.outputs, s.Tolerances)

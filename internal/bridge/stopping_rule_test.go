@@ -76,7 +76,8 @@ func TestStoppingRuleFixtureMatchesSDK(t *testing.T) {
 // stops at the first check after min_samples, a noisy one runs to
 // max_samples.
 func TestStoppingRuleFixtureCoversTheRule(t *testing.T) {
-	want := map[string]int{"steady": 20, "steady, min 7": 10, "alternating": 40, "max below min": 12, "min 0": 10}
+	want := map[string]int{"steady": 20, "steady, min 7": 10, "alternating": 40, "max below min": 12, "min 0": 6,
+		"steady, min 2": 6, "one outlier, min 2": 15}
 	stops := map[string]bool{}
 	for _, c := range readFixture(t).Collect {
 		if taken, ok := want[c.Name]; ok && c.WantTaken != taken {
@@ -135,6 +136,8 @@ func newFixture() stoppingRuleFixture {
 			{Name: "min 0", Measurement: rule(0, 0, 40, 0.01), SamplesNS: steady(60, 3500)},
 			{Name: "noisy settling", Measurement: rule(5, 20, 400, 0.005), SamplesNS: settling(rng, 420)},
 			{Name: "noisy to max", Measurement: rule(5, 20, 120, 0.001), SamplesNS: noisy(rng, 130, 10000, 0.05)},
+			{Name: "steady, min 2", Measurement: rule(1, 2, 40, 0.005), SamplesNS: steady(60, 7400)},
+			{Name: "one outlier, min 2", Measurement: rule(1, 2, 40, 0.005), SamplesNS: withOutlier(steady(60, 7400), 6, 9000)},
 		},
 		Noise: []noiseFixture{
 			{SamplesNS: noisy(rng, 5, 1000, 0.1)},
@@ -145,6 +148,12 @@ func newFixture() stoppingRuleFixture {
 			{SamplesNS: steady(10, 0)},
 		},
 	}
+}
+
+// withOutlier sets sample i (counting the warm-up runs) to ns.
+func withOutlier(samples []int64, i int, ns int64) []int64 {
+	samples[i] = ns
+	return samples
 }
 
 func steady(n int, ns int64) []int64 {

@@ -47,3 +47,20 @@ func TestParseCacheSize(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictWritesEveryLine: every pass writes a new value to every cache
+// line of the buffer, whatever the number of threads and however the
+// buffer's size divides among them.
+func TestEvictWritesEveryLine(t *testing.T) {
+	for _, size := range []int{64, 64*7 + 5, 1 << 20} {
+		e := &cacheEvictor{buffer: make([]byte, size)}
+		for pass := byte(1); pass <= 2; pass++ {
+			e.evict()
+			for i := 0; i < size; i += 64 {
+				if e.buffer[i] != pass {
+					t.Fatalf("size %d, pass %d: line at %d holds %d", size, pass, i, e.buffer[i])
+				}
+			}
+		}
+	}
+}

@@ -83,7 +83,8 @@ def test_device_activities_keep_device_work_only():
     (20, 20, 20, 2000, 40_000, 40),          # then doubling
     (160, 300, 20, 2000, 40_000, 256),       # capped at WINDOW_MAX_CALLS
     (0, 0, 10, 2000, 20_000_000, 5),         # 20 ms calls: about 100 ms of host time, never below CHECK_EVERY
-    (0, 0, 1, 2000, 40_000, 5),              # never below CHECK_EVERY
+    (0, 0, 1, 2000, 40_000, 6),              # the first never below FIRST_NOISE_CHECK
+    (6, 6, 1, 2000, 40_000, 12),             # then doubling
     (40, 1990, 20, 2000, 40_000, 10),        # never past max_samples
     (0, 0, 0, 0, 0, 1),                      # zeros: one sample, as the stopping rule takes
 ])
@@ -101,7 +102,7 @@ def measurement(**kw):
 @pytest.mark.parametrize("m, want_taken, want_windows", [
     (measurement(min_samples=20, max_samples=30), 30, 2),      # 20, then 10 (what max_samples leaves)
     (measurement(min_samples=7, max_samples=7), 7, 1),
-    (measurement(min_samples=3, max_samples=100, target_noise=1.0), 10, 2),  # noise needs 6 samples: settles at 10
+    (measurement(min_samples=3, max_samples=100, target_noise=1.0), 6, 1),  # noise needs 6 samples: the first window holds them
 ])
 def test_windows_feed_the_stopping_rule_unchanged(m, want_taken, want_windows):
     served = []
@@ -119,7 +120,7 @@ def test_windows_feed_the_stopping_rule_unchanged(m, want_taken, want_windows):
 
 def test_a_window_that_loses_calls_is_an_attribution_error():
     windows = cupti.WindowedSamples(lambda calls: [1] * (calls - 1), 5, 10, 1000)
-    with pytest.raises(cupti.AttributionError, match="window of 5 calls gave 4 times"):
+    with pytest.raises(cupti.AttributionError, match="window of 6 calls gave 5 times"):
         windows.sample()
 
 
@@ -418,4 +419,6 @@ def test_sampler_counts_every_block_and_its_reference():
     assert blocks == [5, 5]
     facts = sampler.report()
     assert facts["cupti_windows"].endswith("10 used")
+    windows = int(facts["cupti_windows"].split()[0])
+    assert gpu.profiled_windows == 1 + windows  # one probe, in the first block only
     assert [int(t) for t in facts["reference_ns"].split()] == times == [8_100] * 10

@@ -34,6 +34,10 @@ import warnings
 # The stopping rule re-evaluates the noise every CHECK_EVERY samples
 # (sdk/sampling.go's checkEvery); windows hold at least that many calls.
 CHECK_EVERY = 5
+# The first window holds at least FIRST_NOISE_CHECK calls, the fewest the
+# rule evaluates the noise at (sdk.FirstNoiseCheck): a steady block of
+# few samples then needs one window.
+FIRST_NOISE_CHECK = 6
 # How many calls the first profiled window of prepare() holds.
 PROBE_CALLS = 3
 # A window lasts about WINDOW_HOST_NS of host time, and holds at most
@@ -143,12 +147,13 @@ def _median(ordered):
 
 def next_window_calls(previous, taken, min_samples, max_samples, host_ns_per_call):
     """How many calls the next profiled window holds. The first holds
-    min_samples (the least the stopping rule takes), each later one twice
-    the one before, so a run needs few windows and wastes at most about
-    half its calls; every window at least CHECK_EVERY calls, at most
-    WINDOW_MAX_CALLS, at most about WINDOW_HOST_NS of host time, and never
-    more than the samples the stopping rule may still take."""
-    want = max(min_samples, CHECK_EVERY) if previous == 0 else 2 * previous
+    min_samples (the least the stopping rule takes) and at least
+    FIRST_NOISE_CHECK, each later one twice the one before, so a run needs
+    few windows and wastes at most about half its calls; every window at
+    least CHECK_EVERY calls, at most WINDOW_MAX_CALLS, at most about
+    WINDOW_HOST_NS of host time, and never more than the samples the
+    stopping rule may still take."""
+    want = max(min_samples, FIRST_NOISE_CHECK) if previous == 0 else 2 * previous
     by_time = max(WINDOW_HOST_NS // max(int(host_ns_per_call), 1), CHECK_EVERY)
     left = max(max(max_samples, min_samples, 1) - taken, 1)
     return max(1, min(want, by_time, WINDOW_MAX_CALLS, left))
@@ -294,7 +299,11 @@ class CuptiSampler:
         these calls. Call finish_block() when the block's samples are in."""
         if self.cold and not self._flush_streams:
             self._flush_streams = self._find_flush_streams()
-        self.window(PROBE_CALLS)
+        if not self.host_ns_per_call:
+            # The first block's probe: one call's host time sizes the
+            # windows, and it stays that after a move (the same calls on
+            # other buffers), so later blocks need no probe of their own.
+            self.window(PROBE_CALLS)
         def sample_window(calls):
             return self.window(calls, reference=self.reference)
 

@@ -14,6 +14,9 @@ import time
 # The stopping rule re-evaluates the noise every CHECK_EVERY samples, as
 # sdk/sampling.go's checkEvery does.
 CHECK_EVERY = 5
+# ...and first at FIRST_NOISE_CHECK samples (sdk.FirstNoiseCheck), the
+# fewest relative_noise gives an interval for.
+FIRST_NOISE_CHECK = 6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +60,14 @@ def median_sorted(values):
     if n % 2 == 1:
         return values[n // 2]
     return (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def noise_stops(samples, target):
+    """sdk.NoiseStops: whether the rule, past min_samples, stops here by
+    the noise target (it evaluates the noise at FIRST_NOISE_CHECK samples
+    and at every multiple of CHECK_EVERY)."""
+    n = len(samples)
+    return (n == FIRST_NOISE_CHECK or n % CHECK_EVERY == 0) and relative_noise(samples) < target
 
 
 def relative_noise(samples):
@@ -150,7 +161,7 @@ def take_samples(m, sample, clock=time.perf_counter_ns):
             continue
         if m.time_cap_ns > 0 and clock() - start >= m.time_cap_ns:
             return samples, STOP_TIME_CAP
-        if len(samples) % CHECK_EVERY == 0 and relative_noise(samples) < m.target_noise:
+        if noise_stops(samples, m.target_noise):
             return samples, STOP_NOISE
     return samples, STOP_MAX
 

@@ -59,7 +59,7 @@ func main() {
 func (b *backend) Describe(context.Context) (sdk.Description, error) {
 	return sdk.Description{
 		Name: name, Version: "test", Available: true,
-		Device: sdk.Device{Kind: "cpu", Name: "test plugin (no device)"},
+		Device: device(),
 		Variants: []sdk.Variant{{
 			Name:        name,
 			Description: "test only: the fp64 reference as a kernel, with misbehaving tunable values",
@@ -68,6 +68,18 @@ func (b *backend) Describe(context.Context) (sdk.Description, error) {
 			Tunables: tunables,
 		}},
 	}, nil
+}
+
+// ClaimGPUEnv, set to "yes", makes the plugin say it runs on a GPU
+// (its kernel is still the CPU's), so that a test on a machine without
+// one sees what the host asks of a GPU row.
+const ClaimGPUEnv = "FLASHCORE_TEST_TUNABLES_CLAIM_GPU"
+
+func device() sdk.Device {
+	if os.Getenv(ClaimGPUEnv) == "yes" {
+		return sdk.Device{Kind: "gpu", Name: "test plugin (claims a GPU)"}
+	}
+	return sdk.Device{Kind: "cpu", Name: "test plugin (no device)"}
 }
 
 func (b *backend) Prepare(_ context.Context, req sdk.PrepareRequest) (sdk.Prepared, error) {
@@ -173,7 +185,15 @@ func (b *backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 			return sdk.Samples{}, err
 		}
 	}
-	return sdk.Samples{KernelTimes: kernel, CallTimes: calls, Method: "wall-clock"}, nil
+	// The contract the host asked this Run for, as facts, so that tests
+	// see what each Run was told.
+	m := req.Measurement
+	facts := map[string]string{
+		"asked_warmup_runs": strconv.Itoa(m.WarmupRuns),
+		"asked_warmup_time": m.WarmupTime.String(),
+		"asked_time_cap":    m.TimeCap.String(),
+	}
+	return sdk.Samples{KernelTimes: kernel, CallTimes: calls, Method: "wall-clock", Facts: facts}, nil
 }
 
 func (b *backend) Release(_ context.Context, req sdk.ReleaseRequest) error {
