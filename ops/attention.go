@@ -128,6 +128,20 @@ func (attentionOp) Check(c op.Case, in *op.Inputs, outputs [][]byte, settings op
 	}
 }
 
+// warmReference computes the forward's reference of every row, where the
+// check samples none (referenceWarmer).
+func (attentionOp) warmReference(c op.Case, in *op.Inputs, settings op.CheckSettings, workers int) bool {
+	if attention.ShapeOf(c).Mode.Or() != sdk.Forward {
+		return false
+	}
+	t := tensorsOf(c, in)
+	if reference.Sampled(t.Shape, settings) {
+		return false
+	}
+	reference.Warm(t, reference.Rows(t.Shape, settings, 0), workers)
+	return true
+}
+
 func (attentionOp) Work(c op.Case, _ *op.Inputs) op.Work {
 	s := attention.ShapeOf(c)
 	return op.Work{FLOPs: attention.FLOPs(s, attention.MaskOf(c.Params)), Bytes: attention.Bytes(s)}

@@ -60,6 +60,22 @@ type Op interface {
 	Unsupported(caps sdk.Capabilities, p op.Params) string
 }
 
+// referenceWarmer is what an op offers whose check compares rows it knows
+// before the output exists: their reference can be computed ahead.
+type referenceWarmer interface {
+	warmReference(c op.Case, in *op.Inputs, settings op.CheckSettings, workers int) bool
+}
+
+// WarmReference computes ahead, on at most workers goroutines, the
+// reference that Check will compare outputs of c on in with, and keeps it
+// with in, where the op knows which rows that is before the output
+// exists: every row of a case whose check samples none. It reports
+// whether it did; Check computes whatever was not warmed, as ever.
+func WarmReference(c op.Case, in *op.Inputs, settings op.CheckSettings, workers int) bool {
+	w, ok := Of(c).(referenceWarmer)
+	return ok && w.warmReference(c, in, settings, workers)
+}
+
 // deriver is what an op with derived axes (op.Axis.Derived) offers
 // beyond Op: it sets them in p from the other axes.
 type deriver interface {

@@ -235,7 +235,12 @@ func (w *groupWorker) load(batch, kvHead int) {
 // runs so that consecutive rows reuse a worker's decoded head. newTask
 // makes one worker's task, with its own buffers.
 func Parallel(n int, newTask func() func(int)) {
-	workers := runtime.GOMAXPROCS(0)
+	parallelOn(runtime.GOMAXPROCS(0), n, newTask)
+}
+
+// parallelOn is Parallel on at most workers goroutines.
+func parallelOn(workers, n int, newTask func() func(int)) {
+	workers = max(workers, 1)
 	run := max((n+4*workers-1)/(4*workers), 1)
 	next := make(chan int, (n+run-1)/run)
 	for start := 0; start < n; start += run {

@@ -2,6 +2,7 @@ package reference
 
 import (
 	"math"
+	"runtime"
 
 	"github.com/flashcore/bench/core/inputs"
 	"github.com/flashcore/bench/sdk"
@@ -24,12 +25,27 @@ import (
 // read that head, so checking every row of a case costs little more than
 // the arithmetic.
 func Compute(t *inputs.Tensors, rows []RowIndex) [][]float64 {
+	return computeOn(runtime.GOMAXPROCS(0), t, rows)
+}
+
+func computeOn(workers int, t *inputs.Tensors, rows []RowIndex) [][]float64 {
 	out := make([][]float64, len(rows))
-	Parallel(len(rows), func() func(int) {
+	parallelOn(workers, len(rows), func() func(int) {
 		w := newWorker(t)
 		return func(i int) { out[i] = w.row(rows[i]) }
 	})
 	return out
+}
+
+// Warm computes the rows ComputeKept will be asked for and keeps them with
+// t, on at most workers goroutines: the host computes the reference of a
+// row's fresh inputs while the row's plugin takes its samples, before the
+// output exists. The rows must be ones the check does not draw from a
+// seed of its own (reference.Sampled is false), or the warmth is wasted.
+func Warm(t *inputs.Tensors, rows []RowIndex, workers int) {
+	for i, row := range computeOn(workers, t, rows) {
+		t.KeepReference(rows[i].Flat(t.Shape), row)
+	}
 }
 
 // ComputeKept is Compute for the checks of a case: each row it computes is

@@ -128,7 +128,7 @@ func runSlack(outputBytes int64, device sdk.Device) time.Duration {
 // hostClockCheck runs the host's batch on fresh inputs for a row whose
 // timing was accepted, and records what the host saw in the row's facts.
 // checkedCall is the host's time of the checked call (Fetch).
-func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *workspace, checkedCall time.Duration, res *results.Result) {
+func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *workspace, checkedCall time.Duration, res *results.Result, made *freshInputs) {
 	if len(res.Timings) == 0 || res.Status == results.StatusError {
 		return
 	}
@@ -139,7 +139,10 @@ func (r *runner) hostClockCheck(ctx context.Context, b *backend, c op.Case, ws *
 		}
 	}()
 	api := b.instance.Backend()
-	fresh := ops.Of(c).Generate(check.FreshSeed(), c)
+	fresh := made.wait()
+	if fresh == nil {
+		fresh = ops.Of(c).Generate(check.FreshSeed(), c)
+	}
 	files, err := ws.writeFresh(fresh)
 	if err != nil {
 		res.Status, res.Reason = results.StatusError, "host: "+err.Error()

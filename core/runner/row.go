@@ -100,9 +100,13 @@ func (r *runner) lifecycle(ctx context.Context, rw row, c op.Case, t *op.Inputs,
 	if !ok {
 		return
 	}
+	var fresh *freshInputs
+	if !r.cfg.UnderProfiler {
+		fresh = r.startFreshInputs(c, b.description.Device)
+	}
 	r.measure(ctx, b, c, t, ws, res)
 	if res.Status == results.StatusPass && !r.cfg.UnderProfiler {
-		r.hostClockCheck(ctx, b, c, ws, checkedCall, res)
+		r.hostClockCheck(ctx, b, c, ws, checkedCall, res, fresh)
 	}
 }
 

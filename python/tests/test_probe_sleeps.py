@@ -72,3 +72,21 @@ def test_probe_sleep_is_clamped():
     assert timing.probe_sleep(0) == timing.MIN_SLEEP_NS
     assert timing.probe_sleep(50_000) == timing.PROBE_MARGIN * 50_000
     assert timing.probe_sleep(10**9) == timing.PROBE_SLEEP_NS
+
+
+def test_a_known_host_time_shortens_the_first_probes(monkeypatch):
+    clock = types.SimpleNamespace(now=0)
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter_ns=lambda: clock.now))
+    torch = RecordingTorch()
+    timer = timing.CudaTimer(torch, 0)
+    calibration = len(torch.sleeps)
+
+    def call():
+        clock.now += 30_000  # 30 µs of queueing a call
+
+    timer.prepare_sampling(call, cold=False, host_ns_per_call=50_000)  # the CUPTI windows saw 50 µs a call
+    sleeps = [c / timer.cycles_per_ns for c in torch.sleeps[calibration:]]
+    first_single, first_batch = sleeps[0], sleeps[3]
+    assert first_single == timing.PROBE_MARGIN * 50_000
+    assert first_batch == timing.probe_sleep(timer.batch * 50_000)
+    assert max(sleeps) < timing.PROBE_SLEEP_NS

@@ -119,15 +119,21 @@ class CudaTimer:
             self._flush_buffer = self.torch.empty(self.flush_bytes, dtype=self.torch.uint8, device="cuda")
         self._flush_buffer.fill_(POISON_BYTE)
 
-    def prepare_sampling(self, fn, cold):
+    def prepare_sampling(self, fn, cold, host_ns_per_call=0):
         """Sizes the hot batch from a few single-call probes, then the sleep
         from the slowest queueing time of a few probes of the chosen batch.
         The first probe of each kind runs behind a long sleep (PROBE_SLEEP_NS,
         enough for any host's queueing), the others behind PROBE_MARGIN
         times the slowest queueing of their kind so far: eight long sleeps
-        took 40 ms of every row's cross-check."""
+        took 40 ms of every row's cross-check. Where the caller has seen
+        what one call costs the host (host_ns_per_call, the CUPTI windows'
+        figure, with the profiler's own cost in it), the first probes too
+        sleep PROBE_MARGIN times that: a first probe that still outran its
+        sleep is one of three singles, whose median sizes the batch, or a
+        batch probe, whose queueing the host's own clock times whatever
+        the sleep."""
         self.batch = 1
-        self.sleep_ns = PROBE_SLEEP_NS
+        self.sleep_ns = probe_sleep(host_ns_per_call) if host_ns_per_call > 0 else PROBE_SLEEP_NS
         singles, slowest = [], 0
         for _ in range(3):
             slowest = max(slowest, self._queue(fn, cold))
@@ -135,7 +141,7 @@ class CudaTimer:
             singles.append(self.start.elapsed_time(self.end) * 1e6)
             self.sleep_ns = probe_sleep(slowest)
         self.batch = 1 if cold else hot_batch(median_sorted(sorted(singles)))
-        self.sleep_ns = PROBE_SLEEP_NS
+        self.sleep_ns = probe_sleep(self.batch * host_ns_per_call) if host_ns_per_call > 0 else PROBE_SLEEP_NS
         queued = []
         for _ in range(5):
             queued.append(self._queue(fn, cold))

@@ -583,6 +583,7 @@ class Worker:
         self.cases = {}
         self._timer = None
         self._spacer = None  # the spacer in front of the current placement (_mover)
+        self._host_ns_per_call = 0  # one call's host time in the last Run's CUPTI windows
         self._variants = {v["name"]: v for v in backend.variants()}
         # CUPTI's first session costs seconds: paid here, while the host
         # starts every plugin at once, rather than in a row's warm-up.
@@ -808,7 +809,11 @@ class Worker:
 
             sampler = cupti.CuptiSampler(torch, run, cold, self.timer().flush,
                                          reference=os.environ.get(TIMING_REFERENCE_ENV) == "cupti")
-        return kernel_times(m, run, cold, self.timer(), sampler, facts, move, phases)
+        times = kernel_times(m, run, cold, self.timer(), sampler, facts, move, phases)
+        # One call's host time as the CUPTI windows saw it, for the
+        # cross-check's first probes (CudaTimer.prepare_sampling).
+        self._host_ns_per_call = sampler.host_ns_per_call if sampler is not None and times[1] == sampler.method else 0
+        return times
 
     def _cross_check(self, kernel, method, cold, facts):
         """An independent kernel time by the other GPU method: events behind
@@ -829,7 +834,7 @@ class Worker:
 
     def _events_cross_check(self, kernel, cold, facts):
         timer = self.timer()
-        setup = timer.prepare_sampling(kernel.run, cold)
+        setup = timer.prepare_sampling(kernel.run, cold, self._host_ns_per_call)
         times = [timer.kernel_sample(kernel.run, cold) for _ in range(CROSS_CHECK_CALLS)]
         facts.update({f"cross_check_{k}": v for k, v in setup.items()})
         facts["cross_check_method"] = f"{timer.method}: CUDA events behind torch.cuda._sleep, {len(times)} samples"
