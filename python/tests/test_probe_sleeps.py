@@ -32,9 +32,10 @@ class RecordingTorch:
         )
 
 
-def probe_sleeps_ns(monkeypatch, host_queue_ns):
+def probe_sleeps_ns(monkeypatch, host_queue_ns, host_ns_per_call=0):
     """The sleeps prepare_sampling asks for when the host takes
-    host_queue_ns to queue a call, by a clock of the test's own."""
+    host_queue_ns to queue a call, by a clock of the test's own, and the
+    caller saw host_ns_per_call a call (0: it saw none)."""
     clock = types.SimpleNamespace(now=0)
     monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter_ns=lambda: clock.now))
     torch = RecordingTorch()
@@ -44,7 +45,7 @@ def probe_sleeps_ns(monkeypatch, host_queue_ns):
     def call():
         clock.now += host_queue_ns
 
-    timer.prepare_sampling(call, cold=False)
+    timer.prepare_sampling(call, cold=False, host_ns_per_call=host_ns_per_call)
     # cycles_per_ns is 1: 1e6 cycles took 1 ms
     return [c / timer.cycles_per_ns for c in torch.sleeps[calibration:]], timer
 
@@ -75,17 +76,8 @@ def test_probe_sleep_is_clamped():
 
 
 def test_a_known_host_time_shortens_the_first_probes(monkeypatch):
-    clock = types.SimpleNamespace(now=0)
-    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter_ns=lambda: clock.now))
-    torch = RecordingTorch()
-    timer = timing.CudaTimer(torch, 0)
-    calibration = len(torch.sleeps)
-
-    def call():
-        clock.now += 30_000  # 30 µs of queueing a call
-
-    timer.prepare_sampling(call, cold=False, host_ns_per_call=50_000)  # the CUPTI windows saw 50 µs a call
-    sleeps = [c / timer.cycles_per_ns for c in torch.sleeps[calibration:]]
+    # 30 µs of queueing a call; the CUPTI windows saw 50 µs a call
+    sleeps, timer = probe_sleeps_ns(monkeypatch, 30_000, host_ns_per_call=50_000)
     first_single, first_batch = sleeps[0], sleeps[3]
     assert first_single == timing.PROBE_MARGIN * 50_000
     assert first_batch == timing.probe_sleep(timer.batch * 50_000)
