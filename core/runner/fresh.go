@@ -16,8 +16,9 @@ const freshOverlapCores = 8
 
 // freshAheadMaxFLOPs bounds the cases whose fresh inputs are made ahead,
 // by a call's work (op.Work): twice the seed shape's (B1 H8 S512 D64,
-// 0.54 GFLOP), whose reference a quarter of a 16-core host computes in
-// well under the 0.1–0.3 s a GPU row's Run takes. A larger case's
+// 0.54 GFLOP), whose reference a quarter of an H100 host's 16 cores
+// computed mostly within its Runs (the default suite's check of the
+// fresh outputs fell from 0.76 to 0.24 s). A larger case's
 // reference outlasted the Run on a quarter of the cores (the llm suite's
 // B16 H16 S512 D128, every row checked: 0.9–5.7 s a row on an H100's
 // host, where the check after the batch, on every core, took 0.1–0.3 s),
@@ -43,12 +44,11 @@ func smallForAhead(c op.Case) bool {
 // inputs no plugin has seen, clock.go), made while its Runs take their
 // samples: generated, and the fp64 reference of the rows their check
 // compares computed ahead (ops.WarmReference), on a quarter of the host's
-// CPUs. The host does nothing else while a Run samples on
-// the GPU, whose kernel times the host's CPU use does not enter (the
-// kernel time is the device's), and the recheck then only writes them
-// (docs/measurement.md, "Where the time goes"). A CPU row's samples are
-// the host's own CPUs' time, so its fresh inputs are made afterwards, as
-// before.
+// CPUs. The host does nothing else while a Run samples on the GPU, whose
+// kernel times the host's CPU use does not enter (the kernel time is the
+// device's), and the recheck then only writes them (docs/measurement.md,
+// "Where the time goes"). A CPU row's samples are the host's own CPUs'
+// time, so its fresh inputs are made afterwards, as before.
 type freshInputs struct {
 	done chan struct{}
 	in   *op.Inputs
