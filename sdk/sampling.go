@@ -256,7 +256,7 @@ func WarmingUp(ctx context.Context) bool {
 // than 6 samples, which is too few for an interval.
 func RelativeNoise(samples []time.Duration) float64 {
 	n := len(samples)
-	if n < 6 {
+	if n < FirstNoiseCheck {
 		return math.Inf(1)
 	}
 	sorted := make([]float64, n)

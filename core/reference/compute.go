@@ -43,9 +43,7 @@ func computeOn(workers int, t *inputs.Tensors, rows []RowIndex) [][]float64 {
 // output exists. The rows must be ones the check does not draw from a
 // seed of its own (reference.Sampled is false), or the warmth is wasted.
 func Warm(t *inputs.Tensors, rows []RowIndex, workers int) {
-	for i, row := range computeOn(workers, t, rows) {
-		t.KeepReference(rows[i].Flat(t.Shape), row)
-	}
+	computeKeptOn(workers, t, rows)
 }
 
 // ComputeKept is Compute for the checks of a case: each row it computes is
@@ -54,6 +52,10 @@ func Warm(t *inputs.Tensors, rows []RowIndex, workers int) {
 // output alike, is held to the one reference. The returned rows are
 // shared: read them, never write them.
 func ComputeKept(t *inputs.Tensors, rows []RowIndex) [][]float64 {
+	return computeKeptOn(runtime.GOMAXPROCS(0), t, rows)
+}
+
+func computeKeptOn(workers int, t *inputs.Tensors, rows []RowIndex) [][]float64 {
 	out := make([][]float64, len(rows))
 	var missing []RowIndex
 	var at []int
@@ -64,7 +66,7 @@ func ComputeKept(t *inputs.Tensors, rows []RowIndex) [][]float64 {
 			missing, at = append(missing, r), append(at, i)
 		}
 	}
-	for j, row := range Compute(t, missing) {
+	for j, row := range computeOn(workers, t, missing) {
 		out[at[j]] = row
 		t.KeepReference(missing[j].Flat(t.Shape), row)
 	}

@@ -31,13 +31,10 @@ import dataclasses
 import time
 import warnings
 
-# The stopping rule re-evaluates the noise every CHECK_EVERY samples
-# (sdk/sampling.go's checkEvery); windows hold at least that many calls.
-CHECK_EVERY = 5
-# The first window holds at least FIRST_NOISE_CHECK calls, the fewest the
-# rule evaluates the noise at (sdk.FirstNoiseCheck): a steady block of
-# few samples then needs one window.
-FIRST_NOISE_CHECK = 6
+# The stopping rule evaluates the noise at FIRST_NOISE_CHECK samples, then
+# every CHECK_EVERY: windows hold at least CHECK_EVERY calls, the first at
+# least FIRST_NOISE_CHECK, so a steady block of few samples needs one.
+from flashcore_sampling import CHECK_EVERY, FIRST_NOISE_CHECK
 # How many calls the first profiled window of prepare() holds.
 PROBE_CALLS = 3
 # A window lasts about WINDOW_HOST_NS of host time, and holds at most

@@ -75,7 +75,7 @@ def relative_noise(samples):
     confidence interval of the median (order statistics at ranks
     n/2 ± 0.98·√n), over the median. +inf below 6 samples."""
     n = len(samples)
-    if n < 6:
+    if n < FIRST_NOISE_CHECK:
         return math.inf
     ordered = sorted(float(s) for s in samples)
     half = 0.98 * math.sqrt(n)
