@@ -63,6 +63,10 @@ type Run struct {
 	// Parts are the runs a merged file was made of (flashcore merge, or
 	// the devices of flashcore run --devices); nil for a run of its own.
 	Parts []Part `json:"parts,omitempty"`
+	// PluginStopNs is the host's time of the plugins' stop at the run's
+	// end, all at once (a process's exit tears down its CUDA context):
+	// inside FinishedAt, as their start is inside StartedAt.
+	PluginStopNs int64 `json:"plugin_stop_ns,omitempty"`
 }
 
 // Shard is one slice of a suite's (case, backend) pairs: Index in
@@ -177,6 +181,9 @@ type Backend struct {
 	// the run's beginning, where every plugin starts at once; absent in
 	// files written before it was recorded.
 	StartNs int64 `json:"start_ns,omitempty"`
+	// StopNs is the host's time of the plugin's stop at the run's end
+	// (Run.PluginStopNs); absent where it was not running then.
+	StopNs int64 `json:"stop_ns,omitempty"`
 }
 
 // Case is one problem of the suite, with the inputs every backend was

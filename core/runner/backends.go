@@ -30,8 +30,8 @@ type backend struct {
 	// current row began: what it writes after is that row's.
 	stderrMark int64
 	// startTime is the host's time of the plugin's start and Describe at
-	// the run's beginning.
-	startTime time.Duration
+	// the run's beginning; stopTime, of its stop at the run's end.
+	startTime, stopTime time.Duration
 }
 
 // startBackends starts and describes every plugin, all at once: a
@@ -167,9 +167,21 @@ func (r *runner) closeBackends() {
 	r.thawAll()
 	var wg sync.WaitGroup
 	for _, b := range r.backends {
-		wg.Go(func() { r.stop(b) })
+		if b.instance == nil {
+			continue
+		}
+		wg.Go(func() {
+			start := time.Now()
+			r.stop(b)
+			b.stopTime = time.Since(start)
+		})
 	}
 	wg.Wait()
+	for i, b := range r.backends {
+		if i < len(r.run.Backends) && b.stopTime > 0 {
+			r.run.Backends[i].StopNs = b.stopTime.Nanoseconds()
+		}
+	}
 }
 
 func backendRecord(b *backend) results.Backend {

@@ -30,11 +30,16 @@ func runCPUReference(t *testing.T, budget Budget) *results.Run {
 
 // Every row's steps add up to its wall time, in the order they run, and
 // its Run carries the plugin's split of it; the plugin's start and each
-// case's inputs are recorded once, outside the rows.
+// case's inputs are recorded once, outside the rows, and the plugins' stop
+// once, at the run's end.
 func TestRowTimeBreakdown(t *testing.T) {
 	run := runCPUReference(t, Budget{})
 	if run.Backends[0].StartNs <= 0 {
 		t.Errorf("backend start_ns = %d, want > 0", run.Backends[0].StartNs)
+	}
+	// The plugins' stop is inside the run's wall time, as their start is.
+	if wall := run.FinishedAt.Sub(run.StartedAt).Nanoseconds(); run.PluginStopNs <= 0 || run.PluginStopNs >= wall {
+		t.Errorf("plugin_stop_ns = %d, want > 0 and inside the run's %d ns", run.PluginStopNs, wall)
 	}
 	for _, c := range run.Cases {
 		if c.InputsNs <= 0 {

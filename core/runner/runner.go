@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flashcore/bench/core/host"
@@ -93,8 +94,7 @@ func Run(ctx context.Context, cfg Config) (*results.Run, error) {
 	r.run = newRun(cfg)
 	r.run.Shard = cfg.Shard
 	r.workDir = workRoot(cfg.WorkDir)
-	defer r.closeBackends()
-	defer r.closeFullReference()
+	defer r.stopAll()
 
 	r.run.Environment.Isolation = host.CurrentIsolation().String()
 	r.startFullReference()
@@ -151,6 +151,23 @@ type runner struct {
 	started time.Time
 	// full is the harness's fp32 reference of every row (fullref.go).
 	full fullReference
+	// stopped is set once the plugins and the reference have been stopped.
+	stopped bool
+}
+
+// stopAll stops every plugin and the reference's process, once, and
+// records how long that took: it is part of the run's wall time.
+func (r *runner) stopAll() {
+	if r.stopped {
+		return
+	}
+	r.stopped = true
+	start := time.Now()
+	var wg sync.WaitGroup
+	wg.Go(r.closeFullReference)
+	wg.Go(r.closeBackends)
+	wg.Wait()
+	r.run.PluginStopNs = time.Since(start).Nanoseconds()
 }
 
 // newProgress is the config's Reporter for total rows: NewProgress's, else
@@ -196,8 +213,9 @@ func (r *runner) countPlanned(rows []row) int {
 
 func (r *runner) finish(status string, err error) (*results.Run, error) {
 	r.run.Status = status
-	r.run.FinishedAt = time.Now().UTC()
 	r.recordCPUOutsideRows()
+	r.stopAll()
+	r.run.FinishedAt = time.Now().UTC()
 	if saveErr := r.save(); saveErr != nil && err == nil {
 		err = fmt.Errorf("save results: %w", saveErr)
 	}

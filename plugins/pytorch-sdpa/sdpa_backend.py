@@ -56,7 +56,10 @@ document mask built from the cu_seqlens in Prepare.
 
 import contextlib
 import functools
+import hashlib
+import json
 import math
+import os
 import platform
 import time
 import warnings
@@ -253,7 +256,7 @@ class Backend:
         call = functools.partial(flex, block_mask=block_mask, score_mod=score_mod, scale=s.scale,
                                  enable_gqa=s.grouped)
         run = functools.partial(call, case.q, case.k, case.v)
-        compiled_fact = self._first_flex_call(run, compiled)
+        compiled_fact = self._first_flex_call(run, compiled, {"variant": case.variant, "shape": repr(s)})
         refuse_unseeing_rows(run(), s, case.variant)
         return core.Kernel(run, facts={
             "torch": torch.__version__,
@@ -439,10 +442,18 @@ class Backend:
             "output_poison": "not applied: flex_attention allocates its output; the returned tensor is written",
         })
 
-    def _first_flex_call(self, run, compiled):
+    def _first_flex_call(self, run, compiled, refusal_key=None):
         """Runs a flex-attention case's first call (its compilation, where
         compiled) and returns the fact "compiled" that says how it runs and
-        what the first call took."""
+        what the first call took. A case torch.compile refuses is an
+        Unsupported row; with refusal_key (what makes the case, beside the
+        call's code), the refusal is kept (CompileRefusals), and a later
+        worker refuses the case again without compiling it."""
+        refusals = CompileRefusals.here(self.device) if compiled and refusal_key is not None else None
+        if refusals is not None:
+            kept = refusals.find(refusal_key)
+            if kept is not None:
+                raise core.Unsupported(kept["summary"], f"{kept['detail']} ({refusals.provenance})")
         start = time.perf_counter()
         with warnings.catch_warnings():
             # Eager flex_attention warns once that it is not compiled; the
@@ -453,8 +464,10 @@ class Backend:
             except Exception as exc:
                 if not compile_refusal(exc):
                     raise
-                raise core.Unsupported("flex-attention: torch.compile found no kernel for this case",
-                                       first_line(exc)) from exc
+                summary, detail = "flex-attention: torch.compile found no kernel for this case", first_line(exc)
+                if refusals is not None:
+                    refusals.keep(refusal_key, summary, detail)
+                raise core.Unsupported(summary, detail) from exc
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         first = time.perf_counter() - start
@@ -638,6 +651,89 @@ def refuse_unfitting_math(case, bytes_per_pair=MATH_BYTES_PER_PAIR, measured_on=
 # NoValidChoicesError: No choices to select"). They are the compiler's
 # refusal of the case, a skip, not an error of the row.
 COMPILE_REFUSALS = ("NoValidChoicesError",)
+
+
+class CompileRefusals:
+    """The cases torch.compile refused flex-attention, kept between runs in
+    the plugin's cache (FLASHCORE_CACHE_DIR, which the host gives each
+    plugin) as torch.compile keeps what it compiled. A refusal is a fact of
+    the compiler, not of the run: torch 2.11's flex decoding kernel (a query
+    shorter than 128) takes no block for a case whose query rows times its
+    grouped heads exceed 128, and refusing it took the default suite 1 s of
+    every run (docs/measurement.md). A refusal is kept only under the same
+    torch (its git revision), triton, GPU, this file's source and the
+    compiler's environment variables; anything else compiles again, as does
+    every case after the file is deleted."""
+
+    FILE = "flex-compile-refusals.json"
+
+    def __init__(self, path, environment):
+        self.path = path
+        self.environment = environment
+        self.provenance = (f"refused by torch.compile in an earlier run with torch {environment['torch']}, triton "
+                           f"{environment['triton']} on this device and this plugin; kept in {path}: delete it to "
+                           f"compile again")
+
+    @classmethod
+    def here(cls, device):
+        """The refusals of this worker's plugin on device, or None without
+        a cache."""
+        cache = os.environ.get("FLASHCORE_CACHE_DIR", "")
+        if not cache:
+            return None
+        try:
+            import triton
+
+            triton_version = triton.__version__
+        except ImportError:
+            triton_version = "none"
+        where = device.type
+        if device.type == "cuda":
+            props = torch.cuda.get_device_properties(device)
+            where = f"{props.name} sm_{props.major}{props.minor}"
+        with open(__file__, "rb") as f:
+            source = hashlib.sha256(f.read()).hexdigest()
+        environment = {
+            "torch": torch.__version__, "torch_git": torch.version.git_version, "triton": triton_version,
+            "device": where, "plugin_source": source,
+            "env": {k: v for k, v in sorted(os.environ.items())
+                    if k.startswith(("TORCHINDUCTOR_", "TORCH_COMPILE", "TORCHDYNAMO_", "TRITON_"))
+                    and k not in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")},
+        }
+        return cls(os.path.join(cache, cls.FILE), environment)
+
+    def _key(self, case):
+        text = json.dumps({"environment": self.environment, "case": case}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _load(self):
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                kept = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        return kept if isinstance(kept, dict) else {}
+
+    def find(self, case):
+        """The refusal kept for case ({"summary", "detail"}), or None."""
+        kept = self._load().get(self._key(case))
+        if isinstance(kept, dict) and isinstance(kept.get("summary"), str) and isinstance(kept.get("detail"), str):
+            return kept
+        return None
+
+    def keep(self, case, summary, detail):
+        """Keeps a refusal; a cache that cannot be written keeps nothing."""
+        kept = self._load()
+        kept[self._key(case)] = {"summary": summary, "detail": detail, "case": case,
+                                 "environment": self.environment}
+        temporary = f"{self.path}.{os.getpid()}"
+        try:
+            with open(temporary, "w", encoding="utf-8") as f:
+                json.dump(kept, f, indent=1, sort_keys=True)
+            os.replace(temporary, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.remove(temporary)
 
 
 def compile_refusal(exc):

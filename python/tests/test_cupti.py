@@ -5,6 +5,7 @@ behind a sleep. A fake device stands in for torch.cuda and torch.profiler:
 it records the activities each call launches, as CUPTI would."""
 
 import contextlib
+import os
 import types
 
 import pytest
@@ -422,3 +423,23 @@ def test_sampler_counts_every_block_and_its_reference():
     windows = int(facts["cupti_windows"].split()[0])
     assert gpu.profiled_windows == 1 + windows  # one probe, in the first block only
     assert [int(t) for t in facts["reference_ns"].split()] == times == [8_100] * 10
+
+
+def test_profiler_leaves_torch_compile_unimported():
+    """A window's profiler must not import torch.compile's stack: the
+    wrapper torch.profiler.profile does, through hasattr(torch,
+    "_inductor"), at a second of every worker's start. A fresh
+    interpreter, since this one may have imported it already."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, torch, flashcore_cupti as c\n"
+        "with c.kineto_profiler(torch, cpu=True, cuda=False) as p:\n"
+        "    torch.ones(4).add_(1)\n"
+        "assert any(e.name() == 'aten::add_' for e in p.kineto_results.events()), 'the profiler saw no add_'\n"
+        "print('torch._inductor' in sys.modules, 'torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(cupti.__file__))
+    assert out.stdout.split() == ["False", "False"], out.stdout + out.stderr

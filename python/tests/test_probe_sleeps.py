@@ -82,3 +82,29 @@ def test_a_known_host_time_shortens_the_first_probes(monkeypatch):
     assert first_single == timing.PROBE_MARGIN * 50_000
     assert first_batch == timing.probe_sleep(timer.batch * 50_000)
     assert max(sleeps) < timing.PROBE_SLEEP_NS
+
+
+def test_one_stalled_probe_does_not_size_every_sleep(monkeypatch):
+    """The sampling's sleep is twice the second slowest batch probe's
+    queueing: one stall of the host among the five is not its pace (a
+    sample that outlasts its sleep is taken again)."""
+    clock = types.SimpleNamespace(now=0)
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter_ns=lambda: clock.now))
+    timer = timing.CudaTimer(RecordingTorch(), 0)
+    # three single probes, then five batches of one call (elapsed_time
+    # says a call takes 1 ms, so the batch is one call): the third stalls
+    queues = iter([200_000] * 3 + [200_000, 300_000, 9_000_000, 250_000, 200_000])
+
+    def call():
+        clock.now += next(queues)
+
+    timer.prepare_sampling(call, cold=False)
+    assert timer.batch == 1
+    assert timer.sleep_ns == 2 * 300_000
+
+
+def test_sampling_queue_is_the_second_slowest():
+    assert timing.sampling_queue([5]) == 5
+    assert timing.sampling_queue([1, 9]) == 1
+    assert timing.sampling_queue([3, 1, 9, 2, 4]) == 4
+    assert timing.sampling_queue([7, 7, 7]) == 7

@@ -145,3 +145,66 @@ def test_a_compiler_that_finds_no_kernel_is_a_skip(monkeypatch, tmp_path):
     monkeypatch.setattr(flex, "flex_attention", broken)
     with pytest.raises(RuntimeError, match="something else"):
         worker.handle("prepare", params)
+
+
+def test_a_compile_refusal_is_kept_for_later_workers(monkeypatch, tmp_path):
+    """A case torch.compile refused is refused by a later worker of the same
+    plugin without compiling (the refusal is kept in FLASHCORE_CACHE_DIR),
+    with the same summary and a detail that says where it was kept; another
+    compiler setting, or no cache, compiles again. Errors that are not a
+    refusal are never kept."""
+    class NoValidChoicesError(Exception):
+        pass
+
+    compiles = []
+
+    def compiled():
+        def refuse(*args, **kwargs):
+            compiles.append(1)
+            raise RuntimeError("LoweringException: wrapped") from NoValidChoicesError("No choices to select")
+        return refuse
+
+    monkeypatch.setattr(sdpa_backend, "compiled_flex_attention", compiled)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("FLASHCORE_CACHE_DIR", str(cache))
+    params, _, _ = make_case(tmp_path, shape(1, 4, 2, 96, 160, 64, True, "fp32"), "flex-attention")
+
+    def prepare():
+        backend = sdpa_backend.Backend(CPU)
+        backend.compile_flex = True
+        (diag,) = core.Worker(backend, CPU).handle("prepare", params)["diagnostics"]
+        assert diag["summary"] == "flex-attention: torch.compile found no kernel for this case"
+        return diag["detail"]
+
+    assert prepare().startswith("RuntimeError: LoweringException") and len(compiles) == 1
+    detail = prepare()
+    assert len(compiles) == 1, "the kept refusal was compiled again"
+    assert detail.startswith("RuntimeError: LoweringException") and "kept in" in detail
+    assert str(cache / sdpa_backend.CompileRefusals.FILE) in detail
+    monkeypatch.setenv("TORCHINDUCTOR_MAX_AUTOTUNE", "1")
+    prepare()
+    assert len(compiles) == 2, "another compiler setting must compile again"
+    monkeypatch.delenv("FLASHCORE_CACHE_DIR")
+    prepare()
+    prepare()
+    assert len(compiles) == 4, "without a cache every worker compiles"
+
+    def broken():
+        def fail(*args, **kwargs):
+            raise RuntimeError("something else")
+        return fail
+
+    monkeypatch.setenv("FLASHCORE_CACHE_DIR", str(cache))
+    (tmp_path / "other").mkdir()
+    other, _, _ = make_case(tmp_path / "other", shape(1, 2, 2, 64, 64, 32, False, "fp32"), "flex-attention")
+    monkeypatch.setattr(sdpa_backend, "compiled_flex_attention", broken)
+    for _ in range(2):
+        backend = sdpa_backend.Backend(CPU)
+        backend.compile_flex = True
+        with pytest.raises(RuntimeError, match="something else"):
+            core.Worker(backend, CPU).handle("prepare", other)
+    import json
+
+    kept = json.loads((cache / sdpa_backend.CompileRefusals.FILE).read_text())
+    assert len(kept) == 2, "only the two refusals are kept, not the other error"

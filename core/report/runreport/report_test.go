@@ -178,7 +178,8 @@ func timedResult(caseID, backend string, status results.Status, ns float64) resu
 // timeFixture is a CPU run of the default suite (two of its cases) with
 // its time breakdown; one row ran under a budget that stopped its
 // sampling. Its recheck steps were given the host's split (`host`) after
-// the run, in fixed shares of each step, to draw those lines.
+// the run, in fixed shares of each step, to draw those lines, and the
+// plugins' stop times (plugin_stop_ns, stop_ns) were added after too.
 var timeFixture = filepath.Join("testdata", "time.json")
 
 // TestExplainTimeGolden draws where the time went, and the table of a run

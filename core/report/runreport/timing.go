@@ -83,12 +83,16 @@ type total struct {
 
 func totalsGrid(run *results.Run) table.Grid {
 	wall := run.FinishedAt.Sub(run.StartedAt).Nanoseconds()
-	lines := append([]total{startTotal(run)}, pluginStarts(run)...)
+	lines := append([]total{startTotal(run)}, pluginTimes(run, func(b results.Backend) int64 { return b.StartNs })...)
 	lines = append(lines, inputsTotal(run))
 	if full := fullReferenceTotal(run); full.count > 0 {
 		lines = append(lines, full)
 	}
 	lines = append(lines, stepTotals(run)...)
+	if run.PluginStopNs > 0 {
+		lines = append(lines, total{step: "plugin stop (all at once)", by: "host", ns: run.PluginStopNs, count: 1})
+		lines = append(lines, pluginTimes(run, func(b results.Backend) int64 { return b.StopNs })...)
+	}
 	accounted := int64(0)
 	for _, l := range lines {
 		if !l.indent {
@@ -130,13 +134,13 @@ func startTotal(run *results.Run) total {
 	return t
 }
 
-// pluginStarts are each plugin's start, longest first, under the
-// plugins' start: which one the run waited for.
-func pluginStarts(run *results.Run) []total {
+// pluginTimes are each plugin's start or stop (of), longest first, under
+// the plugins' start or stop: which one the run waited for.
+func pluginTimes(run *results.Run, of func(results.Backend) int64) []total {
 	var lines []total
 	for _, b := range run.Backends {
-		if b.StartNs > 0 {
-			lines = append(lines, total{step: b.Name, by: "host", ns: b.StartNs, count: 1, indent: true})
+		if ns := of(b); ns > 0 {
+			lines = append(lines, total{step: b.Name, by: "host", ns: ns, count: 1, indent: true})
 		}
 	}
 	slices.SortStableFunc(lines, func(a, b total) int { return cmp.Compare(b.ns, a.ns) })

@@ -29,7 +29,6 @@ time, so the grouping and the window rule are testable without torch.
 import collections
 import dataclasses
 import time
-import warnings
 
 # The stopping rule evaluates the noise at FIRST_NOISE_CHECK samples, then
 # every CHECK_EVERY: windows hold at least CHECK_EVERY calls, the first at
@@ -199,31 +198,40 @@ def device_activities(events, device_type_cuda):
     return out
 
 
+def kineto_profiler(torch, cpu, cuda):
+    """The profiler a window runs under: torch.autograd.profiler.profile
+    on kineto, which torch.profiler.profile wraps. Not the wrapper: its
+    start asks hasattr(torch, "_inductor"), which imports torch.compile's
+    whole stack (torch._inductor, torch._dynamo, sympy), about a second of
+    a worker's start that only flex-attention's compiles need (measured on
+    an H100 with torch 2.11; docs/measurement.md)."""
+    from torch.autograd import profiler
+
+    return profiler.profile(use_cpu=cpu, use_device="cuda" if cuda else None, use_kineto=True)
+
+
 def profile_window(torch, body, host=False):
-    """Runs body() under torch.profiler with CUDA activity, synchronised
-    before and after, and returns its device activities; with host, CPU
-    activity is recorded too and the return is (activities, events), the
-    events as ProfiledEvent for attribute_by_correlation. An error of the
-    profiler raises CuptiUnavailable; an error of body() propagates."""
+    """Runs body() under the profiler (kineto_profiler) with CUDA activity,
+    synchronised before and after, and returns its device activities; with
+    host, CPU activity is recorded too and the return is (activities,
+    events), the events as ProfiledEvent for attribute_by_correlation. An
+    error of the profiler raises CuptiUnavailable; an error of body()
+    propagates."""
     from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
 
     if ProfilerActivity.CUDA not in torch.profiler.supported_activities():
         raise CuptiUnavailable("torch.profiler offers no CUDA activity (torch built without CUPTI)")
-    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if host else [ProfilerActivity.CUDA]
     torch.cuda.synchronize()
     failed = None
     try:
-        with warnings.catch_warnings():
-            # "Profiler clears events at the end of each cycle": expected, once per window.
-            warnings.simplefilter("ignore", UserWarning)
-            with profile(activities=activities) as prof:
-                try:
-                    body()
-                    torch.cuda.synchronize()
-                except Exception as exc:  # the kernel's own error, raised below, not a profiler failure
-                    failed = exc
-        events = prof.profiler.kineto_results.events()
+        with kineto_profiler(torch, cpu=host, cuda=True) as prof:
+            try:
+                body()
+                torch.cuda.synchronize()
+            except Exception as exc:  # the kernel's own error, raised below, not a profiler failure
+                failed = exc
+        events = prof.kineto_results.events()
     except Exception as exc:  # anything the profiler raises means: no CUPTI figures here
         if failed is None:
             raise CuptiUnavailable(f"torch.profiler failed: {type(exc).__name__}: {exc}") from exc

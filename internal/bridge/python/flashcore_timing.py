@@ -121,7 +121,8 @@ class CudaTimer:
 
     def prepare_sampling(self, fn, cold, host_ns_per_call=0):
         """Sizes the hot batch from a few single-call probes, then the sleep
-        from the slowest queueing time of a few probes of the chosen batch.
+        from the queueing times of a few probes of the chosen batch (twice
+        the second slowest, sampling_queue).
         The first probe of each kind runs behind a long sleep (PROBE_SLEEP_NS,
         enough for any host's queueing), the others behind PROBE_MARGIN
         times the slowest queueing of their kind so far: eight long sleeps
@@ -147,7 +148,7 @@ class CudaTimer:
             queued.append(self._queue(fn, cold))
             self.sleep_ns = probe_sleep(max(queued))
         self.torch.cuda.synchronize()
-        self.sleep_ns = min(max(MIN_SLEEP_NS, 2 * max(queued)), MAX_SLEEP_NS)
+        self.sleep_ns = min(max(MIN_SLEEP_NS, 2 * sampling_queue(queued)), MAX_SLEEP_NS)
         self.reset_sample_counts()
         return {"sleep_us": f"{self.sleep_ns / 1000:.0f}", "host_queue_us": f"{max(queued) / 1000:.1f}",
                 "calls_per_sample": str(self.batch)}
@@ -284,6 +285,18 @@ def probe_sleep(slowest_queue_ns):
     slowest_queue_ns: PROBE_MARGIN times it, MIN_SLEEP_NS at least,
     PROBE_SLEEP_NS at most."""
     return min(max(MIN_SLEEP_NS, PROBE_MARGIN * slowest_queue_ns), PROBE_SLEEP_NS)
+
+
+def sampling_queue(queued):
+    """The host's queueing a sample's sleep is sized by (twice it), of the
+    probes' queueing times: the second slowest. One stall of the host (a
+    collection, a preempted thread) is not its pace: on an H100 one probe of
+    9.3 ms among ones of about 1 ms made every sample of a flex-attention
+    cross-check sleep 18.7 ms. A sample whose queueing still outlasts its
+    sleep is taken again (SAMPLE_ATTEMPTS), and counted short if it never
+    fits; with a single probe, that probe."""
+    ordered = sorted(queued)
+    return ordered[-2] if len(ordered) > 1 else ordered[-1]
 
 
 def hot_batch(single_call_ns):
