@@ -53,8 +53,9 @@ type Backend struct {
 }
 
 var (
-	_ sdk.Backend = (*Backend)(nil)
-	_ sdk.Closer  = (*Backend)(nil)
+	_ sdk.Backend    = (*Backend)(nil)
+	_ sdk.Closer     = (*Backend)(nil)
+	_ sdk.ExitCloser = (*Backend)(nil)
 )
 
 // New returns the backend of spec.

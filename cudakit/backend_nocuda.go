@@ -17,8 +17,9 @@ type Backend struct {
 }
 
 var (
-	_ sdk.Backend = (*Backend)(nil)
-	_ sdk.Closer  = (*Backend)(nil)
+	_ sdk.Backend    = (*Backend)(nil)
+	_ sdk.Closer     = (*Backend)(nil)
+	_ sdk.ExitCloser = (*Backend)(nil)
 )
 
 // New returns the backend of spec.
@@ -55,3 +56,6 @@ func (b *Backend) Release(ctx context.Context, req sdk.ReleaseRequest) error { r
 
 // Close does nothing.
 func (b *Backend) Close() error { return nil }
+
+// CloseForExit does nothing.
+func (b *Backend) CloseForExit() error { return nil }

@@ -30,6 +30,10 @@ func (b *Backend) Release(ctx context.Context, req sdk.ReleaseRequest) error {
 	return nil
 }
 
+// CloseForExit leaves the context, its device memory and modules to the
+// process's exit (sdk.ExitCloser), which frees them faster than Close.
+func (b *Backend) CloseForExit() error { return nil }
+
 // Close frees every case and destroys the context.
 func (b *Backend) Close() error {
 	b.mu.Lock()

@@ -26,3 +26,14 @@ type Backend interface {
 type Closer interface {
 	Close() error
 }
+
+// ExitCloser is an optional ability of a Closer whose process is about to
+// exit: Serve, which exits right after, calls CloseForExit instead of
+// Close. What the exit frees anyway (a CUDA context, its device memory and
+// modules) it may leave to the exit, which frees it faster: on an H100 the
+// CUDA plugins' explicit teardown made their stop 0.4 s, where a process
+// that exits with its context takes about 0.13 s. What must outlive the
+// process (a file to flush, a child to end) it still does.
+type ExitCloser interface {
+	CloseForExit() error
+}

@@ -29,7 +29,8 @@
 //     once, write the output file), Run (warm-up and timed samples),
 //     Release.
 //  4. When the host is done it ends the plugin; Serve then calls Close if
-//     the backend implements Closer, and returns. A plugin that is killed
+//     the backend implements Closer (CloseForExit instead where it
+//     implements ExitCloser), and returns. A plugin that is killed
 //     (the host died, or gave up on a hung call) gets no Close.
 //
 // # Errors, diagnostics and contexts

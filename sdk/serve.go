@@ -160,14 +160,22 @@ func (p *backendPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn
 	return &backendClient{rpc: pb.NewBackendClient(conn)}, nil
 }
 
+// closeBackend closes the backend as its process exits: CloseForExit
+// where it has one (ExitCloser), else Close where it has that.
 func (p *backendPlugin) closeBackend(logger hclog.Logger) {
-	closer, ok := p.backend.(Closer)
-	if !ok {
-		return
-	}
-	if err := closer.Close(); err != nil {
+	if err := closeForExit(p.backend); err != nil {
 		logger.Error("close backend", "error", err)
 	}
+}
+
+func closeForExit(b Backend) error {
+	if closer, ok := b.(ExitCloser); ok {
+		return closer.CloseForExit()
+	}
+	if closer, ok := b.(Closer); ok {
+		return closer.Close()
+	}
+	return nil
 }
 
 // backendServer serves a Backend over gRPC. Each call passes on the gRPC

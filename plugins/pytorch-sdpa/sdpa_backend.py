@@ -136,6 +136,9 @@ class Backend:
     def __init__(self, device):
         self.device = device
         self._compile_flex = None
+        # The compiler's settings as the worker started: a first compile
+        # sets variables of its own (CompileRefusals).
+        self._compiler_env = compiler_environment()
         self.version = torch.__version__
         self.build = f"python {platform.python_version()}, torch {torch.__version__}"
         if device.type == "cuda":
@@ -449,7 +452,9 @@ class Backend:
         Unsupported row; with refusal_key (what makes the case, beside the
         call's code), the refusal is kept (CompileRefusals), and a later
         worker refuses the case again without compiling it."""
-        refusals = CompileRefusals.here(self.device) if compiled and refusal_key is not None else None
+        refusals = None
+        if compiled and refusal_key is not None:
+            refusals = CompileRefusals.here(self.device, self._compiler_env)
         if refusals is not None:
             kept = refusals.find(refusal_key)
             if kept is not None:
@@ -675,9 +680,10 @@ class CompileRefusals:
                            f"compile again")
 
     @classmethod
-    def here(cls, device):
-        """The refusals of this worker's plugin on device, or None without
-        a cache."""
+    def here(cls, device, compiler_env):
+        """The refusals of this worker's plugin on device under the
+        compiler's settings compiler_env (compiler_environment), or None
+        without a cache."""
         cache = os.environ.get("FLASHCORE_CACHE_DIR", "")
         if not cache:
             return None
@@ -695,10 +701,7 @@ class CompileRefusals:
             source = hashlib.sha256(f.read()).hexdigest()
         environment = {
             "torch": torch.__version__, "torch_git": torch.version.git_version, "triton": triton_version,
-            "device": where, "plugin_source": source,
-            "env": {k: v for k, v in sorted(os.environ.items())
-                    if k.startswith(("TORCHINDUCTOR_", "TORCH_COMPILE", "TORCHDYNAMO_", "TRITON_"))
-                    and k not in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")},
+            "device": where, "plugin_source": source, "env": compiler_env,
         }
         return cls(os.path.join(cache, cls.FILE), environment)
 
@@ -734,6 +737,17 @@ class CompileRefusals:
         except OSError:
             with contextlib.suppress(OSError):
                 os.remove(temporary)
+
+
+def compiler_environment():
+    """The environment variables that set torch.compile and Triton, but for
+    where their caches are: part of what a kept compile refusal is kept
+    under (CompileRefusals). Read as the worker starts, since a first
+    compile sets some of its own (seen on an H100: a first run's refusal was
+    kept under other variables than a later run's)."""
+    return {k: v for k, v in sorted(os.environ.items())
+            if k.startswith(("TORCHINDUCTOR_", "TORCH_COMPILE", "TORCHDYNAMO_", "TRITON_"))
+            and k not in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
 
 
 def compile_refusal(exc):

@@ -3,6 +3,7 @@ softcap) on the pytorch-sdpa backend's CPU variants, against a float64
 reference written from the definitions."""
 
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -208,3 +209,46 @@ def test_a_compile_refusal_is_kept_for_later_workers(monkeypatch, tmp_path):
 
     kept = json.loads((cache / sdpa_backend.CompileRefusals.FILE).read_text())
     assert len(kept) == 2, "only the two refusals are kept, not the other error"
+
+
+def test_a_kept_refusal_outlives_what_a_first_compile_sets(monkeypatch, tmp_path):
+    """The compiler's variables a refusal is kept under are the worker's
+    as it started: a first compile that sets one of its own (seen on an
+    H100, in a run with cold caches) must not hide the refusal from the
+    next worker, which starts without it."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    class NoValidChoicesError(Exception):
+        pass
+
+    compiles = []
+
+    def compiled():
+        def call(q, k, v, **kwargs):
+            compiles.append(q.shape[2])
+            if q.shape[2] == 96:
+                raise RuntimeError("LoweringException: wrapped") from NoValidChoicesError("No choices to select")
+            os.environ["TORCHINDUCTOR_SET_BY_A_FIRST_COMPILE"] = "1"
+            return flex_attention(q, k, v, **kwargs)
+        return call
+
+    monkeypatch.setattr(sdpa_backend, "compiled_flex_attention", compiled)
+    monkeypatch.setenv("FLASHCORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TORCHINDUCTOR_SET_BY_A_FIRST_COMPILE", raising=False)
+    fine, refused = tmp_path / "fine", tmp_path / "refused"
+    fine.mkdir(), refused.mkdir()
+    fine_params, _, _ = make_case(fine, shape(1, 2, 2, 64, 64, 32, False, "fp32"), "flex-attention")
+    refused_params, _, _ = make_case(refused, shape(1, 4, 2, 96, 160, 64, True, "fp32"), "flex-attention")
+    backend = sdpa_backend.Backend(CPU)
+    backend.compile_flex = True
+    worker = core.Worker(backend, CPU)
+    worker.handle("prepare", fine_params)
+    assert os.environ.get("TORCHINDUCTOR_SET_BY_A_FIRST_COMPILE") == "1"
+    worker.handle("prepare", refused_params)
+    assert compiles.count(96) == 1
+    os.environ.pop("TORCHINDUCTOR_SET_BY_A_FIRST_COMPILE")
+    backend = sdpa_backend.Backend(CPU)
+    backend.compile_flex = True
+    (diag,) = core.Worker(backend, CPU).handle("prepare", refused_params)["diagnostics"]
+    assert compiles.count(96) == 1, "the next worker compiled the kept refusal again"
+    assert "kept in" in diag["detail"]
