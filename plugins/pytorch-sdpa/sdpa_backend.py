@@ -139,6 +139,7 @@ class Backend:
         # The compiler's settings as the worker started: a first compile
         # sets variables of its own (CompileRefusals).
         self._compiler_env = compiler_environment()
+        self._refusals = None  # CompileRefusals, made at the first compile that may keep one
         self.version = torch.__version__
         self.build = f"python {platform.python_version()}, torch {torch.__version__}"
         if device.type == "cuda":
@@ -454,7 +455,11 @@ class Backend:
         worker refuses the case again without compiling it."""
         refusals = None
         if compiled and refusal_key is not None:
-            refusals = CompileRefusals.here(self.device, self._compiler_env)
+            # The key's environment (this file's hash, the GPU) is the
+            # worker's: made once, not at every case.
+            if self._refusals is None:
+                self._refusals = CompileRefusals.here(self.device, self._compiler_env) or False
+            refusals = self._refusals or None
         if refusals is not None:
             kept = refusals.find(refusal_key)
             if kept is not None:
