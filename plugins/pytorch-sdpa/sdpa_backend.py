@@ -482,8 +482,9 @@ class Backend:
             torch.cuda.synchronize()
         first = time.perf_counter() - start
         if compiled:
-            return (f"yes: torch.compile(flex_attention, dynamic=False, fullgraph=True); first call "
-                    f"{first:.1f} s (compilation included), in Prepare and kept out of the time")
+            return (f"yes: torch.compile(flex_attention, dynamic=False, fullgraph=True), Inductor's "
+                    f"compile threads {inductor_compile_threads()}; first call {first:.1f} s (compilation "
+                    f"included), in Prepare and kept out of the time")
         return (f"no: eager on the {self.device.type.upper()}, FlexAttention's unfused path (it "
                 f"materialises the scores); first call {first * 1e3:.1f} ms. torch.compile of "
                 f"flex_attention on the CPU takes 10-30 s a new case (torch 2.11)")
@@ -898,15 +899,41 @@ def compiled_flex_attention():
     """torch.compile(flex_attention), one for the worker. Each new case
     (shapes, mask constants) compiles anew: the limit on recompilations is
     raised so that a long suite does not fall back to eager silently, and
-    hitting it is an error rather than a silent fallback."""
+    hitting it is an error rather than a silent fallback.
+
+    Inductor compiles in the worker itself (compile_threads 1), unless
+    TORCHINDUCTOR_COMPILE_THREADS says otherwise. Its default, a pool of
+    compile workers, starts at the first compile even when every kernel
+    comes from the cache: a process that imports torch and forks a worker a
+    core. They would live in the
+    plugin's own process group, beside the rows it times, where the walls
+    cannot tell their CPU from the rows' (on an H100 machine, 450 MB, and
+    seconds at a process's exit). A flex-attention case is one Triton
+    kernel, which a pool cannot split."""
     import torch._dynamo
+    import torch._inductor.config
     from torch.nn.attention.flex_attention import flex_attention
 
     config = torch._dynamo.config
     config.recompile_limit = max(config.recompile_limit, 1024)
     config.accumulated_recompile_limit = max(config.accumulated_recompile_limit, 8192)
     config.fail_on_recompile_limit_hit = True
+    if COMPILE_THREADS_VARIABLE not in os.environ:
+        torch._inductor.config.compile_threads = 1
     return torch.compile(flex_attention, dynamic=False, fullgraph=True)
+
+
+# The variable by which a user sets how many threads Inductor compiles in;
+# where it is set, the worker leaves Inductor's compile_threads alone.
+COMPILE_THREADS_VARIABLE = "TORCHINDUCTOR_COMPILE_THREADS"
+
+
+def inductor_compile_threads():
+    """How many threads Inductor compiles in, for the fact "compiled"."""
+    import torch._inductor.config
+
+    threads = torch._inductor.config.compile_threads
+    return f"{threads} (in the worker, no pool of compile workers)" if threads == 1 else f"{threads} (a pool)"
 
 
 # ---------------------------------------------------------------- varlen

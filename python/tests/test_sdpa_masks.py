@@ -252,3 +252,27 @@ def test_a_kept_refusal_outlives_what_a_first_compile_sets(monkeypatch, tmp_path
     (diag,) = core.Worker(backend, CPU).handle("prepare", refused_params)["diagnostics"]
     assert compiles.count(96) == 1, "the next worker compiled the kept refusal again"
     assert "kept in" in diag["detail"]
+
+
+@pytest.mark.parametrize("threads, want", [(None, ["1", "1"]), ("3", ["3", "3"])])
+def test_flex_compiles_in_the_worker_unless_told(threads, want):
+    """torch.compile of flex-attention runs in the worker (compile_threads
+    1: no pool of compile workers, which Inductor starts at a first compile
+    even from a warm cache, and which would run beside the plugin's timed
+    rows); a user's TORCHINDUCTOR_COMPILE_THREADS is left as set. A fresh
+    interpreter, since Inductor's config is the process's."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sdpa_backend, torch._inductor.config as config\n"
+        "from torch._inductor.async_compile import get_compile_threads\n"
+        "sdpa_backend.compiled_flex_attention()\n"
+        "print(config.compile_threads, get_compile_threads())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != sdpa_backend.COMPILE_THREADS_VARIABLE}
+    if threads is not None:
+        env[sdpa_backend.COMPILE_THREADS_VARIABLE] = threads
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == want, out.stdout + out.stderr
