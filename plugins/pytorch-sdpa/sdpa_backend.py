@@ -904,12 +904,11 @@ def compiled_flex_attention():
     Inductor compiles in the worker itself (compile_threads 1), unless
     TORCHINDUCTOR_COMPILE_THREADS says otherwise. Its default, a pool of
     compile workers, starts at the first compile even when every kernel
-    comes from the cache: a process that imports torch and forks a worker a
-    core. They would live in the
-    plugin's own process group, beside the rows it times, where the walls
-    cannot tell their CPU from the rows' (on an H100 machine, 450 MB, and
-    seconds at a process's exit). A flex-attention case is one Triton
-    kernel, which a pool cannot split."""
+    comes from the cache: a process that imports torch (450-600 MB on an
+    H100 machine) and forks up to a worker a core when it has work. It
+    would live in the plugin's own cgroup, beside the rows the plugin
+    times, where the walls cannot tell its CPU from the rows'. A
+    flex-attention case is one Triton kernel, which a pool cannot split."""
     import torch._dynamo
     import torch._inductor.config
     from torch.nn.attention.flex_attention import flex_attention
