@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/flashcore/bench/core/inputs"
+	"github.com/flashcore/bench/internal/environ"
 )
 
 //go:embed fp32_attention.py
@@ -70,6 +71,30 @@ type answer struct {
 	err    error
 }
 
+// pythonEnv is the reference process's environment: env, where Python
+// writes no bytecode beside the sources. Where env already forbids that
+// (PYTHONDONTWRITEBYTECODE, as container images often set), the bytecode
+// of what it imports goes to cache (environ.PythonBytecodeCache), so that
+// a later run does not compile torch's Python again (seconds of its start
+// on an H100 machine); elsewhere Python reads the bytecode installed beside
+// the sources and writes none there.
+func pythonEnv(env []string, cache string) []string {
+	if keep := environ.PythonBytecodeCache(env, cache); keep != nil {
+		return append(env, keep...)
+	}
+	return append(env, "PYTHONDONTWRITEBYTECODE=1")
+}
+
+// cacheDir is where the reference process keeps its bytecode:
+// <user cache dir>/flashcore/fullref; "" where there is no cache directory.
+func cacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(base, "flashcore", "fullref")
+}
+
 // Start runs the reference with python on device (GPU or CPU). Its files
 // go in a private directory of its own, which no plugin is let read.
 func Start(python, device string) (*Worker, error) {
@@ -85,7 +110,7 @@ func Start(python, device string) (*Worker, error) {
 	w := &Worker{dir: dir, answers: make(chan answer, 1), stderr: &limitedWriter{left: 16 << 10}}
 	w.cmd = exec.Command(python, "-u", path, device)
 	w.cmd.Stderr = w.stderr
-	w.cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	w.cmd.Env = pythonEnv(os.Environ(), cacheDir())
 	if w.in, err = w.cmd.StdinPipe(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err

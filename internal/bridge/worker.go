@@ -251,21 +251,14 @@ func (e *workerError) asError() error {
 }
 
 // bytecodeCache is what the worker's environment needs so that Python
-// keeps the compiled bytecode of what it imports (torch's hundreds of
-// modules) where PYTHONDONTWRITEBYTECODE forbids writing it beside the
-// sources: nothing there then, so every worker compiled torch's Python at
-// every start, 5 to 6 s of each run's start on the H100 machine (import
-// torch 3.1–4.9 s and torch.profiler's first session 4.1–4.2 s, against
-// 1.2–1.4 s and 1.2 s with the bytecode kept). The bytecode goes to the
-// plugin's own cache (FLASHCORE_CACHE_DIR, which the host gives each
-// plugin and its wall lets it write), never beside the sources, which is
-// what the variable is for; a PYTHONPYCACHEPREFIX of the user's wins.
+// keeps the bytecode of what it imports where PYTHONDONTWRITEBYTECODE
+// forbids writing it beside the sources (environ.PythonBytecodeCache): in
+// the plugin's own cache (FLASHCORE_CACHE_DIR, which the host gives each
+// plugin and its wall lets it write). Every worker compiled torch's Python
+// at every start without it, 5 to 6 s of each run's start on an H100
+// machine.
 func bytecodeCache(env []string) []string {
-	cache := environ.Value(env, "FLASHCORE_CACHE_DIR")
-	if environ.Value(env, "PYTHONDONTWRITEBYTECODE") == "" || environ.Value(env, "PYTHONPYCACHEPREFIX") != "" || cache == "" {
-		return nil
-	}
-	return []string{"PYTHONDONTWRITEBYTECODE=", "PYTHONPYCACHEPREFIX=" + filepath.Join(cache, "pycache")}
+	return environ.PythonBytecodeCache(env, environ.Value(env, "FLASHCORE_CACHE_DIR"))
 }
 
 func closeAll(files ...*os.File) {
