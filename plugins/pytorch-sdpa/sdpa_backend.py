@@ -139,7 +139,6 @@ class Backend:
         # The compiler's settings as the worker started: a first compile
         # sets variables of its own (CompileRefusals).
         self._compiler_env = compiler_environment()
-        self._refusals = None  # CompileRefusals, made at the first compile that may keep one
         self.version = torch.__version__
         self.build = f"python {platform.python_version()}, torch {torch.__version__}"
         if device.type == "cuda":
@@ -446,6 +445,13 @@ class Backend:
             "output_poison": "not applied: flex_attention allocates its output; the returned tensor is written",
         })
 
+    @functools.cached_property
+    def kept_refusals(self):
+        """This worker's CompileRefusals (None without a cache): their key's
+        environment (this file's hash, the GPU) is the worker's, made at the
+        first compile that may keep one, not at every case."""
+        return CompileRefusals.here(self.device, self._compiler_env)
+
     def _first_flex_call(self, run, compiled, refusal_key=None):
         """Runs a flex-attention case's first call (its compilation, where
         compiled) and returns the fact "compiled" that says how it runs and
@@ -453,13 +459,7 @@ class Backend:
         Unsupported row; with refusal_key (what makes the case, beside the
         call's code), the refusal is kept (CompileRefusals), and a later
         worker refuses the case again without compiling it."""
-        refusals = None
-        if compiled and refusal_key is not None:
-            # The key's environment (this file's hash, the GPU) is the
-            # worker's: made once, not at every case.
-            if self._refusals is None:
-                self._refusals = CompileRefusals.here(self.device, self._compiler_env) or False
-            refusals = self._refusals or None
+        refusals = self.kept_refusals if compiled and refusal_key is not None else None
         if refusals is not None:
             kept = refusals.find(refusal_key)
             if kept is not None:
