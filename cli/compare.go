@@ -13,7 +13,7 @@ import (
 )
 
 const compareUsage = "usage: flashcore compare OLD.json NEW.json [NEWER.json ...] [--format table|markdown|csv] " +
-	"[--threshold 0.05] [--labels a,b,...] [--fail-on-regression]"
+	"[--threshold 0.05] [--cpu-threshold 0.35] [--labels a,b,...] [--fail-on-regression]"
 
 // compareCommand sets two or more results files side by side. It exits
 // non-zero for what it finds only when --fail-on-regression asks it to.
@@ -21,6 +21,8 @@ func compareCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	format := fs.String("format", "table", "table, markdown or csv")
 	threshold := fs.Float64("threshold", compare.DefaultThreshold, "smallest relative change that counts (0.05 = 5%)")
+	cpuThreshold := fs.Float64("cpu-threshold", compare.DefaultCPUThreshold,
+		"smallest relative change that counts for rows timed on a CPU, whose speed moves between runs (0 = --threshold)")
 	labels := fs.String("labels", "", "comma-separated names of the runs, one per file (default: suite, version, date)")
 	failOnRegression := fs.Bool("fail-on-regression", false, "exit 1 when a row regressed or got slower")
 	paths, err := parseFlags(fs, args, stderr)
@@ -37,7 +39,7 @@ func compareCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	c, err := compare.Compare(sources, compare.Options{Threshold: *threshold, Labels: labelList(*labels)})
+	c, err := compare.Compare(sources, compare.Options{Threshold: *threshold, CPUThreshold: *cpuThreshold, Labels: labelList(*labels)})
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}

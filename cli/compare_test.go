@@ -59,6 +59,7 @@ func TestCompareUsageErrors(t *testing.T) {
 		{"one-file", []string{compareOld}},
 		{"bad-format", []string{compareOld, compareNew, "--format", "json"}},
 		{"negative-threshold", []string{compareOld, compareNew, "--threshold", "-0.1"}},
+		{"cpu-threshold-in-percent", []string{compareOld, compareNew, "--cpu-threshold", "35"}},
 		{"labels-count", []string{compareOld, compareNew, "--labels", "only-one"}},
 		{"missing-file", []string{compareOld, "testdata/nope.json"}},
 	}

@@ -28,7 +28,7 @@ Usage:
   flashcore describe BACKEND... | --backends a,b [--suite FILE]
   flashcore report FILE [--format F] [--baseline BACKEND]
   flashcore plot FILE [--out DIR] [--baseline BACKEND]
-  flashcore compare OLD NEW [NEWER...] [--format F] [--threshold 0.05] [--labels a,b] [--fail-on-regression]
+  flashcore compare OLD NEW [NEWER...] [--format F] [--threshold 0.05] [--cpu-threshold 0.35] [--labels a,b] [--fail-on-regression]
   flashcore verify-timing [--suite FILE] [--backends a,b] [--l2 hot|cold] [--reference auto|cupti|ncu] [--out DIR]
   flashcore profile --backend B|ROW --case CASE [--suite FILE] [--out DIR]
   flashcore gate [--suite FILE] [--backends a,b] [--runs N] [--max-registers R] [RESULTS.json]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/sdk"
@@ -21,6 +22,11 @@ type Options struct {
 	// Threshold is the smallest relative change that counts, as a fraction
 	// (0.05 is 5%). Zero leaves only the noise to decide.
 	Threshold float64
+	// CPUThreshold is the threshold of rows timed on a CPU (their
+	// backend's device is a CPU in either run): a CPU's speed moves
+	// between runs by more than the samples of one run can show
+	// (DefaultCPUThreshold). Zero judges them by Threshold.
+	CPUThreshold float64
 	// Labels name the runs in the tables, one per source; nil means each
 	// run's suite name, tool version and start date.
 	Labels []string
@@ -33,6 +39,9 @@ type Comparison struct {
 	// run's primary mode.
 	Mode      sdk.L2Mode
 	Threshold float64
+	// CPUThreshold is the threshold the rows timed on a CPU were judged
+	// by (Options.CPUThreshold, or Threshold where that is zero).
+	CPUThreshold float64
 	// Rows are every row of any run, cases in order of first appearance
 	// and rows within a case likewise.
 	Rows []Row
@@ -79,7 +88,10 @@ func Compare(sources []Source, opts Options) (*Comparison, error) {
 	for i, s := range sources {
 		runs[i] = s.Run
 	}
-	c := &Comparison{Mode: runs[0].PrimaryMode(), Threshold: opts.Threshold}
+	c := &Comparison{Mode: runs[0].PrimaryMode(), Threshold: opts.Threshold, CPUThreshold: opts.CPUThreshold}
+	if c.CPUThreshold == 0 {
+		c.CPUThreshold = c.Threshold
+	}
 	labels := opts.Labels
 	if labels == nil {
 		labels = defaultLabels(sources)
@@ -90,7 +102,7 @@ func Compare(sources []Source, opts Options) (*Comparison, error) {
 	var duplicates []string
 	c.Rows, duplicates = matchRows(runs, labels, c.Mode)
 	for i := range c.Rows {
-		c.Rows[i].judge(c.Threshold)
+		c.Rows[i].judge(c.thresholdOf(c.Rows[i]))
 	}
 	c.Warnings = headerWarnings(c)
 	c.Differences = codeDifferences(c)
@@ -110,6 +122,9 @@ func validate(sources []Source, opts Options) error {
 	}
 	if !finite(opts.Threshold) || opts.Threshold < 0 || opts.Threshold >= 1 {
 		return fmt.Errorf("compare: threshold %v: want a fraction from 0 up to 1, e.g. 0.05 for 5%%", opts.Threshold)
+	}
+	if !finite(opts.CPUThreshold) || opts.CPUThreshold < 0 || opts.CPUThreshold >= 1 {
+		return fmt.Errorf("compare: CPU threshold %v: want a fraction from 0 up to 1, e.g. 0.35 for 35%%", opts.CPUThreshold)
 	}
 	return validateLabels(opts.Labels, len(sources))
 }
@@ -160,11 +175,31 @@ func measure(r *results.Result, mode sdk.L2Mode) Measure {
 	return m
 }
 
+// thresholdOf is the threshold r is judged by: CPUThreshold for a row
+// timed on a CPU in any run, Threshold otherwise.
+func (c *Comparison) thresholdOf(r Row) float64 {
+	if r.OnCPU() {
+		return c.CPUThreshold
+	}
+	return c.Threshold
+}
+
+// OnCPU reports whether some run timed r on a CPU.
+func (r Row) OnCPU() bool {
+	return slices.ContainsFunc(r.Measures, func(m Measure) bool { return m.OnCPU })
+}
+
+// HasCPURows reports whether some row was timed on a CPU.
+func (c *Comparison) HasCPURows() bool {
+	return slices.ContainsFunc(c.Rows, Row.OnCPU)
+}
+
 // judge sets every later run's measure against the first run's.
 func (r *Row) judge(threshold float64) {
 	r.Changes = make([]Change, len(r.Measures)-1)
 	for i := 1; i < len(r.Measures); i++ {
 		r.Changes[i-1] = judge(r.Measures[0], r.Measures[i], threshold)
+		r.Changes[i-1].Threshold = threshold
 	}
 }
 

@@ -35,8 +35,9 @@ func matchRows(runs []*results.Run, labels []string, mode sdk.L2Mode) ([]Row, []
 		for _, c := range run.Cases {
 			m.addCase(c.ID)
 		}
+		onCPU := cpuBackends(run)
 		for j := range run.Results {
-			m.add(i, labels[i], &run.Results[j], mode)
+			m.add(i, labels[i], &run.Results[j], mode, onCPU[run.Results[j].Backend])
 		}
 	}
 	return m.ordered(), m.duplicates
@@ -49,7 +50,16 @@ func (m *matcher) addCase(id string) {
 	}
 }
 
-func (m *matcher) add(run int, runLabel string, r *results.Result, mode sdk.L2Mode) {
+// cpuBackends are the backends of run whose device is a CPU.
+func cpuBackends(run *results.Run) map[string]bool {
+	cpu := map[string]bool{}
+	for _, b := range run.Backends {
+		cpu[b.Name] = b.Device.Kind == "cpu"
+	}
+	return cpu
+}
+
+func (m *matcher) add(run int, runLabel string, r *results.Result, mode sdk.L2Mode, onCPU bool) {
 	m.addCase(r.CaseID)
 	key := rowKey{r.CaseID, m.names.Name(r)}
 	row, ok := m.rows[key]
@@ -68,6 +78,7 @@ func (m *matcher) add(run int, runLabel string, r *results.Result, mode sdk.L2Mo
 		return
 	}
 	row.Measures[run] = measure(r, mode)
+	row.Measures[run].OnCPU = onCPU
 }
 
 // insert lists a new row in its case: after the row the current run put

@@ -208,3 +208,84 @@ func TestSelfCompareFlagsNothing(t *testing.T) {
 		t.Errorf("%d false flags in %d timed pairs of a run against resamplings of itself, want under 1%%", falseFlags, pairs)
 	}
 }
+
+// TestCPURowsAreJudgedByTheCPUThreshold: rows timed on a CPU are judged
+// by the CPU threshold, the others by the threshold. samples-base.json is
+// a CPU run: its planted 10% on cpu-reference is slower against ±5%, and
+// not called against ±35%, where only the regression (a FAIL, whatever
+// the times) is flagged; a 60% slowdown is slower against either. Each
+// change records the threshold it was judged by.
+func TestCPURowsAreJudgedByTheCPUThreshold(t *testing.T) {
+	base := load(t, samplesBase)[0]
+	planted := load(t, samplesPlanted)[0]
+	muchSlower := Source{Path: "much-slower", Run: resampleRun(base.Run, 7, func(r *results.Result) float64 {
+		if r.Backend == plantedSlowBackend {
+			return 1.6
+		}
+		return 1
+	})}
+	tests := []struct {
+		name         string
+		other        Source
+		cpuThreshold float64
+		wantSlower   bool // every cpu-reference row slower; else none flagged but by correctness
+		wantJudgedBy float64
+	}{
+		{"10% against the threshold (CPU threshold 0)", planted, 0, true, DefaultThreshold},
+		{"10% against 5% given as the CPU threshold", planted, 0.05, true, 0.05},
+		{"10% against the default CPU threshold", planted, DefaultCPUThreshold, false, DefaultCPUThreshold},
+		{"60% against the default CPU threshold", muchSlower, DefaultCPUThreshold, true, DefaultCPUThreshold},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Compare([]Source{base, tt.other}, Options{Threshold: DefaultThreshold, CPUThreshold: tt.cpuThreshold})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slower := 0
+			for _, r := range c.Rows {
+				if !r.OnCPU() {
+					t.Errorf("%s %s: not on a CPU, in a run of CPU backends", r.CaseID, r.Name)
+				}
+				ch := r.Changes[0]
+				if ch.Threshold != tt.wantJudgedBy {
+					t.Errorf("%s %s: judged by %v, want %v", r.CaseID, r.Name, ch.Threshold, tt.wantJudgedBy)
+				}
+				switch {
+				case ch.Verdict == Slower && r.Backend == plantedSlowBackend:
+					slower++
+				case ch.Verdict == Faster || ch.Verdict == Slower:
+					t.Errorf("%s %s: %s %.3f (%.3f–%.3f), planted nothing", r.CaseID, r.Name, ch.Verdict, ch.Ratio, ch.Low, ch.High)
+				}
+			}
+			if want := map[bool]int{true: 4, false: 0}[tt.wantSlower]; slower != want {
+				t.Errorf("%d cpu-reference rows slower, want %d", slower, want)
+			}
+		})
+	}
+}
+
+// TestGPURowsKeepTheThreshold: a CPU threshold leaves the rows timed on
+// a GPU to the threshold.
+func TestGPURowsKeepTheThreshold(t *testing.T) {
+	sources := load(t, oldRun, newRun)
+	c, err := Compare(sources, Options{Threshold: DefaultThreshold, CPUThreshold: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := 0
+	for _, r := range c.Rows {
+		want := DefaultThreshold
+		if r.OnCPU() {
+			want = 0.9
+		} else {
+			gpu++
+		}
+		if got := r.Changes[0].Threshold; got != want {
+			t.Errorf("%s %s: judged by %v, want %v", r.CaseID, r.Name, got, want)
+		}
+	}
+	if gpu == 0 {
+		t.Fatal("the fixture has no GPU rows")
+	}
+}

@@ -12,6 +12,16 @@ import (
 // DefaultThreshold is the smallest relative change that counts (5%).
 const DefaultThreshold = 0.05
 
+// DefaultCPUThreshold is the smallest relative change that counts for a
+// row timed on a CPU (35%), flashcore compare's default. A CPU's speed
+// moves between two runs of one build, minutes apart, by more than one
+// run's samples show: cpu-reference's rows of one build differed by up
+// to 1.30x (0.83-1.30x) between runs on an idle GPU machine, and
+// pytorch-sdpa's rows on a 2-core CPU machine by 0.69-1.29x, each with
+// a tight interval, while its GPU rows stayed within the 5%
+// (docs/compare.md, "Rows timed on a CPU").
+const DefaultCPUThreshold = 0.35
+
 // Verdict is what became of one row from the first run to a later one.
 type Verdict string
 
@@ -91,6 +101,9 @@ type Measure struct {
 	// ThrottleNote says how the clock fell during sampling; "" when the
 	// row was not flagged as throttled.
 	ThrottleNote string
+	// OnCPU says that the row's backend ran on a CPU in this run (its
+	// device's kind in the run's backends).
+	OnCPU bool
 }
 
 // Change is a row of a later run judged against the first run's.
@@ -115,6 +128,9 @@ type Change struct {
 	// Detail says more for some verdicts: "pass → FAIL", why a timed row
 	// is unsure, or why the rows were not compared.
 	Detail string
+	// Threshold is the threshold the pair was judged by: the
+	// comparison's, or its CPU threshold for a row timed on a CPU.
+	Threshold float64
 }
 
 // Timed reports whether m is a passing row with a usable kernel median.

@@ -46,7 +46,7 @@ func comparisonCSVRecord(c *compare.Comparison, r compare.Row, run int, ch compa
 		csvKnown(later.KernelNs), csvKnown(later.RelNoise), csvCount(later))
 	record = append(record, csvClock(old.SMClockMHz), csvClock(later.SMClockMHz))
 	record = append(record, string(ch.Rule), csvKnown(ch.Ratio), csvKnown(ch.Low), csvBound(ch.High), csvKnown(ch.PValue),
-		csvKnown(c.Threshold), string(ch.Verdict), ch.Detail)
+		csvKnown(ch.Threshold), string(ch.Verdict), ch.Detail)
 	return append(record, csvReason(old), csvReason(later))
 }
 

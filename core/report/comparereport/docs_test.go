@@ -18,7 +18,7 @@ import (
 func TestCompareDocExampleIsTheOutput(t *testing.T) {
 	sources := load(t, samplesBase, samplesPlanted)
 	sources[0].Path, sources[1].Path = "base.json", "planted.json"
-	c, err := compare.Compare(sources, compare.Options{Threshold: compare.DefaultThreshold})
+	c, err := compare.Compare(sources, compare.Options{Threshold: compare.DefaultThreshold, CPUThreshold: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,9 @@ func comparisonHeaderItems(c *compare.Comparison, s style) []item {
 		items = append(items, item{runKey(c, i), runLine(r, s)})
 	}
 	items = append(items, item{"Timing", comparisonTimingLine(c)}, item{"Rule", ruleLine(c)})
+	if c.HasCPURows() && c.CPUThreshold != c.Threshold {
+		items = append(items, item{"CPU rows", cpuLine(c)})
+	}
 	if !allHaveSamples(c.Runs) {
 		items = append(items, item{"Fallback", fallbackLine(c)})
 	}
@@ -177,6 +180,11 @@ func ruleLine(c *compare.Comparison) string {
 	return fmt.Sprintf("faster or slower when a Mann–Whitney U test of the raw samples (of the placements' medians, where rows were "+
 		"measured in several) finds a difference (p < %g) and the ratio's 95%% CI (Hodges–Lehmann) lies wholly beyond ±%s; "+
 		"same when it lies within ±%s; otherwise unsure", compare.Alpha, t, t)
+}
+
+func cpuLine(c *compare.Comparison) string {
+	return fmt.Sprintf("rows timed on a CPU are judged as above with ±%s instead of ±%s: a CPU's speed moves between runs "+
+		"by more than one run's samples show (--cpu-threshold)", cell.Percent(c.CPUThreshold), cell.Percent(c.Threshold))
 }
 
 func fallbackLine(c *compare.Comparison) string {
