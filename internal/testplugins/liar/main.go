@@ -256,10 +256,7 @@ func (l *liar) Run(ctx context.Context, request sdk.RunRequest) (sdk.Samples, er
 		return sdk.Samples{}, err
 	}
 	var output []byte
-	var called []time.Duration // each compute's whole call, around its kernel
-	compute := func(context.Context) (d time.Duration, err error) {
-		call := time.Now()
-		defer func() { called = append(called, time.Since(call)) }()
+	compute := func(context.Context) (time.Duration, error) {
 		start := time.Now()
 		switch cached := keptOutput(c.tensors.SHA256); {
 		case l.lie == "cached" && cached != nil:
@@ -299,14 +296,14 @@ func (l *liar) Run(ctx context.Context, request sdk.RunRequest) (sdk.Samples, er
 		// about nothing, whatever the calls cost.
 		time.Sleep(time.Since(sampling))
 	}
-	// The call samples are the whole calls of the kept kernel samples, as
-	// a GPU's host-inclusive call contains its kernel: calls timed apart
-	// after the sampling would time the same CPU work at another moment,
-	// and on a busy machine could look faster than every kernel sample.
-	calls := slices.Clone(called[len(called)-len(kernel):])
-	for len(calls) < max(request.Measurement.CallSamples, 1) {
-		compute(ctx)
-		calls = append(calls, called[len(called)-1])
+	// Every kept kernel sample is a call sample too, timed by the same
+	// wall clock (sdk.WallClockCallSamples), as a GPU's host-inclusive call
+	// contains its kernel: calls timed apart after the sampling would time
+	// the same CPU work at another moment, and on a busy machine could
+	// look faster than every kernel sample.
+	calls, err := sdk.WallClockCallSamples(ctx, kernel, max(len(kernel), request.Measurement.CallSamples, 1), compute)
+	if err != nil {
+		return sdk.Samples{}, err
 	}
 	switch l.lie {
 	case "fast-clock":

@@ -162,32 +162,26 @@ func (b *backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 	if err != nil {
 		return sdk.Samples{}, err
 	}
-	// Each call is timed around its kernel, as a GPU plugin's host-inclusive
-	// call contains its kernel: the call samples are the calls of the
-	// kept kernel samples, so each is at least its own kernel sample,
-	// whatever else the machine was doing at that moment. (Calls taken
-	// apart after the sampling would time the same CPU work at another
-	// moment, and a busy machine can make them look faster than every
-	// kernel sample, which the host rightly refuses of a GPU row.)
+	// A call is timed by the same wall clock as its kernel, so every kept
+	// kernel sample is a call sample too (sdk.WallClockCallSamples): the
+	// calls' distribution is the kernel's, as a GPU's host-inclusive call
+	// contains its kernel. (Calls taken apart after the sampling would
+	// time the same CPU work at another moment, and a busy machine can
+	// make them look faster than every kernel sample, which the host
+	// rightly refuses of a GPU row.)
 	var last []byte
-	var calls []time.Duration
 	sample := func(ctx context.Context) (time.Duration, error) {
-		call := time.Now()
 		start := time.Now()
 		last = c.forward()
-		kernel := time.Since(start)
-		calls = append(calls, time.Since(call))
-		return kernel, ctx.Err()
+		return time.Since(start), ctx.Err()
 	}
 	kernel, err := sdk.CollectSamples(ctx, req.Measurement, sample)
 	if err != nil {
 		return sdk.Samples{}, err
 	}
-	calls = calls[len(calls)-len(kernel):] // CollectSamples keeps its last calls: warm-up comes first
-	for len(calls) < req.Measurement.CallSamples {
-		if _, err := sample(ctx); err != nil {
-			return sdk.Samples{}, err
-		}
+	calls, err := sdk.WallClockCallSamples(ctx, kernel, max(len(kernel), req.Measurement.CallSamples), sample)
+	if err != nil {
+		return sdk.Samples{}, err
 	}
 	if req.Output != "" {
 		if err := os.WriteFile(req.Output, last, 0o644); err != nil {
