@@ -64,12 +64,17 @@ import platform
 import time
 import warnings
 
-import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+# The worker computes Triton's cache key while torch imports (worker_main,
+# warm_compiler_key), on a GPU: flex-attention's first compile needs it,
+# and Inductor keys its caches with it.
+COMPILER = "triton"
 
-import flashcore_worker as core
-from flashcore_serving import DECODE_INPUTS, VARLEN_INPUTS, Decode, Varlen, gather_pages  # noqa: F401
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+import flashcore_worker as core  # noqa: E402
+from flashcore_serving import DECODE_INPUTS, VARLEN_INPUTS, Decode, Varlen, gather_pages  # noqa: E402, F401
 
 # variant name -> (SDPBackend or None for PyTorch's choice, description)
 VARIANTS = {

@@ -27,7 +27,11 @@ import inspect
 import os
 import platform
 
-import torch
+# The worker computes Triton's cache key while torch imports (worker_main,
+# warm_compiler_key), on a GPU: this backend's first kernel needs it.
+COMPILER = "triton"
+
+import torch  # noqa: E402
 
 if not torch.cuda.is_available():
     # Must be set before triton is imported: it selects the interpreter.

@@ -74,3 +74,92 @@ def test_the_reason_comes_before_torch_is_imported(modules):
                          env={**os.environ, "PYTHONPATH": ""}).stdout.splitlines()
     assert out[0] == "True False"
     assert out[1].startswith("nolib-y is not installed for ")
+
+
+# ------------------------------------------------------------ Triton's key
+
+
+@pytest.mark.parametrize("environ, node, want", [
+    ({}, True, True),
+    ({"CUDA_VISIBLE_DEVICES": "0,1"}, True, True),
+    ({}, False, False),  # no NVIDIA driver here
+    ({"CUDA_VISIBLE_DEVICES": ""}, True, False),  # every GPU hidden
+    ({"CUDA_VISIBLE_DEVICES": "-1"}, True, False),
+    ({"CUDA_VISIBLE_DEVICES": " "}, True, False),
+])
+def test_an_nvidia_gpu_is_seen_without_torch(tmp_path, environ, node, want):
+    device_node = tmp_path / "nvidiactl"
+    if node:
+        device_node.write_text("")
+    assert worker_main.nvidia_gpu_visible(environ, str(device_node)) is want
+
+
+@pytest.mark.parametrize("module", ["triton_backend", "sdpa_backend"])
+def test_the_backends_that_compile_with_triton_declare_it(module):
+    """Read from the source, as start reads it before torch is imported."""
+    assert worker_main.module_constants(module).get("COMPILER") == worker_main.COMPILER_TRITON
+    assert __import__(module).COMPILER == worker_main.COMPILER_TRITON
+
+
+@pytest.fixture
+def fake_triton_key(monkeypatch):
+    """A triton whose runtime.cache.triton_key records its calls and takes a
+    while, in place of the installed one for the test."""
+    import types
+
+    calls = []
+
+    def triton_key():
+        import time
+
+        time.sleep(0.2)
+        calls.append("done")
+        return "key"
+
+    triton, runtime, cache = (types.ModuleType(n) for n in ("triton", "triton.runtime", "triton.runtime.cache"))
+    cache.triton_key = triton_key
+    runtime.cache, triton.runtime = cache, runtime
+    for module in (triton, runtime, cache):
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    return calls
+
+
+@pytest.mark.parametrize("compiler, gpu, computed", [
+    ("triton", True, True),
+    ("triton", False, False),  # Triton's interpreter needs no key
+    (None, True, False),  # a backend that declares no compiler
+    ("nvcc", True, False),
+])
+def test_the_key_is_computed_only_where_a_compile_needs_it(monkeypatch, fake_triton_key, compiler, gpu, computed):
+    monkeypatch.setattr(worker_main, "nvidia_gpu_visible", lambda: gpu)
+    thread = worker_main.warm_compiler_key(compiler)
+    assert (thread is not None) is computed
+    if thread is not None:
+        thread.join()
+    assert fake_triton_key == (["done"] if computed else [])
+
+
+def test_start_waits_for_the_key_before_the_hello(monkeypatch, modules, fake_triton_key):
+    """The key's thread ends inside start, whatever start returns: nothing
+    of the worker's own may run once the host is told it is ready."""
+    monkeypatch.setattr(worker_main, "nvidia_gpu_visible", lambda: True)
+    name = write_module(modules, "compiles_refuses", '''
+        COMPILER = "triton"
+
+        class Backend:
+            def __init__(self, device):
+                raise RuntimeError("no device for this test")
+    ''')
+    worker, reason = worker_main.start(name)
+    assert worker is None and "no device for this test" in reason
+    assert fake_triton_key == ["done"]
+    assert not [t for t in __import__("threading").enumerate() if t.name == "triton-key"]
+
+
+def test_a_broken_triton_leaves_the_start_alone(monkeypatch):
+    """No triton (or one that keeps its key elsewhere): the first compile
+    computes the key, as before, and the start goes on."""
+    monkeypatch.setitem(sys.modules, "triton", None)  # import triton raises ImportError
+    monkeypatch.setattr(worker_main, "nvidia_gpu_visible", lambda: True)
+    thread = worker_main.warm_compiler_key("triton")
+    thread.join()

@@ -14,6 +14,7 @@ import importlib.util
 import os
 import platform
 import sys
+import threading
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -59,41 +60,94 @@ def start(module_name):
     missing = missing_extra(module_name)
     if missing:
         return None, missing
+    warming = warm_compiler_key(module_constants(module_name).get("COMPILER"))
     try:
-        import torch  # noqa: F401  (the first import decides "no torch")
-    except ImportError as exc:
-        return None, f"python3 has no torch: {exc} ({interpreter})"
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        missing = (exc.name or module_name).split(".")[0]
-        return None, f"python3 has no {missing}: {exc} ({interpreter})"
-    try:
-        device = core.pick_device()
-        return core.Worker(module.Backend(device), device), None
-    except Exception as exc:  # a backend that cannot start is unavailable, with its reason
-        traceback.print_exc(file=sys.stderr)
-        return None, startup_failure(module_name, exc)
+        try:
+            import torch  # noqa: F401  (the first import decides "no torch")
+        except ImportError as exc:
+            return None, f"python3 has no torch: {exc} ({interpreter})"
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            missing = (exc.name or module_name).split(".")[0]
+            return None, f"python3 has no {missing}: {exc} ({interpreter})"
+        try:
+            device = core.pick_device()
+            return core.Worker(module.Backend(device), device), None
+        except Exception as exc:  # a backend that cannot start is unavailable, with its reason
+            traceback.print_exc(file=sys.stderr)
+            return None, startup_failure(module_name, exc)
+    finally:
+        # Nothing of the worker's own runs once the host has its hello:
+        # the walls measure its rows and freeze it during the others'.
+        if warming is not None:
+            warming.join()
 
 
-def declared_extra(module_name):
-    """The optional library a backend module wraps, as it declares it in
-    string constants at its top level: (MODULE, PACKAGE, EXTRA), or None
-    for a module that declares no EXTRA. Read from the module's source,
-    without importing it (which imports torch)."""
+# Triton's cache key (triton.runtime.cache.triton_key) hashes its own
+# sources and libtriton.so, about 0.4 s of a process's first Triton
+# compile on an H200 machine: the triton backend's first kernel, and
+# pytorch-sdpa's first flex-attention compile (Inductor keys its caches
+# with it). Hashing releases the GIL, so a thread computes it while the
+# main thread imports torch, and the compile finds it kept (functools'
+# cache). A backend module asks for it with COMPILER = "triton".
+COMPILER_TRITON = "triton"
+
+
+def warm_compiler_key(compiler):
+    """Starts the thread that computes the compiler's cache key, or returns
+    None: a backend that declares no compiler, or no NVIDIA GPU here (on a
+    CPU, Triton runs its interpreter, which needs no key, and a GPU-less
+    machine's cores are better left to torch's import)."""
+    if compiler != COMPILER_TRITON or not nvidia_gpu_visible():
+        return None
+    thread = threading.Thread(target=_triton_key, name="triton-key", daemon=True)
+    thread.start()
+    return thread
+
+
+def _triton_key():
+    try:
+        from triton.runtime.cache import triton_key
+
+        triton_key()
+    except Exception:  # noqa: BLE001  (no triton, another layout: the first compile computes it, as before)
+        pass
+
+
+def nvidia_gpu_visible(environ=os.environ, device_node="/dev/nvidiactl"):
+    """Whether an NVIDIA GPU may be used here, told without importing torch:
+    the driver's control node exists and CUDA_VISIBLE_DEVICES hides none."""
+    if environ.get("CUDA_VISIBLE_DEVICES", "0").strip() in ("", "-1"):
+        return False
+    return os.path.exists(device_node)
+
+
+def module_constants(module_name):
+    """The plain string constants at a backend module's top level, read from
+    its source without importing it (which imports torch): {} when it
+    cannot be read, and the import says what is wrong with it."""
     spec = importlib.util.find_spec(module_name)
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        return None
+        return {}
     try:
         with open(spec.origin, encoding="utf-8") as f:
             tree = ast.parse(f.read(), spec.origin)
     except (OSError, SyntaxError, ValueError):
-        return None  # the import below says what is wrong with it
+        return {}
     constants = {}
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
             constants[node.targets[0].id] = node.value.value
+    return constants
+
+
+def declared_extra(module_name):
+    """The optional library a backend module wraps, as it declares it in
+    string constants at its top level: (MODULE, PACKAGE, EXTRA), or None
+    for a module that declares no EXTRA (module_constants)."""
+    constants = module_constants(module_name)
     if not all(constants.get(k) for k in ("MODULE", "PACKAGE", "EXTRA")):
         return None
     return constants["MODULE"], constants["PACKAGE"], constants["EXTRA"]
