@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flashcore/bench/core/results"
 	"github.com/flashcore/bench/sdk"
@@ -303,5 +304,34 @@ func TestMethodChangesAreCalledOut(t *testing.T) {
 		if strings.Contains(w, "different methods") {
 			t.Errorf("warning %q where every row kept its method", w)
 		}
+	}
+}
+
+// TestCPUSettingsThatDifferAreWarned: a suite's settings apart for the
+// rows on a CPU are part of the contract the header compares.
+func TestCPUSettingsThatDifferAreWarned(t *testing.T) {
+	tests := []struct {
+		key    string
+		change func(*results.Suite)
+	}{
+		{"cpu_time_cap", func(s *results.Suite) { s.CPUTimeCap = 100 * time.Millisecond }},
+		{"cpu_min_samples", func(s *results.Suite) { s.CPUMinSamples = 6 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			sources := load(t, oldRun, newRun)
+			tt.change(&sources[1].Run.Suite)
+			c, err := Compare(sources, Options{Threshold: DefaultThreshold})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found bool
+			for _, w := range c.Warnings {
+				found = found || strings.Contains(w, "measurement setting "+tt.key+" differs")
+			}
+			if !found {
+				t.Errorf("no warning that %s differs in %q", tt.key, c.Warnings)
+			}
+		})
 	}
 }

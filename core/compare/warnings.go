@@ -83,6 +83,15 @@ func cpuTimeCap(s results.Suite) string {
 	return "time_cap"
 }
 
+// cpuMinSamples is min_samples a suite set apart for the rows on a CPU,
+// or "min_samples" where it set none.
+func cpuMinSamples(s results.Suite) string {
+	if s.CPUMinSamples > 0 {
+		return fmt.Sprint(s.CPUMinSamples)
+	}
+	return "min_samples"
+}
+
 // measurementFields are the settings of the measurement contract, by
 // their suite keys, whose difference the header names.
 var measurementFields = []struct {
@@ -96,6 +105,7 @@ var measurementFields = []struct {
 	{"target_noise", func(s results.Suite) string { return fmt.Sprint(s.Measurement.TargetNoise) }},
 	{"time_cap", func(s results.Suite) string { return s.Measurement.TimeCap.String() }},
 	{"cpu_time_cap", cpuTimeCap},
+	{"cpu_min_samples", cpuMinSamples},
 	{"call_samples", func(s results.Suite) string { return fmt.Sprint(s.Measurement.CallSamples) }},
 	{"placements", func(s results.Suite) string { return fmt.Sprint(sdk.Placements(s.Measurement)) }},
 }

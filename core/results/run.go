@@ -131,6 +131,10 @@ type Suite struct {
 	// suite set one apart (measurement.cpu_time_cap); absent when the
 	// measurement's time cap held for every row.
 	CPUTimeCap time.Duration `json:"cpu_time_cap,omitempty"`
+	// CPUMinSamples is min_samples of the rows that ran on a CPU, where
+	// the suite set one apart (measurement.cpu_min_samples); absent when
+	// the measurement's min_samples held for every row.
+	CPUMinSamples int `json:"cpu_min_samples,omitempty"`
 	// L2Modes are the L2 modes measured; the first is the primary one.
 	L2Modes []sdk.L2Mode `json:"l2_modes"`
 	// Tolerances are keyed by dtype ("fp16", "bf16", "fp32"): the suite's

@@ -19,6 +19,7 @@ warmup_time = "20ms"
 min_samples = 6
 time_cap = "100ms"
 cpu_time_cap = "30ms"
+cpu_min_samples = 4
 call_samples = 3
 [[cases]]
 batch = 1
@@ -32,8 +33,9 @@ head_dim = 64
 // reports the measurement each Run was asked for) as a CPU backend and as
 // one that claims a GPU, and checks what the host asks: the suite's
 // warm-up for a row's first Run and the resumed warm-up
-// (sdk.ResumedWarmUp) for the next L2 mode's; cpu_time_cap for the CPU
-// row's Runs, time_cap for the GPU row's.
+// (sdk.ResumedWarmUp) for the next L2 mode's; cpu_time_cap and
+// cpu_min_samples for the CPU row's Runs, time_cap and min_samples for the
+// GPU row's.
 func TestEachRunIsAskedForItsContract(t *testing.T) {
 	plugins := []host.Plugin{{Name: "test-tunables", Path: buildtest.Plugin(t, "test-tunables", "internal/testplugins/tunables")}}
 	s, err := suite.Parse("two-modes.toml", []byte(twoModesSuite))
@@ -41,10 +43,10 @@ func TestEachRunIsAskedForItsContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		device, timeCap string
+		device, timeCap, minSamples string
 	}{
-		{"cpu", "30ms"},
-		{"gpu", "100ms"},
+		{"cpu", "30ms", "4"},
+		{"gpu", "100ms", "6"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.device, func(t *testing.T) {
@@ -55,8 +57,8 @@ func TestEachRunIsAskedForItsContract(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			if run.Suite.CPUTimeCap.String() != "30ms" {
-				t.Errorf("results' suite cpu_time_cap %v, want 30ms", run.Suite.CPUTimeCap)
+			if run.Suite.CPUTimeCap.String() != "30ms" || run.Suite.CPUMinSamples != 4 {
+				t.Errorf("results' suite cpu_time_cap %v, cpu_min_samples %d; want 30ms, 4", run.Suite.CPUTimeCap, run.Suite.CPUMinSamples)
 			}
 			r := find(run, s.Cases[0].ID, "test-tunables")
 			if r == nil || len(r.Timings) != 2 {
@@ -69,10 +71,10 @@ func TestEachRunIsAskedForItsContract(t *testing.T) {
 			for i, w := range want {
 				got := r.Timings[i]
 				if string(got.L2) != w.mode || got.Facts["asked_warmup_runs"] != w.runs || got.Facts["asked_warmup_time"] != w.time ||
-					got.Facts["asked_time_cap"] != tt.timeCap {
-					t.Errorf("Run %d: L2 %s asked warm-up %s runs %s, time cap %s; want L2 %s, %s runs %s, time cap %s",
-						i+1, got.L2, got.Facts["asked_warmup_runs"], got.Facts["asked_warmup_time"], got.Facts["asked_time_cap"],
-						w.mode, w.runs, w.time, tt.timeCap)
+					got.Facts["asked_time_cap"] != tt.timeCap || got.Facts["asked_min_samples"] != tt.minSamples {
+					t.Errorf("Run %d: L2 %s asked warm-up %s runs %s, time cap %s, min_samples %s; want L2 %s, %s runs %s, time cap %s, min_samples %s",
+						i+1, got.L2, got.Facts["asked_warmup_runs"], got.Facts["asked_warmup_time"], got.Facts["asked_time_cap"], got.Facts["asked_min_samples"],
+						w.mode, w.runs, w.time, tt.timeCap, tt.minSamples)
 				}
 			}
 			if r.Status != results.StatusPass {

@@ -266,8 +266,8 @@ func (r *runner) measure(ctx context.Context, b *backend, c op.Case, t *op.Input
 	for i, mode := range r.cfg.Suite.L2Modes {
 		m := r.cfg.Suite.Measurement
 		m.L2 = mode
-		if cpuCap := r.cfg.Suite.CPUTimeCap; cpuCap > 0 && b.description.Device.Kind == "cpu" {
-			m.TimeCap = cpuCap
+		if b.description.Device.Kind == "cpu" {
+			m = r.cfg.Suite.OnCPU(m)
 		}
 		if i > 0 {
 			// The Run before, moments ago on the same buffers, kept the

@@ -31,18 +31,19 @@ type fileSuite struct {
 }
 
 type fileMeasurement struct {
-	WarmupRuns   field[int]           `toml:"warmup_runs"`
-	WarmupTime   field[time.Duration] `toml:"warmup_time"`
-	MinSamples   field[int]           `toml:"min_samples"`
-	MaxSamples   field[int]           `toml:"max_samples"`
-	TargetNoise  field[float64]       `toml:"target_noise"`
-	TimeCap      field[time.Duration] `toml:"time_cap"`
-	CPUTimeCap   field[time.Duration] `toml:"cpu_time_cap"`
-	CallSamples  field[int]           `toml:"call_samples"`
-	Placements   field[int]           `toml:"placements"`
-	L2           field[[]string]      `toml:"l2"`
-	CallTimeout  field[time.Duration] `toml:"call_timeout"`
-	StartTimeout field[time.Duration] `toml:"start_timeout"`
+	WarmupRuns    field[int]           `toml:"warmup_runs"`
+	WarmupTime    field[time.Duration] `toml:"warmup_time"`
+	MinSamples    field[int]           `toml:"min_samples"`
+	MaxSamples    field[int]           `toml:"max_samples"`
+	TargetNoise   field[float64]       `toml:"target_noise"`
+	TimeCap       field[time.Duration] `toml:"time_cap"`
+	CPUTimeCap    field[time.Duration] `toml:"cpu_time_cap"`
+	CPUMinSamples field[int]           `toml:"cpu_min_samples"`
+	CallSamples   field[int]           `toml:"call_samples"`
+	Placements    field[int]           `toml:"placements"`
+	L2            field[[]string]      `toml:"l2"`
+	CallTimeout   field[time.Duration] `toml:"call_timeout"`
+	StartTimeout  field[time.Duration] `toml:"start_timeout"`
 }
 
 type fileCheck struct {

@@ -35,3 +35,18 @@ func (s *Suite) OnlyL2(l2 sdk.L2Mode) *Suite {
 	only.Measurement.L2 = l2
 	return &only
 }
+
+// OnCPU is m for a row of a backend that runs on a CPU: the suite's
+// cpu_time_cap and cpu_min_samples in place of time_cap and min_samples,
+// where it sets them (a CPU row's cap is its time, and its slowest rows
+// stop at min_samples past the cap). Placements follow the samples, as
+// every placement takes one (sdk.Placements).
+func (s *Suite) OnCPU(m sdk.Measurement) sdk.Measurement {
+	if s.CPUTimeCap > 0 {
+		m.TimeCap = s.CPUTimeCap
+	}
+	if s.CPUMinSamples > 0 {
+		m.MinSamples = s.CPUMinSamples // at most max_samples (validate.go)
+	}
+	return m
+}

@@ -37,6 +37,10 @@ type Suite struct {
 	// CPU (measurement.cpu_time_cap), in place of Measurement.TimeCap;
 	// 0 when the suite sets none, and the time cap holds for every row.
 	CPUTimeCap time.Duration
+	// CPUMinSamples is min_samples of the rows of backends that run on a
+	// CPU (measurement.cpu_min_samples), in place of
+	// Measurement.MinSamples; 0 when the suite sets none.
+	CPUMinSamples int
 	// L2Modes lists every L2 mode to measure, the primary one first.
 	L2Modes []sdk.L2Mode
 	// CallTimeout is the deadline of one plugin call.

@@ -47,6 +47,13 @@ func (d *decoder) build(in *decoded) (*Suite, error) {
 		}
 		s.CPUTimeCap = cpuCap.Value
 	}
+	if cpuMin := f.Measurement.CPUMinSamples; cpuMin.Set {
+		d.atLeast("measurement.cpu_min_samples", cpuMin.Value, 1)
+		if maxSamples := s.Measurement.MaxSamples; cpuMin.Value > maxSamples {
+			d.problem("measurement.cpu_min_samples", -1, "must be at most max_samples (%d), got %d", maxSamples, cpuMin.Value)
+		}
+		s.CPUMinSamples = cpuMin.Value
+	}
 	s.Check = d.check(f.Check)
 	s.Tolerances = d.tolerances(in.tolerances.dtypes)
 	s.OutputTolerances = d.outputTolerances(in.tolerances.outputs, s.Tolerances)

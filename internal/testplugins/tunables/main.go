@@ -195,6 +195,7 @@ func (b *backend) Run(ctx context.Context, req sdk.RunRequest) (sdk.Samples, err
 		"asked_warmup_runs": strconv.Itoa(m.WarmupRuns),
 		"asked_warmup_time": m.WarmupTime.String(),
 		"asked_time_cap":    m.TimeCap.String(),
+		"asked_min_samples": strconv.Itoa(m.MinSamples),
 	}
 	return sdk.Samples{KernelTimes: kernel, CallTimes: calls, Method: "wall-clock", Facts: facts}, nil
 }
