@@ -57,10 +57,11 @@ def start(module_name):
     """Imports torch and the backend, builds the worker. Returns
     (worker, None) or (None, reason the backend is unavailable)."""
     interpreter = sys.executable
-    missing = missing_extra(module_name)
+    constants = module_constants(module_name)  # read once: the extra and the compiler
+    missing = missing_extra(module_name, constants)
     if missing:
         return None, missing
-    warming = warm_compiler_key(module_constants(module_name).get("COMPILER"))
+    warming = warm_compiler_key(constants.get("COMPILER"))
     try:
         try:
             import torch  # noqa: F401  (the first import decides "no torch")
@@ -143,23 +144,24 @@ def module_constants(module_name):
     return constants
 
 
-def declared_extra(module_name):
+def declared_extra(module_name, constants=None):
     """The optional library a backend module wraps, as it declares it in
     string constants at its top level: (MODULE, PACKAGE, EXTRA), or None
     for a module that declares no EXTRA (module_constants)."""
-    constants = module_constants(module_name)
+    if constants is None:
+        constants = module_constants(module_name)
     if not all(constants.get(k) for k in ("MODULE", "PACKAGE", "EXTRA")):
         return None
     return constants["MODULE"], constants["PACKAGE"], constants["EXTRA"]
 
 
-def missing_extra(module_name):
+def missing_extra(module_name, constants=None):
     """Why the backend cannot run, when the optional library it declares
     (declared_extra) is not installed: the reason its import would give,
     with the command that installs it. None when it is there, or when the
     module declares none. A backend that cannot run says so before torch
     is imported: seconds of every run's start on a machine without it."""
-    declared = declared_extra(module_name)
+    declared = declared_extra(module_name, constants)
     if declared is None:
         return None
     library, package, extra = declared
