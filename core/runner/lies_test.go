@@ -215,14 +215,17 @@ head_dim = 64
 // than it takes (a divided clock, the fastest eighth of 8× the samples),
 // or time less work than the checked call did (an output replayed by input
 // hash, an eighth of the rows), are each an ERROR or FAIL of their own row,
-// caught by the host's batch on fresh inputs; the honest control and
+// caught by the host's clock on fresh inputs; the honest control and
 // cpu-reference PASS with the host's figures in their facts.
 func TestClockLiesAreCaught(t *testing.T) {
 	want := []lieVerdict{
-		{"slow-clock", results.StatusError, "clock: the host timed"},
+		// The batch rule catches them on quick cores; where a slow machine's
+		// CPU slack hides a 1-call batch's lie, the marginal rule (batches
+		// of 1 and 2 calls) may be first, and either is the host's clock.
+		{"slow-clock", results.StatusError, "clock: "},
 		// Its fastest eighth, sorted, may also end past the stopping
 		// rule's point: the replay then refuses it before the clock does.
-		{"best-of-8", results.StatusError, "clock: the host timed | the stopping rule ends at"},
+		{"best-of-8", results.StatusError, "clock: | the stopping rule ends at"},
 		// Replaying an output takes nanoseconds here, which the physical
 		// ceiling refuses first; a slower replay meets the host's clock.
 		{"cached", results.StatusError, ""},
