@@ -50,7 +50,7 @@ def test_worker_round_trip_in_interpreter(tmp_path):
     prepared = worker.handle("prepare", params)
     assert prepared["loaded_sha256"] == digest
     assert prepared["facts"]["interpreter"] == "true"
-    assert prepared["facts"]["config"].startswith("BLOCK_M=32 BLOCK_N=32")
+    assert prepared["facts"]["config"].startswith("BLOCK_M=64 BLOCK_N=64")
     worker.handle("fetch", {"case_id": "case"})
     assert_close(read_output(params["files"]["Output"], s), reference(q, k, v, True), "fp16")
 
